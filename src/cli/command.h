@@ -1,0 +1,40 @@
+// Subcommand registry. Each subcommand lives in its own file (cmd_<name>.cc) and registers itself
+// with a static MEMPROF_COMMAND(...) object; main.cc knows none of them by name. Command files are
+// compiled straight into the executable (not an archive), so their registrations are never dropped.
+//
+// A command's run function returns the process exit code. Report failures as one line on stderr
+// through fail() and return its non-zero code; never exit() from a command.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace memprof::cli {
+
+struct Command {
+  std::string name;
+  std::string summary;
+  // Adds options to `sub` and returns the function to run once they are parsed.
+  std::function<std::function<int()>(CLI::App& sub)> setup;
+};
+
+std::vector<Command>& commands();
+
+struct CommandRegistration {
+  explicit CommandRegistration(Command command) { commands().push_back(std::move(command)); }
+};
+
+// Prints "memprof: <message>" on stderr and returns exit code 1.
+int fail(const std::string& message);
+
+}  // namespace memprof::cli
+
+#define MEMPROF_COMMAND_CONCAT2(a, b) a##b
+#define MEMPROF_COMMAND_CONCAT(a, b) MEMPROF_COMMAND_CONCAT2(a, b)
+#define MEMPROF_COMMAND(...)                                                     \
+  static const ::memprof::cli::CommandRegistration MEMPROF_COMMAND_CONCAT(       \
+      memprof_command_, __LINE__){::memprof::cli::Command{__VA_ARGS__}}

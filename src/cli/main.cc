@@ -1,0 +1,43 @@
+// memprof: the command-line front end. Subcommands register themselves (see command.h).
+#include <algorithm>
+#include <cstdio>
+
+#include "cli/command.h"
+
+namespace memprof::cli {
+
+std::vector<Command>& commands() {
+  static std::vector<Command> all;
+  return all;
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "memprof: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace memprof::cli
+
+int main(int argc, char** argv) {
+  using namespace memprof::cli;
+  CLI::App app{"memprof: memory profiler and function-hooking toolkit for live Linux processes"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "memprof 0.1.0");
+
+  auto& all = commands();
+  std::sort(all.begin(), all.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::function<int()> chosen;
+  for (auto& command : all) {
+    CLI::App* sub = app.add_subcommand(command.name, command.summary);
+    auto run = command.setup(*sub);
+    sub->callback([&chosen, run] { chosen = run; });
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!chosen) return fail("no command given (see memprof --help)");
+  return chosen();
+}
