@@ -1,0 +1,40 @@
+// Reads another process's memory with process_vm_readv (no ptrace stop needed; the kernel applies
+// the same access check as PTRACE_ATTACH, see process_access.h for the error text).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "core/util/result.h"
+
+namespace memprof::proc {
+
+class RemoteMemory {
+ public:
+  explicit RemoteMemory(pid_t pid) : pid_(pid) {}
+  pid_t pid() const { return pid_; }
+
+  // Fills `out` from `address`. A partial read (unmapped page) is an error naming the address.
+  Status read(uint64_t address, std::span<unsigned char> out) const;
+
+  template <typename T>
+  Result<T> read_value(uint64_t address) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T value{};
+    auto status = read(address, {reinterpret_cast<unsigned char*>(&value), sizeof(T)});
+    if (!status.ok()) return status.error();
+    return value;
+  }
+
+  // A NUL-terminated string of at most `max_length` bytes (longer ones are an error).
+  Result<std::string> read_cstring(uint64_t address, size_t max_length = 4096) const;
+
+ private:
+  pid_t pid_;
+};
+
+}  // namespace memprof::proc
