@@ -1,0 +1,139 @@
+// The in-memory model of one ObjectSpace.dump_all file: every object as a dense id with its fields
+// in parallel arrays (struct of arrays, ~40 bytes per object plus 4 per reference), the ROOT lines,
+// a summary of the SHAPE lines and the lines that could not be read.
+//
+// Ids: objects are numbered 0..size()-1 in the order their lines appear in the dump. Ruby writes
+// the dump page by page, slot by slot, so ids in one page are consecutive and ascending by
+// address; consumers that draw pages (heapmap) may rely on addresses, not on ids.
+//
+// Strings (class names, file paths, detail strings) live once in `strings` and are referenced by
+// StringId; id 0 is the empty string, which also means "absent".
+//
+// Produced by load_heap() (loader.h); read-only afterwards. Graph algorithms (graph.h,
+// dominators.h) work on it without copying it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "heap/object_type.h"
+#include "heap/string_pool.h"
+
+namespace memprof::heap {
+
+using ObjectId = uint32_t;
+inline constexpr ObjectId kNoObject = std::numeric_limits<ObjectId>::max();
+inline constexpr uint32_t kNoGeneration = std::numeric_limits<uint32_t>::max();
+
+// Bits of Heap::flags. The GC flags come from the line's "flags" object; the others from the
+// top-level boolean fields of the same name.
+enum ObjectFlag : uint16_t {
+  kFlagWbProtected = 1u << 0,   // "wb_protected": the object is covered by the write barrier.
+  kFlagOld = 1u << 1,           // "old": promoted to the old generation (survived 3 GCs).
+  kFlagUncollectible = 1u << 2, // "uncollectible": will not be freed by the current GC cycle.
+  kFlagMarked = 1u << 3,        // "marked": marked by the last (possibly still running) GC.
+  kFlagMarking = 1u << 4,       // "marking": incremental marking in progress on this object.
+  kFlagPinned = 1u << 5,        // "pinned": GC.compact may not move it (pinned by C code, ...).
+  kFlagFrozen = 1u << 6,        // "frozen": true
+  kFlagEmbedded = 1u << 7,      // "embedded": contents stored inside the slot itself.
+  kFlagShared = 1u << 8,        // "shared": shares its buffer with another String/Array.
+  kFlagFstring = 1u << 9,       // "fstring": interned frozen string (deduplicated literal).
+  kFlagSingleton = 1u << 10,    // "singleton": a singleton class (CLASS lines).
+};
+
+// A ROOT line: {"type":"ROOT", "root":"vm", "references":[...]}. Ruby writes one line per root
+// kind (vm, machine_context, global_list, global_tbl, finalizer, end_proc, ...); a kind may repeat.
+struct RootSet {
+  StringId kind = 0;              // e.g. "machine_context"
+  std::vector<ObjectId> targets;  // resolved references; addresses absent from the dump dropped
+};
+
+// Allocation site: present only when the dump was taken with allocation tracing on
+// (ObjectSpace.trace_object_allocations_start). file == 0 means "no site".
+struct Site {
+  StringId file = 0;
+  uint32_t line = 0;
+  bool operator==(const Site&) const = default;
+};
+using SiteId = uint32_t;  // index into Heap::sites; 0 is the empty site
+
+// One line the loader skipped, with the reason (e.g. "invalid JSON", "missing address").
+struct BadLine {
+  uint64_t line_number = 0;  // 1-based line number in the (decompressed) dump
+  std::string message;
+};
+
+struct Heap {
+  // ---- per object, indexed by ObjectId ----
+  std::vector<uint64_t> address;     // "address" as a number (0x7f35c85e0010)
+  std::vector<ObjectType> type;      // "type"
+  std::vector<uint16_t> flags;       // ObjectFlag bits
+  std::vector<ObjectId> class_of;    // "class" resolved to the class object's id, or kNoObject
+                                     // (no class field, or class object missing from the dump)
+  std::vector<uint64_t> memsize;     // "memsize" in bytes (0 when absent); includes the slot
+  std::vector<SiteId> site;          // "file"/"line" as a SiteId (0: not traced)
+  std::vector<uint32_t> generation;  // "generation": GC count at allocation, or kNoGeneration
+  std::vector<uint16_t> slot_size;   // "slot_size" (Ruby 3.2+), 0 when the dump has none
+  std::vector<StringId> detail;      // "imemo_type" for IMEMO, "struct" for DATA, else 0
+
+  // References in compressed sparse row form: the objects `id` references are
+  // ref_targets[ref_begin[id] .. ref_begin[id + 1]). ref_begin has size() + 1 entries.
+  // As in the dump, the object's own class is NOT among them (see class_of); references to
+  // addresses absent from the dump (immediates, freed slots) are dropped and counted in
+  // `dangling_references`.
+  std::vector<uint32_t> ref_begin;
+  std::vector<ObjectId> ref_targets;
+
+  // ---- names ----
+  StringPool strings;
+  std::vector<Site> sites;  // sites[0] is the empty site
+  // "name" of CLASS/MODULE objects (absent for anonymous classes, singleton classes and
+  // ICLASSes); see class_name().
+  std::unordered_map<ObjectId, StringId> class_names;
+
+  // ---- roots, shapes, diagnostics ----
+  std::vector<RootSet> roots;
+  uint64_t shape_count = 0;     // SHAPE lines (Ruby 3.3+), counted, not modeled
+  uint64_t shape_memsize = 0;   // sum of their "memsize" fields
+  uint64_t lines = 0;           // lines read, including bad and blank ones
+  uint64_t input_bytes = 0;     // decompressed bytes read
+  uint64_t dangling_references = 0;
+  uint64_t duplicate_addresses = 0;  // later lines reusing an address; references go to the first
+  std::vector<BadLine> bad_lines;    // capped at kMaxBadLinesKept; bad_line_count has the total
+  uint64_t bad_line_count = 0;
+  static constexpr size_t kMaxBadLinesKept = 1000;
+
+  size_t size() const { return address.size(); }
+  std::span<const ObjectId> references(ObjectId id) const {
+    return {ref_targets.data() + ref_begin[id], ref_targets.data() + ref_begin[id + 1]};
+  }
+  std::string_view str(StringId id) const { return strings.view(id); }
+
+  // The id of the object at `address`, or kNoObject.
+  ObjectId find(uint64_t address) const;
+
+  // "name" of the object's class ("String", "ActiveRecord::Base"), or "" when the class is
+  // anonymous, missing from the dump, or the object has no class field.
+  std::string_view class_name(ObjectId id) const;
+  // What reports group objects by: class_name(); for IMEMO objects "(IMEMO:<imemo_type>)"
+  // (their class field is not a class); "#<Class:0x...>" for an anonymous class; "(TYPE)"
+  // when there is no class at all.
+  std::string class_label(ObjectId id) const;
+  // "file:line" or "" when not traced.
+  std::string site_label(ObjectId id) const;
+
+  // Owned by the loader: the address index built once after reading (see address_index.h).
+  struct AddressIndex {
+    std::vector<uint64_t> keys;  // open addressing, 0 = empty slot
+    std::vector<ObjectId> values;
+    uint64_t mask = 0;
+  } index;
+};
+
+}  // namespace memprof::heap
