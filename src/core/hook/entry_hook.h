@@ -1,0 +1,68 @@
+// Entry hooks (inline patches): the first instructions of a function become a 5-byte
+// `jmp rel32` to a thunk near the function, which jumps to the replacement. The displaced
+// instructions are relocated into a trampoline (RIP-relative operands re-targeted, rel8
+// branches widened to rel32) followed by a jump back, so original() is a callable copy of the
+// function's start.
+//
+// Use it when calls do not go through a GOT (static binaries, calls inside one object) and you
+// want every caller, including indirect ones. How to add a hook:
+//
+//   static int (*real_compute)(int);
+//   static int counting_compute(int x) { ++calls; return real_compute(x); }
+//   auto hook = memprof::hook::EntryHook::install((void*)&compute, (void*)&counting_compute);
+//   if (!hook.ok()) { report(hook.message()); return; }
+//   real_compute = reinterpret_cast<int (*)(int)>((*hook)->original());
+//
+// Refused with an error (nothing written): the function is shorter than the jump, a branch in
+// the function targets the displaced bytes, an instruction cannot be moved (jrcxz/loop,
+// RIP-relative operand out of reach from the trampoline), another entry hook owns the address,
+// or the 5 bytes cannot be written with one atomic store while other threads run (see patch.h).
+//
+// Concurrency: the jump is written with one atomic store, so no thread executes a half-written
+// jump. A thread that is suspended *between* two displaced instructions at the moment of the
+// store would resume in the middle of the jump; that cannot happen when the first instruction
+// is at least 5 bytes long (displaced_instructions() == 1 covers the whole jump) and is
+// otherwise a narrow window. Set require_single_instruction to refuse hooks that have it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/util/result.h"
+
+namespace memprof::hook {
+
+struct EntryHookOptions {
+  // Refuse unless the 5-byte jump lies inside the first instruction (no thread can be stopped
+  // between displaced instructions while the jump is written).
+  bool require_single_instruction = false;
+};
+
+class EntryHook {
+ public:
+  static Result<std::unique_ptr<EntryHook>> install(void* target, void* replacement,
+                                                    EntryHookOptions options = {});
+  EntryHook(const EntryHook&) = delete;
+  EntryHook& operator=(const EntryHook&) = delete;
+  ~EntryHook();  // uninstalls: the original bytes come back; the trampoline stays valid
+
+  void* target() const { return target_; }
+  // Callable relocated prologue: behaves like the unhooked target. Stays callable after
+  // uninstall (trampolines are never unmapped; a thread may still be inside one).
+  void* original() const { return original_; }
+  const std::vector<uint8_t>& saved_bytes() const { return saved_; }  // bytes the jump replaced
+  size_t displaced_bytes() const { return displaced_bytes_; }
+  size_t displaced_instructions() const { return displaced_instructions_; }
+
+ private:
+  EntryHook() = default;
+  void* target_ = nullptr;
+  void* original_ = nullptr;
+  std::vector<uint8_t> saved_;
+  size_t displaced_bytes_ = 0;
+  size_t displaced_instructions_ = 0;
+};
+
+}  // namespace memprof::hook

@@ -1,0 +1,40 @@
+// The one function that writes into live code and data of this process (GOT slots, call-site
+// displacements, function entries). Every hook kind goes through it.
+//
+// How a patch is made safe for other threads that keep running:
+//   1. Only the bytes that change are considered: their span must lie inside one naturally
+//      aligned 8-byte word (written with one 8-byte store) or one aligned 16-byte block (written
+//      with `lock cmpxchg16b`). Aligned stores of this size are single-copy atomic on x86-64, so
+//      a concurrent instruction fetch or load sees all old or all new bytes.
+//      A span that fits neither is refused while other threads exist; in a single-threaded
+//      process it is copied with all signals blocked (no one else can observe it).
+//   2. Pages: the protection of each touched page is read from /proc/self/maps (not assumed),
+//      PROT_WRITE is added for the store only, and the recorded protection is put back; every
+//      mprotect result is checked. Executable pages are briefly W+X because other threads may be
+//      executing code on them; none is left that way.
+//   3. Serialization: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) makes every thread
+//      of the process execute a core-serializing instruction before the patch returns, as the
+//      Intel SDM asks for cross-modifying code (falls back to local cpuid where unsupported).
+// A process-wide mutex orders concurrent patchers so protections are never restored under each
+// other's feet.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/util/result.h"
+
+namespace memprof::hook {
+
+// Writes `bytes` at `address`. Errors leave memory unchanged (except when restoring a page
+// protection fails after the store, which is reported).
+Status patch_memory(void* address, std::span<const uint8_t> bytes);
+
+// Protection (PROT_* bits) of the page holding `address`, from /proc/self/maps.
+Result<int> page_protection(const void* address);
+
+// Number of threads in this process (/proc/self/task).
+Result<size_t> thread_count();
+
+}  // namespace memprof::hook
