@@ -1,0 +1,27 @@
+# frozen_string_literal: true
+
+# One measurement in a fresh process:
+#   ruby [-I <repo>/lib] bench/ruby/child.rb WORKLOAD PROFILER SCALE
+# Prepares the workload (boot, warm-up: not measured), runs it once inside the profiler and
+# prints one JSON line: {"workload", "profiler", "seconds", "description"}.
+require "json"
+require_relative "profilers"
+require_relative "workloads/alloc_loop"
+require_relative "workloads/rails_requests"
+
+WORKLOADS = { "alloc" => AllocLoop, "rails" => RailsRequests }.freeze
+
+workload_name, profiler_name, scale = ARGV
+unless ARGV.size == 3 && WORKLOADS.key?(workload_name)
+  abort "usage: child.rb {#{WORKLOADS.keys.join('|')}} PROFILER SCALE"
+end
+
+workload = WORKLOADS.fetch(workload_name)
+profiler = Profilers.find(profiler_name)
+profiler.load
+workload.prepare(Float(scale))
+GC.start
+seconds, result = profiler.measure { workload.run }
+profiler.verify(workload, result)
+puts JSON.generate(workload: workload_name, profiler: profiler.name, seconds: seconds,
+                   description: workload.description)
