@@ -47,8 +47,8 @@ class ElfFile {
   Result<Bytes> section_data(const Section& section) const;
   // Bytes at a file (link-time) address, through the PT_LOAD segment that contains them.
   Result<Bytes> bytes_at_address(uint64_t address, uint64_t size) const;
-  // Lowest PT_LOAD p_vaddr rounded down to its alignment: subtract from the mapping start to get
-  // the load bias.
+  // Lowest PT_LOAD p_vaddr rounded down to its page: subtract it from the start of the mapping of
+  // file offset 0 to get the load bias.
   uint64_t first_load_address() const;
 
   // .dynsym / .symtab with names and versions. An absent table gives an empty list.

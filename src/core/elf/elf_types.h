@@ -30,6 +30,7 @@ struct Section {
   uint64_t size = 0;
   uint32_t link = 0;
   uint32_t info = 0;
+  uint64_t addralign = 0;
   uint64_t entsize = 0;
 };
 

@@ -38,8 +38,8 @@ class ObjectSymbols {
   // Loads `path`, and its debug file through `search` unless `use_debug_files` is false.
   static Result<ObjectSymbols> load(const std::string& path, bool use_debug_files = true,
                                     const DebugSearchPath& search = {});
-  // Symbols of an already parsed file (no debug-file lookup). `file` must outlive the result only
-  // through the copy kept inside it.
+  // Symbols of an already parsed file (no debug-file lookup). The result keeps `file` (and the
+  // mapping it owns) alive; for a file made by ElfFile::parse the caller keeps the bytes alive.
   static Result<ObjectSymbols> from_file(ElfFile file);
 
   const ElfFile& file() const { return *files_.front(); }
@@ -51,8 +51,8 @@ class ObjectSymbols {
   const std::vector<Entry>& entries() const { return entries_; }
   // Every entry with this name (unversioned name; "name@VER" and "name@@VER" also accepted).
   std::vector<const Entry*> find(std::string_view name) const;
-  // The symbol whose [address, address + size) contains `address`; when none has a size covering it,
-  // the nearest preceding function symbol of size 0 is not guessed at: nothing is returned.
+  // The symbol whose [address, address + size) contains `address` (the nearest start among nested
+  // ones). Size-0 symbols never match: an address past a symbol's end is not guessed at.
   std::optional<AddressMatch> find_address(uint64_t address) const;
 
  private:
@@ -64,6 +64,7 @@ class ObjectSymbols {
   std::optional<std::string> debug_path_;
   std::vector<Entry> entries_;
   std::vector<uint32_t> by_name_;  // indices of entries_ sorted by name
+  uint64_t max_size_ = 0;          // bounds the backwards walk of find_address
 };
 
 }  // namespace memprof::elf

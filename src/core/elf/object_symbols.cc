@@ -1,0 +1,131 @@
+// Merged, sorted symbol tables of one object and its debug file.
+#include "core/elf/object_symbols.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <tuple>
+
+namespace memprof::elf {
+
+namespace {
+
+// Symbols that name code or data at an address. Section and file symbols, TLS offsets and
+// absolute values are not addresses; size-less NOTYPE labels (_end, __bss_start) only add noise.
+bool is_address_symbol(const Symbol& symbol) {
+  if (!symbol.defined() || symbol.name.empty() || symbol.section_index == SHN_ABS) return false;
+  switch (symbol.type) {
+    case STT_FUNC:
+    case STT_GNU_IFUNC:
+    case STT_OBJECT:
+      return true;
+    case STT_NOTYPE:
+      return symbol.size != 0;
+    default:
+      return false;
+  }
+}
+
+// "name@@VER" -> ("name", "VER"); "name@VER" -> ("name", "VER"); "name" -> ("name", "").
+std::pair<std::string_view, std::string_view> split_version(std::string_view name) {
+  size_t at = name.find('@');
+  if (at == std::string_view::npos) return {name, {}};
+  std::string_view version = name.substr(at + 1);
+  if (!version.empty() && version.front() == '@') version.remove_prefix(1);
+  return {name.substr(0, at), version};
+}
+
+}  // namespace
+
+std::string ObjectSymbols::Entry::display_name() const {
+  if (version.empty()) return std::string(name);
+  return fmt::format("{}{}{}", name, default_version ? "@@" : "@", version);
+}
+
+Result<ObjectSymbols> ObjectSymbols::load(const std::string& path, bool use_debug_files,
+                                          const DebugSearchPath& search) {
+  MEMPROF_TRY(file, ElfFile::open(path));
+  std::optional<std::string> debug_path;
+  if (use_debug_files) {
+    MEMPROF_TRY(found, find_debug_file(file, path, search));
+    debug_path = std::move(found);
+  }
+  MEMPROF_TRY(symbols, from_file(std::move(file)));
+  if (debug_path) {
+    MEMPROF_TRY(debug, ElfFile::open(*debug_path));
+    MEMPROF_TRY(debug_symbols, debug.static_symbols());
+    symbols.files_.push_back(std::make_shared<const ElfFile>(std::move(debug)));
+    symbols.add(debug_symbols);
+    symbols.debug_path_ = std::move(debug_path);
+    symbols.finish();
+  }
+  return std::move(symbols);
+}
+
+Result<ObjectSymbols> ObjectSymbols::from_file(ElfFile file) {
+  ObjectSymbols symbols;
+  MEMPROF_TRY(dynamic, file.dynamic_symbols());
+  MEMPROF_TRY(statics, file.static_symbols());
+  symbols.files_.push_back(std::make_shared<const ElfFile>(std::move(file)));
+  // Dynamic first: on duplicates the .dynsym entry (which carries the version) is kept.
+  symbols.add(dynamic);
+  symbols.add(statics);
+  symbols.finish();
+  return symbols;
+}
+
+void ObjectSymbols::add(const std::vector<Symbol>& symbols) {
+  for (const auto& symbol : symbols) {
+    if (!is_address_symbol(symbol)) continue;
+    entries_.push_back(Entry{symbol.name, symbol.version, symbol.default_version, symbol.value,
+                             symbol.size, symbol.type, symbol.bind, symbol.table});
+  }
+}
+
+void ObjectSymbols::finish() {
+  // stable_sort keeps the first-added (dynamic) entry first among equal (address, name) pairs.
+  std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.address, a.name) < std::tie(b.address, b.name);
+  });
+  entries_.erase(std::unique(entries_.begin(), entries_.end(),
+                             [](const Entry& a, const Entry& b) {
+                               return a.address == b.address && a.name == b.name;
+                             }),
+                 entries_.end());
+  by_name_.resize(entries_.size());
+  max_size_ = 0;
+  for (uint32_t i = 0; i < entries_.size(); ++i) {
+    by_name_[i] = i;
+    max_size_ = std::max(max_size_, entries_[i].size);
+  }
+  std::stable_sort(by_name_.begin(), by_name_.end(),
+                   [&](uint32_t a, uint32_t b) { return entries_[a].name < entries_[b].name; });
+}
+
+std::vector<const ObjectSymbols::Entry*> ObjectSymbols::find(std::string_view name) const {
+  auto [base, version] = split_version(name);
+  auto range = std::ranges::equal_range(by_name_, base, {},
+                                       [&](uint32_t index) { return entries_[index].name; });
+  std::vector<const Entry*> found;
+  for (uint32_t index : range) {
+    const Entry& entry = entries_[index];
+    if (!version.empty() && entry.version != version) continue;
+    found.push_back(&entry);
+  }
+  return found;
+}
+
+std::optional<ObjectSymbols::AddressMatch> ObjectSymbols::find_address(uint64_t address) const {
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
+                             [](uint64_t a, const Entry& e) { return a < e.address; });
+  // Walk back over every symbol that starts early enough to still cover `address`; the nearest
+  // start wins (the innermost of nested symbols).
+  while (it != entries_.begin()) {
+    --it;
+    if (address - it->address >= max_size_) break;
+    if (address - it->address < it->size) return AddressMatch{&*it, address - it->address};
+  }
+  return std::nullopt;
+}
+
+}  // namespace memprof::elf
