@@ -1,0 +1,40 @@
+# frozen_string_literal: true
+
+# memprof's memory per live tracked object, measured from the outside:
+#   ruby [-I <repo>/lib] bench/ruby/object_cost.rb {plain|memprof} COUNT
+# keeps COUNT objects alive (a third each of String, Array and Hash, made without temporaries
+# so no garbage inflates the tables) and prints one JSON line with the growth of the resident
+# set across the allocation and, under memprof, the number of live objects Memprof.stats
+# lists. The runner subtracts the plain run's growth from memprof's and divides by the live
+# count: what memprof's tables cost per object, whatever they are made of.
+require "etc"
+require "json"
+require "stringio"
+require_relative "profilers"
+
+def resident_bytes
+  File.read("/proc/self/statm").split[1].to_i * Etc.sysconf(Etc::SC_PAGESIZE)
+end
+
+mode, count = ARGV
+unless ARGV.size == 2 && %w[plain memprof].include?(mode) && count.match?(/\A\d+\z/)
+  abort "usage: object_cost.rb {plain|memprof} COUNT"
+end
+count = Integer(count)
+
+require "memprof" if mode == "memprof"
+makers = [-> { String.new }, -> { [] }, -> { {} }]
+GC.start
+Memprof.start if mode == "memprof"
+before = resident_bytes
+kept = Array.new(count) { |i| makers[i % 3].call }
+GC.start
+growth = resident_bytes - before
+live = 0
+if mode == "memprof"
+  out = StringIO.new
+  Memprof.stats(out)
+  live = Profilers.parse_stats(out.string).values.sum
+  Memprof.stop
+end
+puts JSON.generate(mode: mode, objects: kept.size, resident_growth: growth, live_tracked: live)
