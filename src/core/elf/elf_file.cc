@@ -15,7 +15,14 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
   MEMPROF_TRY(mapped, MappedFile::open(path));
   auto owner = std::make_shared<const MappedFile>(std::move(mapped));
   MEMPROF_TRY(file, parse(owner->bytes(), path));
-  file.file_ = std::move(owner);
+  file.owner_ = std::move(owner);
+  return std::move(file);
+}
+
+Result<ElfFile> ElfFile::parse_owned(std::vector<unsigned char> bytes, std::string name) {
+  auto owner = std::make_shared<const std::vector<unsigned char>>(std::move(bytes));
+  MEMPROF_TRY(file, parse(Bytes(owner->data(), owner->size()), std::move(name)));
+  file.owner_ = std::move(owner);
   return std::move(file);
 }
 

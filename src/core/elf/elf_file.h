@@ -30,6 +30,8 @@ class ElfFile {
   // Parses bytes owned by the caller, who keeps them alive as long as the ElfFile and anything
   // taken from it. `name` prefixes error messages.
   static Result<ElfFile> parse(Bytes bytes, std::string name);
+  // Parses bytes the ElfFile takes over (e.g. an image copied out of another process's memory).
+  static Result<ElfFile> parse_owned(std::vector<unsigned char> bytes, std::string name);
 
   const std::string& name() const { return name_; }
   Bytes bytes() const { return bytes_; }
@@ -80,7 +82,9 @@ class ElfFile {
   Result<std::vector<std::string_view>> version_names(const Section& dynsym) const;
   Result<std::string_view> dynamic_string(uint64_t offset) const;
 
-  std::shared_ptr<const MappedFile> file_;  // owner of bytes_ when opened from a path
+  // Owner of bytes_ (a MappedFile or a byte vector) unless the caller owns them. Shared so that
+  // copies of the ElfFile and of values taken from it stay valid.
+  std::shared_ptr<const void> owner_;
   std::string name_;
   Bytes bytes_;
   uint16_t type_ = 0;

@@ -77,8 +77,19 @@ Result<ObjectSymbols> ObjectSymbols::from_file(ElfFile file) {
 void ObjectSymbols::add(const std::vector<Symbol>& symbols) {
   for (const auto& symbol : symbols) {
     if (!is_address_symbol(symbol)) continue;
-    entries_.push_back(Entry{symbol.name, symbol.version, symbol.default_version, symbol.value,
-                             symbol.size, symbol.type, symbol.bind, symbol.table});
+    Entry entry{symbol.name, symbol.version, symbol.default_version, symbol.value,
+                symbol.size, symbol.type, symbol.bind, symbol.table};
+    // binutils >= 2.35 writes versioned names into .symtab literally ("memcpy@@GLIBC_2.14"); split
+    // them so they merge with the .dynsym entry and print the same way.
+    if (entry.version.empty()) {
+      auto [base, version] = split_version(entry.name);
+      if (!version.empty()) {
+        entry.default_version = entry.name.substr(base.size()).starts_with("@@");
+        entry.name = base;
+        entry.version = version;
+      }
+    }
+    entries_.push_back(entry);
   }
 }
 

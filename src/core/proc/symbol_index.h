@@ -40,10 +40,11 @@ class SymbolIndex {
   static Result<SymbolIndex> for_self();
   // Another process; its files are read through /proc/PID/root so containers work.
   static Result<SymbolIndex> for_process(pid_t pid);
-  // Objects already enumerated. Objects whose file cannot be read or parsed are kept without
+  // Objects already enumerated in process `pid` (whose memory holds the vdso image); files are
+  // opened as file_prefix + path. Objects whose file cannot be read or parsed are kept without
   // symbols and their error goes to warnings().
-  static SymbolIndex build(std::vector<LoadedObject> objects, const std::string& file_prefix = "",
-                           pid_t vdso_pid = 0);
+  static SymbolIndex build(std::vector<LoadedObject> objects, const std::string& file_prefix,
+                           pid_t pid);
 
   const std::vector<IndexedObject>& objects() const { return objects_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -52,7 +53,7 @@ class SymbolIndex {
   std::vector<RuntimeSymbol> find(std::string_view name) const;
   // The object and symbol containing a runtime address; nothing when no object's segment holds it.
   std::optional<AddressLookup> lookup(uint64_t address) const;
-  // "symbol+0x12 (object)" or "0x7f... (object)" or "0x7f..." for display.
+  // "symbol+0x12 (object)", "0x7f... (object+0x1234)" or "0x7f..." for display.
   std::string describe(uint64_t address) const;
 
  private:

@@ -1,0 +1,32 @@
+#include "core/proc/proc_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/util/scoped_fd.h"
+
+namespace memprof::proc {
+
+Result<std::string> read_proc_file(const std::string& path, int* error_number) {
+  auto failure = [&]() -> Error {
+    if (error_number != nullptr) *error_number = errno;
+    return err("{}: {}", path, std::strerror(errno));
+  };
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return failure();
+  std::string text;
+  char buffer[16384];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return failure();
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+}  // namespace memprof::proc

@@ -1,0 +1,15 @@
+// Reading small text files under /proc (maps, status, sysctls) into a string.
+#pragma once
+
+#include <string>
+
+#include "core/util/result.h"
+
+namespace memprof::proc {
+
+// The whole file ("PATH: strerror" on failure). /proc files report size 0, so this reads until
+// EOF. `error_number` (when given) receives errno on failure so that callers can tell a vanished
+// process (ENOENT, ESRCH) from a refused one (EACCES, EPERM).
+Result<std::string> read_proc_file(const std::string& path, int* error_number = nullptr);
+
+}  // namespace memprof::proc
