@@ -38,6 +38,9 @@ struct EntryHookOptions {
   // Refuse unless the 5-byte jump lies inside the first instruction (no thread can be stopped
   // between displaced instructions while the jump is written).
   bool require_single_instruction = false;
+  // Receives original() before the jump is written, so a replacement called by another thread
+  // right away already finds it (a release store; read it with an acquire load or plainly).
+  void** publish_original = nullptr;
 };
 
 class EntryHook {

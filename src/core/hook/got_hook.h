@@ -20,10 +20,9 @@
 //   ...
 //   hook->reset();  // uninstall: every slot gets its exact previous bytes back
 //
-// Publish original() to your replacement before calls can arrive (install() returns only after
-// the slots are written, so store it in a variable the replacement reads, as above, and make
-// the replacement tolerate a null pointer if calls may come from other threads immediately —
-// or resolve the original first with find_original() below).
+// Calls can reach the replacement before install() returns: pass
+// GotHookOptions::publish_original = (void**)&real_malloc so the pointer is set before the
+// first slot is written (TypedGotHook in typed_hook.h does this for you).
 //
 // The replacement runs in whatever thread called the function, possibly inside a signal handler
 // or while the loader lock is held: it must not take locks that the hooked code may hold.
@@ -48,6 +47,9 @@ struct GotHookOptions {
   // The path is the loader's name for the object; for the main program, /proc/self/exe resolved.
   std::function<bool(std::string_view object_path)> object_filter;
   bool follow_dlopen = true;  // patch objects loaded later, before dlopen returns
+  // Receives original() before the first slot is written, so a replacement called by another
+  // thread right away already finds it (a release store).
+  void** publish_original = nullptr;
 };
 
 // One patched GOT slot, as installed.
@@ -81,6 +83,8 @@ class GotHook {
   const std::string& symbol() const;
   size_t patched_slots() const;
   std::vector<GotSlot> slots() const;  // a snapshot (slots of dlopen'ed objects get added)
+  // Objects loaded later that could not be patched (the process went on without the hook there).
+  std::vector<std::string> follow_errors() const;
 
   struct State;  // shared with the dlopen follower (got_hook_registry.cc)
 

@@ -2,12 +2,13 @@
 // displacements, function entries). Every hook kind goes through it.
 //
 // How a patch is made safe for other threads that keep running:
-//   1. Only the bytes that change are considered: their span must lie inside one naturally
-//      aligned 8-byte word (written with one 8-byte store) or one aligned 16-byte block (written
-//      with `lock cmpxchg16b`). Aligned stores of this size are single-copy atomic on x86-64, so
-//      a concurrent instruction fetch or load sees all old or all new bytes.
-//      A span that fits neither is refused while other threads exist; in a single-threaded
-//      process it is copied with all signals blocked (no one else can observe it).
+//   1. Only the bytes that change are written, with one store of the smallest naturally aligned
+//      unit that covers them: 1, 2, 4 or 8 bytes (`mov`) or 16 bytes (`lock cmpxchg16b`).
+//      Aligned stores of these sizes are single-copy atomic on x86-64, so a concurrent
+//      instruction fetch or load sees all old or all new bytes, and neighbouring bytes are not
+//      rewritten (the loader may be filling the next GOT slot). A change that fits no aligned
+//      16-byte block is refused while other threads exist; in a single-threaded process it is
+//      copied with all signals blocked (no one else can observe it).
 //   2. Pages: the protection of each touched page is read from /proc/self/maps (not assumed),
 //      PROT_WRITE is added for the store only, and the recorded protection is put back; every
 //      mprotect result is checked. Executable pages are briefly W+X because other threads may be

@@ -56,6 +56,12 @@ class ScopedMmap {
   void* data() const { return addr_; }
   const unsigned char* bytes() const { return static_cast<const unsigned char*>(addr_); }
   size_t size() const { return size_; }
+  // Gives up ownership: the mapping stays for the life of the process (e.g. code that other
+  // threads may still be executing).
+  void* release() {
+    size_ = 0;
+    return std::exchange(addr_, MAP_FAILED);
+  }
   void reset() {
     if (addr_ != MAP_FAILED && size_ != 0) ::munmap(addr_, size_);
     addr_ = MAP_FAILED;

@@ -1,0 +1,135 @@
+#include "core/hook/entry_hook.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "core/hook/near_memory.h"
+#include "core/hook/patch.h"
+#include "core/hook/x86_64/code_writer.h"
+#include "core/hook/x86_64/relocator.h"
+
+namespace memprof::hook {
+namespace {
+
+using x86_64::Decoder;
+using x86_64::Instruction;
+
+constexpr int kEntryTrampoline = 1;
+constexpr size_t kThunkSlot = 16;  // the jump to the replacement, padded; the original follows
+constexpr size_t kMaxScannedFunction = 1 << 16;
+
+std::mutex& registry_mutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+std::vector<uintptr_t>& hooked_targets() {
+  static auto* targets = new std::vector<uintptr_t>;
+  return *targets;
+}
+
+const uint8_t* at(uintptr_t address) { return reinterpret_cast<const uint8_t*>(address); }
+
+// Where the function starting at `start` ends: its dynamic symbol's size when the loader knows
+// it, else the first instruction that does not fall through once every forward branch seen so
+// far has been passed (what a compiler's layout of one function looks like).
+uintptr_t function_end(const Decoder& decoder, uintptr_t start) {
+  Dl_info info;
+  void* extra = nullptr;
+  int found = ::dladdr1(at(start), &info, &extra, RTLD_DL_SYMENT);
+  const auto* symbol = static_cast<const ElfW(Sym)*>(extra);
+  if (found != 0 && symbol != nullptr && reinterpret_cast<uintptr_t>(info.dli_saddr) == start &&
+      symbol->st_size > 0)
+    return start + symbol->st_size;
+  uintptr_t furthest = start;
+  for (uintptr_t address = start; address < start + kMaxScannedFunction;) {
+    auto insn = decoder.decode(at(address), 15, address);
+    if (!insn.ok()) return address;
+    if (insn->relative_branch && insn->flow != x86_64::Flow::kCall &&
+        insn->branch_target > furthest && insn->branch_target < start + kMaxScannedFunction)
+      furthest = insn->branch_target;
+    address = insn->end();
+    if (insn->ends_flow() && address > furthest) return address;
+  }
+  return start + kMaxScannedFunction;
+}
+
+// Refuses when code after the displaced bytes branches back into them: after patching, such a
+// branch would land in the middle of the jump.
+Status check_no_branch_into(const Decoder& decoder, uintptr_t start, size_t displaced) {
+  uintptr_t end = function_end(decoder, start);
+  for (uintptr_t address = start + displaced; address < end;) {
+    auto insn = decoder.decode(at(address), 15, address);
+    if (!insn.ok()) break;  // data or padding: nothing decodable branches from here
+    if (insn->relative_branch && insn->branch_target >= start &&
+        insn->branch_target < start + displaced)
+      return err("the branch at {:#x} jumps into the first {} bytes of the function at {:#x}, "
+                 "which the hook would overwrite",
+                 address, displaced, start);
+    address = insn->end();
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replacement,
+                                                      EntryHookOptions options) {
+  if (target == nullptr || replacement == nullptr)
+    return err("entry hook: null {}", target == nullptr ? "target" : "replacement");
+  auto start = reinterpret_cast<uintptr_t>(target);
+  std::lock_guard lock(registry_mutex());
+  auto& targets = hooked_targets();
+  if (std::find(targets.begin(), targets.end(), start) != targets.end())
+    return err("the function at {:#x} already has an entry hook", start);
+
+  Decoder decoder;
+  MEMPROF_TRY(prologue, x86_64::measure_prologue(decoder, start, x86_64::kJumpRel32Size));
+  if (options.require_single_instruction && prologue.instructions > 1)
+    return err("the function at {:#x} starts with a {}-byte instruction: the jump would span {} "
+               "instructions (require_single_instruction)",
+               start, decoder.decode(at(start), 15, start)->length, prologue.instructions);
+  MEMPROF_TRY_STATUS(check_no_branch_into(decoder, start, prologue.bytes));
+
+  auto generate = [&](uintptr_t address) -> Result<std::vector<uint8_t>> {
+    x86_64::CodeWriter thunk(address);
+    thunk.jump_absolute(reinterpret_cast<uintptr_t>(replacement));
+    std::vector<uint8_t> code = thunk.take();
+    code.resize(kThunkSlot, 0xcc);
+    MEMPROF_TRY(original, x86_64::relocate_prologue(decoder, start, prologue, address + kThunkSlot));
+    code.insert(code.end(), original.begin(), original.end());
+    return code;
+  };
+  MEMPROF_TRY(trampoline,
+              place_trampoline({kEntryTrampoline, start, reinterpret_cast<uintptr_t>(replacement)},
+                               {start, start + x86_64::kJumpRel32Size}, generate));
+
+  std::unique_ptr<EntryHook> hook(new EntryHook);
+  hook->target_ = target;
+  hook->original_ = reinterpret_cast<void*>(trampoline + kThunkSlot);
+  hook->saved_.assign(at(start), at(start) + x86_64::kJumpRel32Size);
+  hook->displaced_bytes_ = prologue.bytes;
+  hook->displaced_instructions_ = prologue.instructions;
+  if (options.publish_original)
+    __atomic_store_n(options.publish_original, hook->original_, __ATOMIC_RELEASE);
+
+  x86_64::CodeWriter jump(start);
+  jump.jump(trampoline);
+  if (jump.code().size() != x86_64::kJumpRel32Size)
+    return err("the trampoline at {:#x} is out of rel32 reach of {:#x}", trampoline, start);
+  MEMPROF_TRY_STATUS(patch_memory(target, jump.code()));
+  targets.push_back(start);
+  return hook;
+}
+
+EntryHook::~EntryHook() {
+  std::lock_guard lock(registry_mutex());
+  // Restoring the bytes is always safe for running threads: the jump was one instruction, so
+  // no thread can be stopped inside it. A failure leaves the jump, which stays valid.
+  (void)patch_memory(target_, saved_);
+  std::erase(hooked_targets(), reinterpret_cast<uintptr_t>(target_));
+}
+
+}  // namespace memprof::hook

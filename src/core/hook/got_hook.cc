@@ -1,0 +1,259 @@
+#include "core/hook/got_hook.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "core/hook/got_hook_state.h"
+#include "core/hook/patch.h"
+
+namespace memprof::hook {
+namespace {
+
+struct SymbolRequest {
+  std::string name;
+  std::string version;  // "" = any
+};
+
+SymbolRequest parse_symbol(std::string_view symbol) {
+  size_t at = symbol.find('@');
+  if (at == std::string_view::npos) return {std::string(symbol), ""};
+  // "name@@VERSION" (the default-version spelling) means the same as "name@VERSION" here.
+  size_t version = symbol.find_first_not_of('@', at);
+  return {std::string(symbol.substr(0, at)),
+          version == std::string_view::npos ? "" : std::string(symbol.substr(version))};
+}
+
+// The version an object binds symbol `index` to: DT_VERNEED for imports, DT_VERDEF for its
+// own definitions (a library calling its own exported function through its PLT).
+std::string_view bound_version(const LoadedObject& object, uint32_t index) {
+  if (object.tables.symtab[index].st_shndx == SHN_UNDEF) return object.needed_version(index);
+  return object.defined_version(index);
+}
+
+bool versions_match(std::string_view wanted, std::string_view bound) {
+  return wanted.empty() || bound.empty() || wanted == bound;
+}
+
+bool selected(const GotHook::State& state, const LoadedObject& object) {
+  if (object.role == ObjectRole::kLoader || object.role == ObjectRole::kVdso) return false;
+  if (!object.problem.empty()) return false;
+  if (state.options.object_filter) return state.options.object_filter(object.path);
+  return object.role != ObjectRole::kHookLibrary;
+}
+
+struct FoundSlot {
+  void** address;
+  bool jump_slot;
+  std::string_view version;
+};
+
+// Every JUMP_SLOT / GLOB_DAT slot of `object` that names `name`.
+std::vector<FoundSlot> find_slots(const LoadedObject& object, std::string_view name) {
+  std::vector<FoundSlot> found;
+  const auto& t = object.tables;
+  for (auto [rels, count] : {std::pair{t.jmprel, t.jmprel_count}, std::pair{t.rela, t.rela_count}}) {
+    for (size_t i = 0; i < count; ++i) {
+      uint32_t type = ELF64_R_TYPE(rels[i].r_info);
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+      uint32_t index = ELF64_R_SYM(rels[i].r_info);
+      if (object.symbol_name(index) != name) continue;
+      uintptr_t slot = object.bias + rels[i].r_offset;
+      // A slot the loader wrote is inside the object and 8-byte aligned; anything else means
+      // the tables are not what they claim, and the slot is left alone.
+      if (slot % alignof(void*) != 0 || !object.contains(slot) ||
+          !object.contains(slot + sizeof(void*) - 1))
+        continue;
+      found.push_back({reinterpret_cast<void**>(slot), type == R_X86_64_JUMP_SLOT,
+                       bound_version(object, index)});
+    }
+  }
+  return found;
+}
+
+Status write_slot(void** slot, void* value) {
+  return patch_memory(slot, {reinterpret_cast<const uint8_t*>(&value), sizeof value});
+}
+
+bool still_loaded(const std::vector<LoadedObject>& objects, const ObjectKey& key) {
+  return std::any_of(objects.begin(), objects.end(), [&](const LoadedObject& o) {
+    return o.bias == key.bias && o.dynamic == key.dynamic;
+  });
+}
+
+Result<void*> lookup_definition(const SymbolRequest& request,
+                                const std::vector<LoadedObject>& objects) {
+  for (const auto& object : objects) {
+    if (!object.problem.empty()) continue;
+    for (uint32_t index : object.find_symbols(request.name)) {
+      const Elf64_Sym& sym = object.tables.symtab[index];
+      if (sym.st_shndx == SHN_UNDEF || ELF64_ST_BIND(sym.st_info) == STB_LOCAL) continue;
+      if (request.version.empty() ? object.version_hidden(index)
+                                  : object.defined_version(index) != request.version)
+        continue;
+      uintptr_t address = object.bias + sym.st_value;
+      if (ELF64_ST_TYPE(sym.st_info) == STT_GNU_IFUNC) {
+        // What the loader does on x86-64: call the resolver with no arguments.
+        address = reinterpret_cast<uintptr_t (*)()>(address)();
+      }
+      return reinterpret_cast<void*>(address);
+    }
+  }
+  if (request.version.empty())
+    return err("symbol '{}' is not defined by any loaded object", request.name);
+  return err("symbol '{}@{}' is not defined by any loaded object", request.name, request.version);
+}
+
+std::string display_name(const SymbolRequest& request) {
+  return request.version.empty() ? request.name : request.name + "@" + request.version;
+}
+
+}  // namespace
+
+Status patch_object_locked(GotHook::State& state, const LoadedObject& object) {
+  ObjectKey key{object.bias, object.dynamic};
+  if (std::find(state.seen.begin(), state.seen.end(), key) != state.seen.end()) return ok_status();
+  state.seen.push_back(key);
+  if (!selected(state, object)) return ok_status();
+  for (const FoundSlot& found : find_slots(object, state.name)) {
+    if (!versions_match(state.version, found.version)) continue;
+    void* previous = __atomic_load_n(found.address, __ATOMIC_ACQUIRE);
+    MEMPROF_TRY_STATUS(write_slot(found.address, state.replacement));
+    state.slots.push_back({{found.address, previous, object.path, found.jump_slot}, key});
+  }
+  return ok_status();
+}
+
+void unpatch_all_locked(GotHook::State& state) {
+  auto objects = loaded_objects();
+  for (auto it = state.slots.rbegin(); it != state.slots.rend(); ++it) {
+    // An object unloaded behind our back (a dlclose we did not see) may have been replaced by
+    // another mapping: never write there. A slot that no longer holds our replacement was
+    // changed by someone else (another hooking layer, the lazy resolver): leave it to them.
+    if (!objects.ok() || !still_loaded(*objects, it->object)) continue;
+    if (__atomic_load_n(it->slot.address, __ATOMIC_ACQUIRE) != state.replacement) continue;
+    // A failed restore cannot be undone here; the slot keeps the replacement, which stays valid.
+    (void)write_slot(it->slot.address, it->slot.previous);
+  }
+  state.slots.clear();
+  state.seen.clear();
+}
+
+Result<std::shared_ptr<GotHook::State>> install_got_hook_locked(std::string symbol,
+                                                                void* replacement,
+                                                                GotHookOptions options,
+                                                                bool internal) {
+  SymbolRequest request = parse_symbol(symbol);
+  if (request.name.empty()) return err("empty symbol name in '{}'", symbol);
+  if (replacement == nullptr) return err("null replacement for symbol '{}'", symbol);
+  for (const auto& active : active_got_hooks())
+    if (active->name == request.name && versions_match(active->version, request.version))
+      return err("symbol '{}' is already hooked by another GotHook ('{}')", request.name,
+                 active->symbol);
+
+  auto state = std::make_shared<GotHook::State>();
+  state->symbol = std::move(symbol);
+  state->name = request.name;
+  state->version = request.version;
+  state->replacement = replacement;
+  state->options = std::move(options);
+  state->internal = internal;
+
+  MEMPROF_TRY(objects, loaded_objects());
+  // First find every slot, so that an error leaves the process untouched.
+  std::set<std::string, std::less<>> versions;
+  size_t slot_count = 0;
+  for (const auto& object : objects) {
+    if (!selected(*state, object)) continue;
+    for (const FoundSlot& found : find_slots(object, request.name)) {
+      if (!versions_match(request.version, found.version)) continue;
+      ++slot_count;
+      if (!found.version.empty()) versions.emplace(found.version);
+    }
+  }
+  // The follower's own hooks must exist before any object imports their symbol.
+  if (slot_count == 0 && !internal)
+    return err("no GOT slot for symbol '{}' in any loaded object", display_name(request));
+  // Slots bound to several versions are one hook only when the versions are aliases of one
+  // function (glibc's dlopen@GLIBC_2.2.5 and dlopen@@GLIBC_2.34); memcpy@GLIBC_2.2.5 and
+  // memcpy@@GLIBC_2.14 are different functions and need one hook each.
+  if (state->version.empty() && versions.size() == 1) state->version = *versions.begin();
+  MEMPROF_TRY(original, lookup_definition({state->name, state->version}, objects));
+  for (const auto& version : versions) {
+    MEMPROF_TRY(versioned, lookup_definition({state->name, version}, objects));
+    if (versioned != original) {
+      std::string list;
+      for (const auto& v : versions) list += (list.empty() ? "" : ", ") + v;
+      return err("symbol '{}' is bound to several versions ({}) that are different functions: "
+                 "hook each as '{}@VERSION'",
+                 request.name, list, request.name);
+    }
+  }
+  state->original = original;
+  if (state->options.publish_original)
+    __atomic_store_n(state->options.publish_original, original, __ATOMIC_RELEASE);
+
+  for (const auto& object : objects) {
+    if (Status status = patch_object_locked(*state, object); !status.ok()) {
+      unpatch_all_locked(*state);
+      return err("hooking '{}' in {}: {}", state->symbol, object.path, status.message());
+    }
+  }
+  active_got_hooks().push_back(state);
+  return state;
+}
+
+Result<std::unique_ptr<GotHook>> GotHook::install(std::string symbol, void* replacement,
+                                                  GotHookOptions options) {
+  std::lock_guard lock(got_registry_mutex());
+  bool follow = options.follow_dlopen;
+  MEMPROF_TRY(state, install_got_hook_locked(std::move(symbol), replacement, std::move(options),
+                                             /*internal=*/false));
+  if (follow) {
+    if (Status status = retain_dlopen_follower_locked(); !status.ok()) {
+      unpatch_all_locked(*state);
+      auto& hooks = active_got_hooks();
+      hooks.erase(std::find(hooks.begin(), hooks.end(), state));
+      return err("following dlopen for '{}': {}", state->symbol, status.message());
+    }
+  }
+  return std::unique_ptr<GotHook>(new GotHook(std::move(state)));
+}
+
+Result<void*> GotHook::find_original(std::string_view symbol) {
+  MEMPROF_TRY(objects, loaded_objects());
+  return lookup_definition(parse_symbol(symbol), objects);
+}
+
+GotHook::GotHook(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+GotHook::~GotHook() {
+  std::lock_guard lock(got_registry_mutex());
+  auto& hooks = active_got_hooks();
+  hooks.erase(std::find(hooks.begin(), hooks.end(), state_));
+  unpatch_all_locked(*state_);
+  if (state_->options.follow_dlopen) release_dlopen_follower_locked();
+}
+
+void* GotHook::original() const { return state_->original; }
+void* GotHook::replacement() const { return state_->replacement; }
+const std::string& GotHook::symbol() const { return state_->symbol; }
+
+size_t GotHook::patched_slots() const {
+  std::lock_guard lock(got_registry_mutex());
+  return state_->slots.size();
+}
+
+std::vector<GotSlot> GotHook::slots() const {
+  std::lock_guard lock(got_registry_mutex());
+  std::vector<GotSlot> result;
+  for (const auto& s : state_->slots) result.push_back(s.slot);
+  return result;
+}
+
+std::vector<std::string> GotHook::follow_errors() const {
+  std::lock_guard lock(got_registry_mutex());
+  return state_->follow_errors;
+}
+
+}  // namespace memprof::hook

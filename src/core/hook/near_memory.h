@@ -1,0 +1,48 @@
+// Executable memory placed near code, for thunks and relocated prologues that a rel32 must reach.
+//
+// Trampolines are written while their pages are read+write and only then made read+execute:
+// no trampoline page is ever writable and executable. They are never unmapped: after a hook is
+// removed a thread may still be running inside its thunk or relocated prologue (it was preempted
+// there), and unmapping would crash it. Instead they are cached by what they do (target and
+// replacement), so installing the same hook again reuses the same bytes; memory grows only with
+// the number of distinct hooks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/util/result.h"
+
+namespace memprof::hook {
+
+struct NearPlacement {
+  uintptr_t low;           // every address in [low, high] must reach the code with a rel32
+  uintptr_t high;
+  uintptr_t modulus = 0;   // when non-zero, the code's address is congruent to `residue`
+  uintptr_t residue = 0;
+};
+
+struct TrampolineKey {
+  int kind;  // which hook kind made it (entry, call-site)
+  uintptr_t target;
+  uintptr_t replacement;
+  bool operator==(const TrampolineKey&) const = default;
+};
+
+// Produces the trampoline bytes for the address they will live at.
+using CodeGenerator = std::function<Result<std::vector<uint8_t>>(uintptr_t address)>;
+
+// Returns the address of read+execute code equal to generate(address), placed as asked:
+// a retained trampoline with the same key when its bytes still match, else a new one.
+Result<uintptr_t> place_trampoline(const TrampolineKey& key, const NearPlacement& placement,
+                                   const CodeGenerator& generate);
+
+// rel32 reach: can an instruction ending at `from` jump to `to`?
+inline bool rel32_reaches(uintptr_t from, uintptr_t to) {
+  auto delta = static_cast<int64_t>(to - from);
+  return delta >= INT32_MIN && delta <= INT32_MAX;
+}
+
+}  // namespace memprof::hook

@@ -1,0 +1,152 @@
+#include "core/hook/patch.h"
+
+#include <dirent.h>
+#include <linux/membarrier.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "core/hook/self_maps.h"
+#include "core/hook/x86_64/atomic_store.h"
+
+namespace memprof::hook {
+namespace {
+
+// Orders all patchers of the process: two patches on one page must not interleave their
+// protection change and restore.
+std::mutex& patch_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+uintptr_t page_size() {
+  static const uintptr_t size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+// Makes every thread of the process serialize its instruction stream (cross-modifying code).
+void serialize_all_threads() {
+  static const bool sync_core = [] {
+    long supported = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (supported < 0 || !(supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE)) return false;
+    return ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
+  }();
+  if (sync_core) ::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+  x86_64::serialize_this_core();
+}
+
+struct PageProtection {
+  uintptr_t page;
+  int original;
+  bool changed = false;
+};
+
+// Puts back every protection this patch changed; reports the first failure.
+Status restore_protections(std::vector<PageProtection>& pages) {
+  Status result = ok_status();
+  for (auto& p : pages) {
+    if (!p.changed) continue;
+    if (::mprotect(reinterpret_cast<void*>(p.page), page_size(), p.original) != 0 && result.ok())
+      result = err("mprotect({:#x}) while restoring its protection: {}", p.page,
+                   std::strerror(errno));
+    p.changed = false;
+  }
+  return result;
+}
+
+// Copies with every signal blocked: used only when this is the process's sole thread, so
+// nothing else can observe the intermediate state.
+void copy_with_signals_blocked(uint8_t* dst, const uint8_t* src, size_t n) {
+  sigset_t all, previous;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+  std::memcpy(dst, src, n);
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+// The store itself, on writable pages: picks the smallest aligned atomic unit covering the
+// bytes that change.
+Status store(uint8_t* dst, std::span<const uint8_t> bytes) {
+  size_t first = 0, last = bytes.size();
+  while (first < last && dst[first] == bytes[first]) ++first;
+  while (last > first && dst[last - 1] == bytes[last - 1]) --last;
+  if (first == last) return ok_status();  // already there
+  uintptr_t begin = reinterpret_cast<uintptr_t>(dst) + first;
+  uintptr_t end = reinterpret_cast<uintptr_t>(dst) + last;
+  // The smallest naturally aligned unit that covers the change, so neighbouring bytes (another
+  // GOT slot the lazy resolver may be writing) are not rewritten.
+  for (uintptr_t unit : {1, 2, 4, 8, 16}) {
+    uintptr_t block = begin & ~(unit - 1);
+    if (end > block + unit) continue;
+    uint8_t merged[16];
+    std::memcpy(merged, reinterpret_cast<const void*>(block), unit);
+    std::memcpy(merged + (begin - block), bytes.data() + first, end - begin);
+    x86_64::store_atomic(reinterpret_cast<void*>(block), merged, unit);
+    return ok_status();
+  }
+  MEMPROF_TRY(threads, thread_count());
+  if (threads > 1)
+    return err("cannot patch {} bytes at {:#x} atomically: they cross a 16-byte boundary and "
+               "{} other thread(s) are running",
+               end - begin, begin, threads - 1);
+  copy_with_signals_blocked(dst + first, bytes.data() + first, last - first);
+  return ok_status();
+}
+
+}  // namespace
+
+Result<size_t> thread_count() {
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return err("/proc/self/task: {}", std::strerror(errno));
+  size_t count = 0;
+  while (const dirent* entry = ::readdir(dir))
+    if (entry->d_name[0] != '.') ++count;
+  ::closedir(dir);
+  return count;
+}
+
+Result<int> page_protection(const void* address) {
+  MEMPROF_TRY(ranges, read_self_maps());
+  const MappedRange* range = find_range(ranges, reinterpret_cast<uintptr_t>(address));
+  if (range == nullptr) return err("address {} is not mapped", address);
+  return range->protection;
+}
+
+Status patch_memory(void* address, std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return ok_status();
+  std::lock_guard lock(patch_mutex());
+  MEMPROF_TRY(ranges, read_self_maps());
+  auto begin = reinterpret_cast<uintptr_t>(address);
+  std::vector<PageProtection> pages;
+  for (uintptr_t page = begin & ~(page_size() - 1); page < begin + bytes.size();
+       page += page_size()) {
+    const MappedRange* range = find_range(ranges, page);
+    if (range == nullptr)
+      return err("cannot patch {} bytes at {:#x}: page {:#x} is not mapped", bytes.size(), begin,
+                 page);
+    pages.push_back({page, range->protection});
+  }
+  for (auto& p : pages) {
+    int writable = p.original | PROT_READ | PROT_WRITE;
+    if (writable == p.original) continue;
+    if (::mprotect(reinterpret_cast<void*>(p.page), page_size(), writable) != 0) {
+      Error error = err("mprotect({:#x}, PROT_WRITE): {}", p.page, std::strerror(errno));
+      (void)restore_protections(pages);
+      return error;
+    }
+    p.changed = true;
+  }
+  Status stored = store(static_cast<uint8_t*>(address), bytes);
+  Status restored = restore_protections(pages);
+  if (!stored.ok()) return stored;
+  serialize_all_threads();
+  return restored;
+}
+
+}  // namespace memprof::hook
