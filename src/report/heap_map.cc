@@ -1,0 +1,67 @@
+#include "report/heap_map.h"
+
+#include <fmt/format.h>
+
+#include "report/heap_page_map.h"
+#include "report/heap_map_renderer.h"
+
+namespace memprof::report {
+namespace {
+
+std::string slot_sizes_note(const HeapPageMap& map) {
+  uint32_t lo = UINT32_MAX, hi = 0;
+  for (const MapPage& page : map.pages) {
+    lo = std::min(lo, page.slots.slot_size);
+    hi = std::max(hi, page.slots.slot_size);
+  }
+  if (lo > hi) return "NO PAGES";
+  return lo == hi ? fmt::format("{}-BYTE SLOTS", lo) : fmt::format("{}-{}-BYTE SLOTS", lo, hi);
+}
+
+}  // namespace
+
+Result<HeapMapDrawing> draw_heap_map(const heap::Heap& heap, const HeapMapOptions& options) {
+  if (heap.size() == 0) return err("the dump holds no objects: nothing to draw");
+
+  std::vector<SlotAddress> addresses(heap.size());
+  for (size_t id = 0; id < heap.size(); ++id) {
+    addresses[id] = {heap.address[id], heap.slot_size[id]};
+  }
+  LayoutChoice choice = derive_layout(addresses, options.layout);
+
+  ObjectColoring coloring = options.coloring == MapColoring::kType ? color_by_type(heap)
+                                                                   : color_by_generation(heap);
+  std::vector<MapObject> objects(heap.size());
+  for (size_t id = 0; id < heap.size(); ++id) {
+    objects[id] = {heap.address[id], heap.slot_size[id], coloring.category_of[id],
+                   (heap.flags[id] & heap::kFlagPinned) != 0};
+  }
+  const HeapPageMap map = HeapPageMap::build(*choice.layout, objects);
+
+  HeapMapDrawing drawing{Image(0, 0, {}), std::move(choice)};
+  drawing.pages = map.pages.size();
+  drawing.slots = map.slot_count();
+  drawing.objects = map.placed;
+  drawing.undrawn = map.misfits + map.conflicts;
+  for (const MapCell& cell : map.cells) drawing.pinned += cell.pinned;
+
+  const HeapLayout& layout = *drawing.layout.layout;
+  MapLegend legend;
+  legend.title = options.coloring == MapColoring::kType ? "HEAP PAGES BY TYPE"
+                                                        : "HEAP PAGES BY GENERATION";
+  legend.notes.push_back(fmt::format("{} LAYOUT: {} KIB PAGES, {}", layout.name,
+                                     layout.page_alignment / 1024, slot_sizes_note(map)));
+  const double full = drawing.slots == 0 ? 0.0 : 100.0 * drawing.objects / drawing.slots;
+  legend.notes.push_back(fmt::format("{} PAGES, {} SLOTS, {} OBJECTS ({:.1f}% FULL)",
+                                     drawing.pages, drawing.slots, drawing.objects, full));
+  if (drawing.undrawn != 0) {
+    legend.notes.push_back(fmt::format("{} OBJECTS NOT PLACED (SEE STDERR)", drawing.undrawn));
+  }
+  legend.notes.push_back("ONE COLUMN PER PAGE, LOW ADDRESSES LEFT,");
+  legend.notes.push_back("FIRST SLOT AT THE TOP, ONE CELL PER SLOT");
+  legend.categories = std::move(coloring.categories);
+  drawing.image = render_heap_map(map, legend);
+  return drawing;
+}
+
+}  // namespace memprof::report

@@ -1,0 +1,29 @@
+// How heap map cells are colored: by object type (a fixed palette, so STRING is the same blue in
+// every picture) or by allocation generation (old = blue ... young = red, in equal-width ranges).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "heap/heap.h"
+#include "report/heap_map_renderer.h"
+
+namespace memprof::report {
+
+enum class MapColoring { kType, kGeneration };
+
+// The color of each object type; types without a color of their own share a neutral one.
+Rgb type_color(heap::ObjectType type);
+
+struct ObjectColoring {
+  std::vector<MapCategory> categories;  // most objects first; only categories in use
+  std::vector<uint16_t> category_of;    // per ObjectId, index into categories
+};
+
+ObjectColoring color_by_type(const heap::Heap& heap);
+
+// Generations come only from dumps taken with allocation tracing on; objects without one go to
+// a "NO GENERATION" category. At most `max_ranges` ranges split [min, max] generation.
+ObjectColoring color_by_generation(const heap::Heap& heap, int max_ranges = 8);
+
+}  // namespace memprof::report

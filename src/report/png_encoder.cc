@@ -1,0 +1,84 @@
+#include "report/png_encoder.h"
+
+#include <png.h>
+
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+namespace memprof::report {
+namespace {
+
+// libpng reports errors by longjmp. Everything between setjmp and a possible longjmp lives in
+// this struct or in plain C locals, so no C++ destructor is ever skipped.
+struct EncodeState {
+  std::vector<uint8_t>* out;
+  char message[256];
+};
+
+void on_error(png_structp png, png_const_charp message) {
+  auto* state = static_cast<EncodeState*>(png_get_error_ptr(png));
+  std::snprintf(state->message, sizeof(state->message), "%s", message);
+  png_longjmp(png, 1);
+}
+
+void on_warning(png_structp, png_const_charp) {}
+
+void on_write(png_structp png, png_bytep data, png_size_t length) {
+  auto* state = static_cast<EncodeState*>(png_get_io_ptr(png));
+  bool failed = false;
+  try {
+    state->out->insert(state->out->end(), data, data + length);
+  } catch (const std::bad_alloc&) {
+    failed = true;
+  }
+  // Raised outside the catch block: png_error longjmps and must not skip the handler's cleanup.
+  if (failed) png_error(png, "out of memory while encoding PNG");
+}
+
+void on_flush(png_structp) {}
+
+// Returns false with state->message set when libpng failed.
+bool encode_rows(const Image& image, EncodeState* state) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, state, on_error, on_warning);
+  if (png == nullptr) {
+    std::snprintf(state->message, sizeof(state->message), "cannot create PNG writer");
+    return false;
+  }
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr) {
+    png_destroy_write_struct(&png, nullptr);
+    std::snprintf(state->message, sizeof(state->message), "cannot create PNG info");
+    return false;
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    return false;
+  }
+  png_set_write_fn(png, state, on_write, on_flush);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(image.width()),
+               static_cast<png_uint_32>(image.height()), 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < image.height(); ++y) {
+    png_write_row(png, const_cast<png_bytep>(image.row(y)));  // libpng's API is not const-correct
+  }
+  png_write_end(png, info);
+  png_destroy_write_struct(&png, &info);
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> encode_png(const Image& image) {
+  if (image.width() <= 0 || image.height() <= 0) {
+    return err("cannot encode an empty {}x{} image as PNG", image.width(), image.height());
+  }
+  std::vector<uint8_t> out;
+  EncodeState state{&out, {}};
+  if (!encode_rows(image, &state)) return err("PNG encoding failed: {}", state.message);
+  return out;
+}
+
+}  // namespace memprof::report
