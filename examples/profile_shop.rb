@@ -3,11 +3,11 @@
 # The demo of `make demo`: profiles the bundled shop app (examples/shop) under a burst of
 # requests with Memprof.report and shows which line keeps objects alive.
 #   ruby -I lib examples/profile_shop.rb [REQUESTS]
-require "memprof"
-require_relative "shop/traffic"
-
 requests = Integer(ARGV.fetch(0, "1000"), exception: false)
 abort "usage: profile_shop.rb [REQUESTS]  (a positive number)" unless requests&.positive?
+
+require "memprof"
+require_relative "shop/traffic"
 
 traffic = Shop::Traffic.new
 # Warm-up: the first requests fill caches that are meant to stay (Rack's, JSON's), which is
@@ -26,7 +26,8 @@ else
   location, at_top = rows.group_by { |row| row.fetch("location") }
                          .max_by { |_, group| group.sum { |row| row.fetch("count") } }
   count = at_top.sum { |row| row.fetch("count") }
-  classes = at_top.map { |row| "#{row.fetch('count')} #{row.fetch('class')}" }.join(", ")
+  classes = at_top.sort_by { |row| [-row.fetch("count"), row.fetch("class")] }
+                  .map { |row| "#{row.fetch('count')} #{row.fetch('class')}" }.join(", ")
   puts format("\nLeak: %s keeps %d objects alive (%s) after %d requests: %.1f per request.",
               location.delete_prefix("#{File.expand_path('..', __dir__)}/"), count, classes,
               requests, count.fdiv(requests))
