@@ -94,7 +94,7 @@ Image render_heap_map(const HeapPageMap& map, const MapLegend& legend) {
                             ? map_colors::kEmptySlot
                             : legend.categories[cell.category].color;
       image.fill_rect(r.x, r.y, r.w, r.h, color);
-      if (cell.pinned) image.fill_rect(r.x, r.y, 1, r.h, map_colors::kPinnedNotch);
+      if (cell.pinned) image.fill_rect(r.x, r.y, raster.notch_width(), r.h, map_colors::kPinnedNotch);
     }
   }
 

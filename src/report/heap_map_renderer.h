@@ -52,7 +52,9 @@ struct MapRaster {
   int map_height = 0;
 
   static MapRaster plan(const HeapPageMap& map);
-  // The rectangle of slot `index` of page `page_index` (the notch is its leftmost column; cells
+  // The pinned mark: the left quarter of the column, at least one pixel.
+  int notch_width() const { return column_width / 4 > 1 ? column_width / 4 : 1; }
+  // The rectangle of slot `index` of page `page_index` (the notch is on its left; cells
   // at least 4 pixels tall keep their last row as a separator).
   PixelRect slot_rect(const HeapPageMap& map, size_t page_index, uint32_t index) const;
 };

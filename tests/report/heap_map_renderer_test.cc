@@ -69,8 +69,10 @@ TEST(HeapMapRenderer, DrawsEverySlotInItsCategoryColor) {
   const PixelRect pinned = raster.slot_rect(map, 0, 0);
   EXPECT_EQ(pinned.x, MapRaster::kMargin);
   EXPECT_EQ(pinned.y, MapRaster::kMargin + 0);  // (8 / 40) base slots down: row 0
+  EXPECT_EQ(raster.notch_width(), 3);
   EXPECT_EQ(decoded.at(pinned.x, pinned.y), map_colors::kPinnedNotch);
-  EXPECT_EQ(decoded.at(pinned.x + 1, pinned.y), kRed);
+  EXPECT_EQ(decoded.at(pinned.x + 2, pinned.y), map_colors::kPinnedNotch);
+  EXPECT_EQ(decoded.at(pinned.x + 3, pinned.y), kRed);
   const PixelRect empty = raster.slot_rect(map, 0, 1);
   EXPECT_EQ(empty.y, MapRaster::kMargin + 1);
   EXPECT_EQ(decoded.at(empty.x, empty.y), map_colors::kEmptySlot);
