@@ -93,8 +93,9 @@ struct Heap {
   // ---- names ----
   StringPool strings;
   std::vector<Site> sites;  // sites[0] is the empty site
-  // "name" of CLASS/MODULE objects (absent for anonymous classes, singleton classes and
-  // ICLASSes); see class_name().
+  // "name" of CLASS/MODULE objects or, when they have none, their "real_class_name" (Ruby 3.0+
+  // writes it for singleton classes: the class Ruby's obj.class would answer, e.g. "Class" for
+  // the singleton class of a class). Absent for anonymous classes and ICLASSes.
   std::unordered_map<ObjectId, StringId> class_names;
 
   // ---- roots, shapes, diagnostics ----
@@ -128,11 +129,16 @@ struct Heap {
   // "file:line" or "" when not traced.
   std::string site_label(ObjectId id) const;
 
-  // Owned by the loader: the address index built once after reading (see address_index.h).
+  // Builds the address index find() uses (the loader calls it once); returns the number of
+  // duplicate addresses (the first object keeps the address).
+  uint64_t build_index();
+
+  // Open-addressing hash table address -> id, ~18 bytes per object.
   struct AddressIndex {
     std::vector<uint64_t> keys;  // open addressing, 0 = empty slot
     std::vector<ObjectId> values;
     uint64_t mask = 0;
+    unsigned shift = 64;
   } index;
 };
 

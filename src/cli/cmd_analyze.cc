@@ -1,0 +1,43 @@
+// memprof analyze DUMP [--json] [--top N]: what a heap dump holds, by type, class, allocation
+// site, gem and generation, with retained sizes from the dominator tree.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "heap/analysis_report.h"
+#include "heap/loader.h"
+
+namespace memprof::cli {
+namespace {
+
+struct AnalyzeOptions {
+  std::string dump;
+  bool json = false;
+  size_t top = 20;
+};
+
+int run_analyze(const AnalyzeOptions& options) {
+  auto heap = heap::load_heap(options.dump, {.warnings = stderr});
+  if (!heap) return fail(heap.message());
+  auto graph = heap::Graph::build(*heap);
+  auto dominators = heap::DominatorTree::compute(graph, *heap);
+  auto analysis = heap::analyze_heap(*heap, graph, dominators, options.top == 0 ? heap->size() : options.top);
+  heap::ReportContext context{options.dump, *heap, dominators, options.top};
+  std::string out = options.json ? heap::render_analysis_json(context, analysis)
+                                 : heap::render_analysis_text(context, analysis);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+MEMPROF_COMMAND("analyze", "Summarize a heap dump: counts, memsize and retained size by type, class, location, gem",
+                [](CLI::App& sub) -> std::function<int()> {
+                  auto options = std::make_shared<AnalyzeOptions>();
+                  sub.add_option("dump", options->dump, "ObjectSpace.dump_all file (plain, gzip or zstd)")
+                      ->required();
+                  sub.add_flag("--json", options->json, "One JSON object instead of text");
+                  sub.add_option("--top", options->top, "Rows per list (0: all)")
+                      ->capture_default_str();
+                  return [options] { return run_analyze(*options); };
+                });
+
+}  // namespace
+}  // namespace memprof::cli

@@ -1,0 +1,60 @@
+// What `memprof analyze` reports: totals, objects grouped by type, class, allocation site, gem
+// and generation with their retained sizes, the biggest objects and the top retained sizes.
+//
+// Retained size of a group: the memsize of everything dominated by the group's objects,
+// counting each object once. An object whose dominator-tree ancestor is in the same group adds
+// nothing (its retained size is already inside the ancestor's), so a linked list of 1,000 Node
+// objects reports the list's bytes once, not 1,000 nested times.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "heap/dominators.h"
+#include "heap/graph.h"
+#include "heap/heap.h"
+
+namespace memprof::heap {
+
+struct GroupRow {
+  std::string name;
+  uint64_t count = 0;
+  uint64_t memsize = 0;
+  uint64_t retained = 0;
+};
+
+struct RootRow {
+  std::string kind;
+  uint64_t count = 0;  // references on ROOT lines of this kind
+};
+
+struct Analysis {
+  uint64_t count = 0;
+  uint64_t memsize = 0;
+  uint64_t reachable_count = 0;
+  uint64_t reachable_memsize = 0;
+  uint64_t machine_context_only_count = 0;
+  uint64_t machine_context_only_memsize = 0;
+  std::vector<RootRow> roots;
+  // Each sorted by memsize (descending), then name; all groups, not only the top ones.
+  std::vector<GroupRow> by_type;
+  std::vector<GroupRow> by_class;
+  std::vector<GroupRow> by_location;  // "file:line", "(no allocation site)"
+  std::vector<GroupRow> by_gem;       // see gem_of_file()
+  std::vector<GroupRow> by_generation;
+  std::vector<ObjectId> biggest;       // top N by memsize, then address
+  std::vector<ObjectId> top_retained;  // top N by retained size, then address
+};
+
+Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
+                      size_t top);
+
+// The gem a source file belongs to: "rack-2.2.4" for .../gems/rack-2.2.4/lib/rack.rb, "rack"
+// for Debian's /usr/lib/ruby/vendor_ruby/rack/..., "ruby" for Ruby's own library
+// (/usr/lib/ruby/3.1.0/set.rb), "(app)" for anything else, "(no allocation site)" for "".
+std::string gem_of_file(std::string_view file);
+
+inline constexpr std::string_view kNoSite = "(no allocation site)";
+
+}  // namespace memprof::heap

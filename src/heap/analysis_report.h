@@ -1,0 +1,30 @@
+// Text and JSON renderings of an Analysis (analysis.h) for `memprof analyze`.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "heap/analysis.h"
+
+namespace memprof::heap {
+
+struct ReportContext {
+  std::string_view dump_name;
+  const Heap& heap;
+  const DominatorTree& dominators;
+  size_t top = 20;  // rows per list; 0: all
+};
+
+std::string render_analysis_text(const ReportContext& context, const Analysis& analysis);
+// One JSON object on one line followed by '\n'. Keys: dump, lines, bad_lines, total {count,
+// memsize}, reachable {count, memsize}, machine_context_only {count, memsize}, roots
+// [{kind, count}], by_type/by_class/by_location/by_gem/by_generation [{name, count, memsize,
+// retained}], biggest/top_retained [{address, type, class, memsize, retained, location}].
+std::string render_analysis_json(const ReportContext& context, const Analysis& analysis);
+
+// "0x7f35c85e0010" (Ruby's spelling of addresses).
+std::string address_text(uint64_t address);
+// One line describing an object: "0x... STRING String 40 bytes (retains 40) at file:line".
+std::string describe_object(const Heap& heap, const DominatorTree* dominators, ObjectId id);
+
+}  // namespace memprof::heap

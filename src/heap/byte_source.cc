@@ -1,0 +1,244 @@
+#include "heap/byte_source.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/util/scoped_fd.h"
+
+namespace memprof::heap {
+namespace {
+
+constexpr size_t kCompressedChunk = 1 << 20;
+
+// Raw bytes before decompression: a file or a memory span. The first bytes are read ahead to
+// detect the compression and served again afterwards.
+class RawInput {
+ public:
+  RawInput(ScopedFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
+  RawInput(std::span<const unsigned char> bytes, std::string name)
+      : memory_(bytes), name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+
+  Result<size_t> read(std::span<char> buffer) {
+    if (buffer.empty()) return size_t{0};
+    if (!fd_.valid()) {
+      size_t n = std::min(buffer.size(), memory_.size() - memory_offset_);
+      std::memcpy(buffer.data(), memory_.data() + memory_offset_, n);
+      memory_offset_ += n;
+      return n;
+    }
+    for (;;) {
+      ssize_t n = ::read(fd_.get(), buffer.data(), buffer.size());
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) return err("{}: {}", name_, std::strerror(errno));
+    }
+  }
+
+  // Reads until `buffer` is full or the input ends (a short read is not the end of a file).
+  Result<size_t> read_full(std::span<char> buffer) {
+    size_t total = 0;
+    while (total < buffer.size()) {
+      MEMPROF_TRY(n, read(buffer.subspan(total)));
+      if (n == 0) break;
+      total += n;
+    }
+    return total;
+  }
+
+ private:
+  ScopedFd fd_;
+  std::span<const unsigned char> memory_;
+  size_t memory_offset_ = 0;
+  std::string name_;
+};
+
+// Serves `head` (the bytes read for detection) before the rest of the raw input.
+class HeadThenRaw {
+ public:
+  HeadThenRaw(std::vector<char> head, RawInput raw) : head_(std::move(head)), raw_(std::move(raw)) {}
+  const std::string& name() const { return raw_.name(); }
+  Result<size_t> read(std::span<char> buffer) {
+    if (head_offset_ < head_.size()) {
+      size_t n = std::min(buffer.size(), head_.size() - head_offset_);
+      std::memcpy(buffer.data(), head_.data() + head_offset_, n);
+      head_offset_ += n;
+      return n;
+    }
+    return raw_.read(buffer);
+  }
+
+ private:
+  std::vector<char> head_;
+  size_t head_offset_ = 0;
+  RawInput raw_;
+};
+
+class PlainSource final : public ByteSource {
+ public:
+  explicit PlainSource(HeadThenRaw input) : input_(std::move(input)) {}
+  Result<size_t> read(std::span<char> buffer) override { return input_.read(buffer); }
+
+ private:
+  HeadThenRaw input_;
+};
+
+class GzipSource final : public ByteSource {
+ public:
+  explicit GzipSource(HeadThenRaw input) : input_(std::move(input)), in_(kCompressedChunk) {}
+  ~GzipSource() override {
+    if (initialized_) inflateEnd(&stream_);
+  }
+  GzipSource(const GzipSource&) = delete;
+  GzipSource& operator=(const GzipSource&) = delete;
+
+  Status init() {
+    std::memset(&stream_, 0, sizeof stream_);
+    // 15 + 16: gzip wrapper only (the magic said so), largest window.
+    if (inflateInit2(&stream_, 15 + 16) != Z_OK) return err("{}: cannot start gzip decoder", input_.name());
+    initialized_ = true;
+    return ok_status();
+  }
+
+  Result<size_t> read(std::span<char> buffer) override {
+    const auto capacity = static_cast<uInt>(std::min<size_t>(buffer.size(), 1u << 30));
+    stream_.next_out = reinterpret_cast<Bytef*>(buffer.data());
+    stream_.avail_out = capacity;
+    while (capacity > 0 && stream_.avail_out == capacity) {
+      MEMPROF_TRY_STATUS(refill_if_empty());
+      if (member_ended_) {
+        if (stream_.avail_in == 0) return size_t{0};  // clean end after the last member
+        // Concatenated gzip members (gzip a >> b) form one stream.
+        if (inflateReset(&stream_) != Z_OK) return err("{}: corrupt gzip stream", input_.name());
+        member_ended_ = false;
+      }
+      if (stream_.avail_in == 0) return err("{}: truncated gzip stream", input_.name());
+      int rc = inflate(&stream_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        member_ended_ = true;
+      } else if (rc != Z_OK) {
+        return err("{}: corrupt gzip stream ({})", input_.name(),
+                   stream_.msg ? stream_.msg : "inflate failed");
+      }
+    }
+    return size_t{capacity - stream_.avail_out};
+  }
+
+ private:
+  HeadThenRaw input_;
+  std::vector<char> in_;
+  z_stream stream_{};
+  bool initialized_ = false;
+  bool member_ended_ = false;
+
+  Status refill_if_empty() {
+    if (stream_.avail_in != 0) return ok_status();
+    MEMPROF_TRY(n, input_.read({in_.data(), in_.size()}));
+    stream_.next_in = reinterpret_cast<Bytef*>(in_.data());
+    stream_.avail_in = static_cast<uInt>(n);
+    return ok_status();
+  }
+};
+
+class ZstdSource final : public ByteSource {
+ public:
+  explicit ZstdSource(HeadThenRaw input)
+      : input_(std::move(input)), in_(kCompressedChunk), context_(ZSTD_createDCtx()) {}
+  ~ZstdSource() override { ZSTD_freeDCtx(context_); }
+  ZstdSource(const ZstdSource&) = delete;
+  ZstdSource& operator=(const ZstdSource&) = delete;
+
+  Status init() {
+    if (context_ == nullptr) return err("{}: cannot start zstd decoder", input_.name());
+    return ok_status();
+  }
+
+  Result<size_t> read(std::span<char> buffer) override {
+    ZSTD_outBuffer out{buffer.data(), buffer.size(), 0};
+    while (out.pos == 0) {
+      if (in_pos_ == in_size_ && !input_done_) {
+        MEMPROF_TRY(n, input_.read({in_.data(), in_.size()}));
+        if (n == 0) input_done_ = true;
+        in_pos_ = 0;
+        in_size_ = n;
+      }
+      if (in_pos_ == in_size_ && input_done_) {
+        // Every frame must be complete; the decoder says so by returning 0 ("frame done").
+        if (!frame_done_) return err("{}: truncated zstd stream", input_.name());
+        break;
+      }
+      ZSTD_inBuffer in{in_.data(), in_size_, in_pos_};
+      size_t rc = ZSTD_decompressStream(context_, &out, &in);
+      in_pos_ = in.pos;
+      if (ZSTD_isError(rc)) {
+        return err("{}: corrupt zstd stream ({})", input_.name(), ZSTD_getErrorName(rc));
+      }
+      frame_done_ = rc == 0;
+    }
+    return out.pos;
+  }
+
+ private:
+  HeadThenRaw input_;
+  std::vector<char> in_;
+  size_t in_pos_ = 0;
+  size_t in_size_ = 0;
+  ZSTD_DCtx* context_;
+  bool input_done_ = false;
+  bool frame_done_ = true;
+};
+
+Result<std::unique_ptr<ByteSource>> make_source(RawInput raw) {
+  std::vector<char> head(4);
+  MEMPROF_TRY(n, raw.read_full(head));
+  head.resize(n);
+  auto compression = detect_compression(
+      {reinterpret_cast<const unsigned char*>(head.data()), head.size()});
+  HeadThenRaw input(std::move(head), std::move(raw));
+  switch (compression) {
+    case Compression::kGzip: {
+      auto source = std::make_unique<GzipSource>(std::move(input));
+      MEMPROF_TRY_STATUS(source->init());
+      return std::unique_ptr<ByteSource>(std::move(source));
+    }
+    case Compression::kZstd: {
+      auto source = std::make_unique<ZstdSource>(std::move(input));
+      MEMPROF_TRY_STATUS(source->init());
+      return std::unique_ptr<ByteSource>(std::move(source));
+    }
+    case Compression::kNone:
+      break;
+  }
+  return std::unique_ptr<ByteSource>(std::make_unique<PlainSource>(std::move(input)));
+}
+
+}  // namespace
+
+Compression detect_compression(std::span<const unsigned char> head) {
+  if (head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Compression::kGzip;
+  if (head.size() >= 4 && head[0] == 0x28 && head[1] == 0xb5 && head[2] == 0x2f && head[3] == 0xfd) {
+    return Compression::kZstd;
+  }
+  return Compression::kNone;
+}
+
+Result<std::unique_ptr<ByteSource>> open_file_source(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return err("{}: {}", path, std::strerror(errno));
+  // Sequential reads of a file larger than memory must not evict everything else.
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  return make_source(RawInput(std::move(fd), path));
+}
+
+Result<std::unique_ptr<ByteSource>> open_memory_source(std::span<const unsigned char> bytes,
+                                                       const std::string& name) {
+  return make_source(RawInput(bytes, name));
+}
+
+}  // namespace memprof::heap

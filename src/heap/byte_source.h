@@ -1,0 +1,34 @@
+// Byte streams a dump is read from: a file descriptor or a memory span, decompressed on the fly
+// when it starts with the gzip (1f 8b) or zstd (28 b5 2f fd) magic. Chunked: nothing holds more
+// than one input buffer of the compressed data at a time.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/util/result.h"
+
+namespace memprof::heap {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Fills up to `buffer.size()` bytes; 0 means end of stream.
+  virtual Result<size_t> read(std::span<char> buffer) = 0;
+};
+
+enum class Compression { kNone, kGzip, kZstd };
+
+// Opens `path` and picks the decoder from its first bytes. Errors: "PATH: <strerror>".
+Result<std::unique_ptr<ByteSource>> open_file_source(const std::string& path);
+
+// The same over bytes owned by the caller, which must outlive the source.
+Result<std::unique_ptr<ByteSource>> open_memory_source(std::span<const unsigned char> bytes,
+                                                       const std::string& name);
+
+// Compression announced by the first bytes of a stream (fewer than 4 bytes: kNone).
+Compression detect_compression(std::span<const unsigned char> head);
+
+}  // namespace memprof::heap

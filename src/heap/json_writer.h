@@ -1,0 +1,43 @@
+// Minimal JSON output for reports: string escaping and comma bookkeeping. Output is compact
+// (one line) and deterministic, so golden files can compare it byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace memprof::heap {
+
+// Appends `text` as a JSON string literal (quotes included) to `out`; bytes below 0x20, '"' and
+// '\\' are escaped, everything else (UTF-8 included) is copied.
+void append_json_string(std::string& out, std::string_view text);
+
+class JsonWriter {
+ public:
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
+  // Inside an object: writes "key": and expects a value next.
+  void key(std::string_view name);
+  void value(std::string_view text);
+  void value(const char* text) { value(std::string_view(text)); }
+  void value(uint64_t number);
+  // A literal written as is: true, false, null.
+  void raw(std::string_view literal);
+  void field(std::string_view name, std::string_view text) { key(name); value(text); }
+  void field(std::string_view name, const char* text) { key(name); value(text); }
+  void field(std::string_view name, uint64_t number) { key(name); value(number); }
+
+  const std::string& str() const { return out_; }
+
+ private:
+  void open(char c);
+  void close(char c);
+  void separate();
+
+  std::string out_;
+  bool need_comma_ = false;
+};
+
+}  // namespace memprof::heap

@@ -1,0 +1,83 @@
+#include "heap/reachability.h"
+
+#include <algorithm>
+
+namespace memprof::heap {
+namespace {
+
+// Breadth-first search over object successors from `queue`'s initial contents, which must
+// already be marked; `parent` (optional) receives each newly reached node's BFS parent.
+void breadth_first(const Graph& graph, std::vector<ObjectId>& queue, std::vector<uint8_t>& seen,
+                   std::vector<ObjectId>* parent, ObjectId stop_at) {
+  for (size_t head = 0; head < queue.size(); ++head) {
+    ObjectId node = queue[head];
+    if (node == stop_at) return;
+    for (ObjectId next : graph.successors(node)) {
+      if (seen[next]) continue;
+      seen[next] = 1;
+      if (parent != nullptr) (*parent)[next] = node;
+      queue.push_back(next);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> reachable_without_root_kind(const Graph& graph, const Heap& heap,
+                                                 std::string_view excluded_kind) {
+  std::vector<uint8_t> seen(graph.node_count, 0);
+  std::vector<ObjectId> queue;
+  for (const RootSet& root : heap.roots) {
+    if (heap.str(root.kind) == excluded_kind) continue;
+    for (ObjectId target : root.targets) {
+      if (!seen[target]) {
+        seen[target] = 1;
+        queue.push_back(target);
+      }
+    }
+  }
+  breadth_first(graph, queue, seen, nullptr, kNoObject);
+  return seen;
+}
+
+MachineContextOnly machine_context_only(const Graph& graph, const Heap& heap,
+                                        const std::vector<uint8_t>& reachable) {
+  MachineContextOnly result;
+  std::vector<uint8_t> without = reachable_without_root_kind(graph, heap, "machine_context");
+  result.only.assign(heap.size(), 0);
+  for (ObjectId id = 0; id < heap.size(); ++id) {
+    if (reachable[id] && !without[id]) {
+      result.only[id] = 1;
+      ++result.count;
+      result.memsize += heap.memsize[id];
+    }
+  }
+  return result;
+}
+
+RootPath shortest_root_path(const Graph& graph, const Heap& heap, ObjectId target) {
+  RootPath path;
+  std::vector<uint8_t> seen(graph.node_count, 0);
+  std::vector<ObjectId> parent(graph.node_count, kNoObject);
+  std::vector<ObjectId> queue{graph.super_root};
+  seen[graph.super_root] = 1;
+  breadth_first(graph, queue, seen, &parent, target);
+  if (!seen[target] || target == graph.super_root) return path;
+  for (ObjectId node = target; node != graph.super_root; node = parent[node]) {
+    path.objects.push_back(node);
+  }
+  std::reverse(path.objects.begin(), path.objects.end());
+  // Name the root: the first root set (in dump order) that references the path's first object.
+  ObjectId first = path.objects.front();
+  for (const RootSet& root : heap.roots) {
+    for (ObjectId t : root.targets) {
+      if (t == first) {
+        path.root_kind = root.kind;
+        return path;
+      }
+    }
+  }
+  return path;
+}
+
+}  // namespace memprof::heap

@@ -1,0 +1,38 @@
+// Reachability and shortest paths from the roots, by breadth-first search with an explicit queue
+// (no recursion on graph depth).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "heap/graph.h"
+#include "heap/heap.h"
+
+namespace memprof::heap {
+
+// Objects reachable from the ROOT lines whose kind is not `excluded_kind` (1 = reachable).
+// With excluded_kind = "machine_context", an object reachable from the roots but not marked
+// here is kept alive only by the conservative scan of machine stacks and registers.
+std::vector<uint8_t> reachable_without_root_kind(const Graph& graph, const Heap& heap,
+                                                 std::string_view excluded_kind);
+
+// The number of reachable objects (per DominatorTree) that only machine_context keeps alive,
+// with their memsize sum, and the per-object marks (1 = only through machine_context).
+struct MachineContextOnly {
+  uint64_t count = 0;
+  uint64_t memsize = 0;
+  std::vector<uint8_t> only;  // indexed by ObjectId
+};
+MachineContextOnly machine_context_only(const Graph& graph, const Heap& heap,
+                                        const std::vector<uint8_t>& reachable);
+
+// A shortest path from the roots to `target`: the root kind and the objects from the first one
+// a root references down to `target`. Empty `objects` when `target` is unreachable.
+struct RootPath {
+  StringId root_kind = 0;
+  std::vector<ObjectId> objects;
+};
+RootPath shortest_root_path(const Graph& graph, const Heap& heap, ObjectId target);
+
+}  // namespace memprof::heap

@@ -1,0 +1,246 @@
+#include "heap/record_parser.h"
+
+#include <limits>
+
+#include "heap/heap.h"
+
+namespace memprof::heap {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+inline int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A raw JSON string (pointer just after the opening quote) holding "0x<hex>". simdjson has
+// validated the string, so a closing quote follows; a backslash or any other character makes it
+// not an address.
+inline uint64_t raw_address(const char* p) {
+  if (p[0] != '0' || (p[1] != 'x' && p[1] != 'X')) return 0;
+  uint64_t value = 0;
+  int digits = 0;
+  for (p += 2;; ++p) {
+    int d = hex_digit(*p);
+    if (d < 0) break;
+    if (++digits > 16) return 0;
+    value = (value << 4) | static_cast<uint64_t>(d);
+  }
+  return *p == '"' ? value : 0;
+}
+
+// Object keys in dumps are plain ASCII; the raw bytes up to the closing quote are the key.
+inline std::string_view raw_key(od::raw_json_string key) {
+  const char* start = key.raw();
+  const char* p = start;
+  while (*p != '"') {
+    if (*p == '\\') return {};  // escaped keys are never ours
+    ++p;
+  }
+  return {start, static_cast<size_t>(p - start)};
+}
+
+uint16_t flag_bit(std::string_view key) {
+  if (key == "wb_protected") return kFlagWbProtected;
+  if (key == "old") return kFlagOld;
+  if (key == "uncollectible") return kFlagUncollectible;
+  if (key == "marked") return kFlagMarked;
+  if (key == "marking") return kFlagMarking;
+  if (key == "pinned") return kFlagPinned;
+  return 0;
+}
+
+uint16_t top_level_flag_bit(std::string_view key) {
+  if (key == "frozen") return kFlagFrozen;
+  if (key == "embedded") return kFlagEmbedded;
+  if (key == "shared") return kFlagShared;
+  if (key == "fstring") return kFlagFstring;
+  if (key == "singleton") return kFlagSingleton;
+  return 0;
+}
+
+// Reason strings for bad lines. Static storage: they outlive the parse call.
+constexpr std::string_view kInvalidJson = "invalid JSON";
+constexpr std::string_view kNotAnObject = "not a JSON object";
+constexpr std::string_view kMissingAddress = "missing address";
+constexpr std::string_view kBadAddress = "address is not a hex string";
+constexpr std::string_view kBadReferences = "references is not an array of addresses";
+constexpr std::string_view kBadNumber = "numeric field is not a non-negative integer";
+constexpr std::string_view kBadString = "string field is not a string";
+constexpr std::string_view kBadFlags = "flags is not an object of booleans";
+
+// frozen, embedded, shared, fstring, singleton: booleans at the top level. A value of another
+// type is ignored (informational fields must not cost the whole line).
+void read_top_level_flag(od::value value, std::string_view key, uint16_t& flags) {
+  uint16_t bit = top_level_flag_bit(key);
+  bool set = false;
+  if (bit != 0 && value.get_bool().get(set) == simdjson::SUCCESS && set) flags |= bit;
+}
+
+std::string_view read_references(od::value value, std::vector<uint64_t>& references) {
+  od::array array;
+  if (value.get_array().get(array)) return kBadReferences;
+  for (auto element : array) {
+    od::raw_json_string raw;
+    if (element.get_raw_json_string().get(raw)) return kBadReferences;
+    uint64_t address = raw_address(raw.raw());
+    if (address == 0) return kBadReferences;
+    references.push_back(address);
+  }
+  return {};
+}
+
+std::string_view read_flags(od::value value, uint16_t& flags) {
+  od::object object;
+  if (value.get_object().get(object)) return kBadFlags;
+  for (auto field : object) {
+    od::raw_json_string key;
+    bool set = false;
+    if (field.key().get(key) || field.value().get_bool().get(set)) return kBadFlags;
+    if (set) flags |= flag_bit(raw_key(key));
+  }
+  return {};
+}
+
+template <typename T>
+std::string_view read_uint(od::value value, T& out) {
+  uint64_t number = 0;
+  if (value.get_uint64().get(number)) return kBadNumber;
+  out = number > std::numeric_limits<T>::max() ? std::numeric_limits<T>::max()
+                                                : static_cast<T>(number);
+  return {};
+}
+
+std::string_view read_string(od::value value, std::string_view& out) {
+  return value.get_string().get(out) ? kBadString : std::string_view{};
+}
+
+}  // namespace
+
+uint64_t parse_address_text(std::string_view text) {
+  if (text.size() < 3 || text.size() > 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
+    return 0;
+  }
+  uint64_t value = 0;
+  for (char c : text.substr(2)) {
+    int d = hex_digit(c);
+    if (d < 0) return 0;
+    value = (value << 4) | static_cast<uint64_t>(d);
+  }
+  return value;
+}
+
+std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
+                                     std::vector<uint64_t>& references) {
+  record = DumpRecord{};
+  od::document document;
+  if (parser_.iterate(simdjson::padded_string_view(line.data, line.size, line.capacity))
+          .get(document)) {
+    return kInvalidJson;
+  }
+  od::object object;
+  auto object_error = document.get_object().get(object);
+  if (object_error == simdjson::INCORRECT_TYPE) return kNotAnObject;
+  if (object_error) return kInvalidJson;
+
+  bool address_seen = false;
+  for (auto field : object) {
+    od::raw_json_string raw;
+    if (field.key().get(raw)) return kInvalidJson;
+    std::string_view key = raw_key(raw);
+    od::value value;
+    if (field.value().get(value)) return kInvalidJson;
+    std::string_view problem;
+    // Dispatch on the first letter: the hot fields (address, type, class, references,
+    // memsize, flags) are decided by one or two comparisons.
+    switch (key.empty() ? '\0' : key[0]) {
+      case 'a':
+        if (key == "address") {
+          address_seen = true;
+          od::raw_json_string text;
+          if (value.get_raw_json_string().get(text)) return kBadAddress;
+          record.address = raw_address(text.raw());
+          if (record.address == 0) return kBadAddress;
+        }
+        break;
+      case 't':
+        if (key == "type") problem = read_string(value, record.type);
+        break;
+      case 'c':
+        if (key == "class") {
+          od::raw_json_string text;
+          // A class that is not an address (never written by Ruby) is ignored, not fatal.
+          if (value.get_raw_json_string().get(text) == simdjson::SUCCESS) {
+            record.class_address = raw_address(text.raw());
+          }
+        }
+        break;
+      case 'r':
+        if (key == "references") {
+          problem = read_references(value, references);
+        } else if (key == "root") {
+          problem = read_string(value, record.root_kind);
+        } else if (key == "real_class_name" && record.name.empty()) {
+          problem = read_string(value, record.name);
+        }
+        break;
+      case 'm':
+        if (key == "memsize") problem = read_uint(value, record.memsize);
+        break;
+      case 'f':
+        if (key == "flags") {
+          problem = read_flags(value, record.flags);
+        } else if (key == "file") {
+          // Ruby writes "file":null for objects allocated outside any Ruby frame.
+          bool null = false;
+          if (value.is_null().get(null)) return kInvalidJson;
+          if (!null) problem = read_string(value, record.file);
+        } else {
+          read_top_level_flag(value, key, record.flags);
+        }
+        break;
+      case 'l':
+        if (key == "line") problem = read_uint(value, record.line);
+        break;
+      case 'g':
+        if (key == "generation") problem = read_uint(value, record.generation);
+        break;
+      case 's':
+        if (key == "slot_size") {
+          problem = read_uint(value, record.slot_size);
+        } else if (key == "struct") {
+          problem = read_string(value, record.detail);
+        } else {
+          read_top_level_flag(value, key, record.flags);
+        }
+        break;
+      case 'n':
+        if (key == "name") problem = read_string(value, record.name);  // wins over real_class_name
+        break;
+      case 'i':
+        if (key == "imemo_type") problem = read_string(value, record.detail);
+        break;
+      case 'e':
+        read_top_level_flag(value, key, record.flags);
+        break;
+      default:
+        break;
+    }
+    if (!problem.empty()) return problem;
+  }
+
+  if (record.type == "ROOT") {
+    record.kind = DumpRecord::Kind::kRoot;
+  } else if (record.type == "SHAPE") {
+    record.kind = DumpRecord::Kind::kShape;
+  } else {
+    record.kind = DumpRecord::Kind::kObject;
+    if (!address_seen) return kMissingAddress;
+  }
+  return {};
+}
+
+}  // namespace memprof::heap
