@@ -1,0 +1,47 @@
+// Helpers shared by the ELF tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "core/elf/elf_file.h"
+#include "core/elf/object_symbols.h"
+
+namespace memprof::elf::testing {
+
+inline std::vector<unsigned char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void write_bytes(const std::string& path, const std::vector<unsigned char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A fresh directory under the test's temporary directory.
+inline std::string temp_dir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "memprof_elf_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The one defined symbol called `name` in `symbols` (fails the test when there is not exactly one).
+inline Symbol only_symbol(const std::vector<Symbol>& symbols, std::string_view name) {
+  std::vector<Symbol> found;
+  for (const auto& symbol : symbols) {
+    if (symbol.name == name && symbol.defined()) found.push_back(symbol);
+  }
+  EXPECT_EQ(found.size(), 1u) << name;
+  return found.empty() ? Symbol{} : found.front();
+}
+
+}  // namespace memprof::elf::testing
