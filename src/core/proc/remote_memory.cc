@@ -48,6 +48,7 @@ Result<std::string> RemoteMemory::read_cstring(uint64_t address, size_t max_leng
     if (nul != nullptr) {
       text.append(reinterpret_cast<const char*>(buffer),
                   static_cast<const unsigned char*>(nul) - buffer);
+      if (text.size() > max_length) break;
       return text;
     }
     text.append(reinterpret_cast<const char*>(buffer), chunk);
