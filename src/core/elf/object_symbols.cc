@@ -115,11 +115,16 @@ void ObjectSymbols::finish() {
 
 std::vector<const ObjectSymbols::Entry*> ObjectSymbols::find(std::string_view name) const {
   auto [base, version] = split_version(name);
-  auto range = std::ranges::equal_range(by_name_, base, {},
-                                       [&](uint32_t index) { return entries_[index].name; });
+  // Heterogeneous comparison of by_name_ indices with the looked-up name.
+  struct NameLess {
+    const std::vector<Entry>& entries;
+    bool operator()(uint32_t a, std::string_view b) const { return entries[a].name < b; }
+    bool operator()(std::string_view a, uint32_t b) const { return a < entries[b].name; }
+  };
+  auto [first, last] = std::equal_range(by_name_.begin(), by_name_.end(), base, NameLess{entries_});
   std::vector<const Entry*> found;
-  for (uint32_t index : range) {
-    const Entry& entry = entries_[index];
+  for (auto it = first; it != last; ++it) {
+    const Entry& entry = entries_[*it];
     if (!version.empty() && entry.version != version) continue;
     found.push_back(&entry);
   }
