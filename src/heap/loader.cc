@@ -40,6 +40,7 @@ class Loader {
       size_t mark = raw_references_.size();
       std::string_view problem = parser_.parse(line, record, raw_references_);
       if (problem.empty()) problem = add(record, mark);
+      if (problem.empty() && !seen_record_) first_record();
       if (!problem.empty()) {
         raw_references_.resize(mark);
         bad_line(line.number, problem);
@@ -121,10 +122,26 @@ class Loader {
     }
     if (heap_.bad_lines.size() < Heap::kMaxBadLinesKept) {
       heap_.bad_lines.push_back({number, std::string(problem)});
-      if (options_.warnings != nullptr) {
-        fmt::print(options_.warnings, "memprof: {}:{}: {} (line skipped)\n", name_, number, problem);
-      }
+      // Until a line turns out to be a dump record, the input may not be a dump at all: then
+      // the caller prints one error, not one warning per line.
+      if (seen_record_) warn(heap_.bad_lines.back());
     }
+  }
+
+  void first_record() {
+    seen_record_ = true;
+    for (const BadLine& line : heap_.bad_lines) warn(line);
+  }
+
+  void warn(const BadLine& line) {
+    if (options_.warnings == nullptr) return;
+    if (warned_ < kMaxWarnings) {
+      fmt::print(options_.warnings, "memprof: {}:{}: {} (line skipped)\n", name_, line.line_number,
+                 line.message);
+    } else if (warned_ == kMaxWarnings) {
+      fmt::print(options_.warnings, "memprof: {}: more bad lines skipped, not shown\n", name_);
+    }
+    ++warned_;
   }
 
   // Addresses -> ids: classes, references (dangling ones dropped, ref_begin rewritten) and roots.
@@ -183,6 +200,9 @@ class Loader {
   std::string last_file_name_;
   StringId last_file_ = 0;
   uint64_t non_blank_lines_ = 0;
+  bool seen_record_ = false;
+  static constexpr uint64_t kMaxWarnings = 20;
+  uint64_t warned_ = 0;
   uint64_t first_bad_line_ = 0;
   std::string_view first_problem_;
 };

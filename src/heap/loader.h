@@ -21,8 +21,9 @@
 namespace memprof::heap {
 
 struct LoadOptions {
-  // Where bad lines are reported as they are met ("memprof: DUMP:LINE: message"), one line each,
-  // at most Heap::kMaxBadLinesKept of them. nullptr: only recorded in Heap::bad_lines.
+  // Where bad lines are reported ("memprof: DUMP:LINE: message (line skipped)"), one line each,
+  // the first 20 of them, once the input has shown one valid record (an input that is not a
+  // dump gets a single error instead). nullptr: only recorded in Heap::bad_lines.
   std::FILE* warnings = nullptr;
 };
 

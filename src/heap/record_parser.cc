@@ -118,6 +118,20 @@ std::string_view read_string(od::value value, std::string_view& out) {
   return value.get_string().get(out) ? kBadString : std::string_view{};
 }
 
+// simdjson answers INCORRECT_TYPE for anything that does not start with '{', garbage included:
+// call it "not a JSON object" only when it is some other JSON value.
+std::string_view not_object_reason(const Line& line) {
+  std::string_view text(line.data, line.size);
+  size_t first = text.find_first_not_of(" \t");
+  size_t last = text.find_last_not_of(" \t");
+  if (first == std::string_view::npos) return kInvalidJson;
+  text = text.substr(first, last - first + 1);
+  char c = text[0];
+  bool value = c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') || text == "true" ||
+               text == "false" || text == "null";
+  return value ? kNotAnObject : kInvalidJson;
+}
+
 }  // namespace
 
 uint64_t parse_address_text(std::string_view text) {
@@ -143,7 +157,7 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
   }
   od::object object;
   auto object_error = document.get_object().get(object);
-  if (object_error == simdjson::INCORRECT_TYPE) return kNotAnObject;
+  if (object_error == simdjson::INCORRECT_TYPE) return not_object_reason(line);
   if (object_error) return kInvalidJson;
 
   bool address_seen = false;

@@ -1,0 +1,114 @@
+// analyze_heap: totals, group rollups with retained sizes, machine_context-only objects, gems.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "heap/analysis.h"
+#include "heap/reachability.h"
+#include "test_support.h"
+
+namespace memprof::heap {
+namespace {
+
+using testing::load_text;
+using testing::object_line;
+using testing::root_line;
+
+std::string site(const std::string& file, int line, int generation) {
+  return fmt::format(R"(, "file":"{}", "line":{}, "generation":{})", file, line, generation);
+}
+
+// vm -> cache (Hash) -> 2 x Entry (OBJECT) -> each a String; machine_context -> a lonely String
+// and the cache; an unreachable Entry. Classes: Hash, Entry, String (named CLASS lines).
+std::string sample_dump() {
+  return root_line("vm", {0x100}) + root_line("machine_context", {0x500, 0x100}) +
+         object_line(0x10, "CLASS", 0, {}, 1000, R"(, "name":"Hash")") +
+         object_line(0x20, "CLASS", 0, {}, 1000, R"(, "name":"Entry")") +
+         object_line(0x30, "CLASS", 0, {}, 1000, R"(, "name":"String")") +
+         object_line(0x100, "HASH", 0x10, {0x200, 0x300}, 200, site("/app/cache.rb", 3, 5)) +
+         object_line(0x200, "OBJECT", 0x20, {0x210}, 40, site("/app/entry.rb", 7, 6)) +
+         object_line(0x210, "STRING", 0x30, {}, 100, site("/usr/lib/ruby/vendor_ruby/rack/utils.rb", 9, 6)) +
+         object_line(0x300, "OBJECT", 0x20, {0x310}, 40, site("/app/entry.rb", 7, 6)) +
+         object_line(0x310, "STRING", 0x30, {}, 60, site("/gems/json-2.6.1/lib/json.rb", 1, 6)) +
+         object_line(0x500, "STRING", 0x30, {}, 33) +
+         object_line(0x600, "OBJECT", 0x20, {}, 40, site("/app/entry.rb", 7, 6));
+}
+
+const GroupRow* row(const std::vector<GroupRow>& rows, const std::string& name) {
+  for (const GroupRow& r : rows) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+TEST(Analysis, TotalsGroupsAndRetainedSizes) {
+  Heap heap = load_text(sample_dump());
+  Graph graph = Graph::build(heap);
+  DominatorTree tree = DominatorTree::compute(graph, heap);
+  Analysis a = analyze_heap(heap, graph, tree, 2);
+
+  EXPECT_EQ(a.count, 10u);
+  EXPECT_EQ(a.memsize, 3000u + 200 + 40 + 100 + 40 + 60 + 33 + 40);
+  // The CLASS lines are reachable through their instances' class edges; only the Entry at 0x600
+  // is garbage.
+  EXPECT_EQ(a.reachable_count, 9u);
+  EXPECT_EQ(a.reachable_memsize, a.memsize - 40);
+  EXPECT_EQ(a.machine_context_only_count, 1u);  // the String at 0x500
+  EXPECT_EQ(a.machine_context_only_memsize, 33u);
+  ASSERT_EQ(a.roots.size(), 2u);
+  EXPECT_EQ(a.roots[0].kind, "vm");
+  EXPECT_EQ(a.roots[1].count, 2u);
+
+  const GroupRow* entry = row(a.by_class, "Entry");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->count, 3u);
+  EXPECT_EQ(entry->memsize, 120u);
+  EXPECT_EQ(entry->retained, 40u + 100 + 40 + 60);  // each Entry with its String; garbage: 0
+  const GroupRow* strings = row(a.by_class, "String");
+  ASSERT_NE(strings, nullptr);
+  EXPECT_EQ(strings->count, 3u);
+  // The String class is reached through 0x210 and 0x310 (under the Hash) and through 0x500
+  // (machine_context): no single String dominates it, so only the strings themselves count.
+  EXPECT_EQ(strings->retained, 100u + 60 + 33);
+  const GroupRow* hash = row(a.by_class, "Hash");
+  ASSERT_NE(hash, nullptr);
+  // The Hash dominates both Entries, their Strings, its own class and the Entry class.
+  EXPECT_EQ(hash->retained, 200u + 40 + 100 + 40 + 60 + 1000 + 1000);
+
+  const GroupRow* site_row = row(a.by_location, "/app/entry.rb:7");
+  ASSERT_NE(site_row, nullptr);
+  EXPECT_EQ(site_row->count, 3u);
+  EXPECT_EQ(site_row->retained, 240u);
+  ASSERT_NE(row(a.by_location, std::string(kNoSite)), nullptr);
+  EXPECT_EQ(row(a.by_location, std::string(kNoSite))->count, 4u);
+
+  EXPECT_EQ(row(a.by_gem, "(app)")->count, 4u);
+  EXPECT_EQ(row(a.by_gem, "rack")->memsize, 100u);
+  EXPECT_EQ(row(a.by_gem, "json-2.6.1")->memsize, 60u);
+  EXPECT_EQ(row(a.by_generation, "6")->count, 5u);
+  EXPECT_EQ(row(a.by_generation, "5")->count, 1u);
+  EXPECT_EQ(row(a.by_generation, "(none)")->count, 4u);
+  EXPECT_EQ(row(a.by_type, "OBJECT")->count, 3u);
+
+  // Sorted by memsize: the three 1000-byte classes first (by name), then Hash instances...
+  EXPECT_EQ(a.by_type[0].name, "CLASS");
+  ASSERT_EQ(a.biggest.size(), 2u);
+  EXPECT_EQ(heap.address[a.biggest[0]], 0x10u);  // ties broken by address
+  EXPECT_EQ(heap.address[a.biggest[1]], 0x20u);
+  ASSERT_EQ(a.top_retained.size(), 2u);
+  EXPECT_EQ(heap.address[a.top_retained[0]], 0x100u);
+}
+
+TEST(Analysis, GemOfFile) {
+  EXPECT_EQ(gem_of_file("/var/lib/gems/3.1.0/gems/rack-2.2.4/lib/rack/utils.rb"), "rack-2.2.4");
+  EXPECT_EQ(gem_of_file("/usr/share/rubygems-integration/all/gems/rails-6.1.7/lib/rails.rb"), "rails-6.1.7");
+  EXPECT_EQ(gem_of_file("/usr/lib/ruby/vendor_ruby/active_support/core_ext.rb"), "active_support");
+  EXPECT_EQ(gem_of_file("/usr/lib/ruby/vendor_ruby/rack.rb"), "rack");
+  EXPECT_EQ(gem_of_file("/usr/lib/ruby/3.1.0/set.rb"), "ruby");
+  EXPECT_EQ(gem_of_file("/home/u/.rubies/ruby-3.3.0/lib/ruby/3.3.0/json.rb"), "ruby");
+  EXPECT_EQ(gem_of_file("/srv/app/models/user.rb"), "(app)");
+  EXPECT_EQ(gem_of_file("<internal:gc>"), "(app)");
+  EXPECT_EQ(gem_of_file(""), std::string(kNoSite));
+}
+
+}  // namespace
+}  // namespace memprof::heap

@@ -1,0 +1,143 @@
+// The memprof commands end to end on dumps made by real Ruby (fixtures/, see make_fixtures.rb):
+// golden text and JSON, totals checked against an independent count, bad input.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <algorithm>
+
+#include "test_support.h"
+
+namespace memprof::heap {
+namespace {
+
+using testing::CommandResult;
+using testing::expect_golden;
+using testing::fixture_address;
+using testing::fixture_path;
+using testing::read_file;
+using testing::run_memprof;
+using testing::unzstd;
+
+// Object count and memsize sum of a dump by plain text scanning (no JSON parser): every line with
+// an "address" is an object; its "memsize" is the number after the key.
+std::pair<uint64_t, uint64_t> count_by_scanning(const std::string& dump) {
+  uint64_t count = 0, memsize = 0;
+  size_t start = 0;
+  while (start < dump.size()) {
+    size_t end = dump.find('\n', start);
+    if (end == std::string::npos) end = dump.size();
+    std::string_view line(dump.data() + start, end - start);
+    if (line.starts_with(R"({"address":)") && line.find(R"("type":"SHAPE")") == std::string_view::npos) {
+      ++count;
+      size_t at = line.rfind(R"("memsize":)");
+      if (at != std::string_view::npos) memsize += std::stoull(std::string(line.substr(at + 10, 24)));
+    }
+    start = end + 1;
+  }
+  return {count, memsize};
+}
+
+TEST(Cli, AnalyzeJsonTotalsEqualTheDump) {
+  auto [count, memsize] = count_by_scanning(unzstd(read_file(fixture_path("leak_b.json.zst"))));
+  ASSERT_GT(count, 5000u);
+  CommandResult r = run_memprof("analyze leak_b.json.zst --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS);
+  EXPECT_EQ(uint64_t(doc["total"]["count"]), count);
+  EXPECT_EQ(uint64_t(doc["total"]["memsize"]), memsize);
+  // The groups partition the objects: their counts and memsizes add up to the totals.
+  for (const char* key : {"by_type", "by_class", "by_location"}) {
+    CommandResult all = run_memprof(std::string("analyze leak_b.json.zst --json --top 0"));
+    simdjson::dom::parser p2;
+    simdjson::dom::element full;
+    ASSERT_EQ(p2.parse(all.out).get(full), simdjson::SUCCESS);
+    uint64_t c = 0, m = 0;
+    for (simdjson::dom::element row : full[key].get_array()) {
+      c += uint64_t(row["count"]);
+      m += uint64_t(row["memsize"]);
+      EXPECT_TRUE(row["name"].is_string());
+      EXPECT_TRUE(row["retained"].is_uint64() || row["retained"].is_int64());
+    }
+    EXPECT_EQ(c, count) << key;
+    EXPECT_EQ(m, memsize) << key;
+  }
+}
+
+TEST(Cli, AnalyzeGoldenTextAndJson) {
+  CommandResult text = run_memprof("analyze leak_b.json.zst --top 8");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  expect_golden("analyze_leak_b.txt", text.out);
+  CommandResult json = run_memprof("analyze leak_b.json.gz --json --top 5");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  expect_golden("analyze_leak_b.json", json.out);
+}
+
+TEST(Cli, PathFromGlobalThroughAThousandNodeList) {
+  CommandResult r = run_memprof("path leak_b.json.zst " + fixture_address("list_tail"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("path_list_tail.txt", r.out);
+  EXPECT_TRUE(r.out.starts_with("root global_tbl\n" + fixture_address("list_head") + " OBJECT Node, 40 bytes @ make_fixtures.rb:"));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1001);  // the root + 1,000 nodes
+}
+
+TEST(Cli, RetainersGolden) {
+  CommandResult r = run_memprof("retainers leak_b.json.zst " + fixture_address("first_leak"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("retainers_first_leak.txt", r.out);
+  EXPECT_NE(r.out.find("kept alive only through machine_context: no\n"), std::string::npos);
+  EXPECT_NE(r.out.find("retained by 0 root kinds and 1 object\n"), std::string::npos);
+}
+
+TEST(Cli, DiffFindsTheLeakedObjectsGolden) {
+  CommandResult r = run_memprof("diff leak_a.json.zst leak_b.json.gz leak_c.json.zst");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("diff_abc.txt", r.out);
+  // 50 Leaky objects (and their Strings) leaked in B; C dropped 10 of them.
+  EXPECT_NE(r.out.find("        40           1600  make_fixtures.rb:"), std::string::npos);
+  CommandResult json = run_memprof("diff leak_a.json.zst leak_b.json.zst leak_c.json.zst --json --top 3");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  expect_golden("diff_abc.json", json.out);
+}
+
+TEST(Cli, DiffAcrossGcCompactUsesGenerations) {
+  CommandResult r = run_memprof("diff leak_c.json.zst leak_d.json.zst --json --top 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("diff_compact.json", r.out);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS);
+  EXPECT_GT(uint64_t(doc["old_by_generation"]), 1000u);  // moved by GC.compact, not new
+  uint64_t leaky = 0;
+  for (simdjson::dom::element row : doc["by_location_and_class"].get_array()) {
+    if (std::string_view(row["class"]) == "Leaky") leaky += uint64_t(row["count"]);
+  }
+  EXPECT_EQ(leaky, 5u);
+}
+
+TEST(Cli, BadInputIsOneLineAndExitOne) {
+  struct Case {
+    std::string args;
+    std::string err;
+  } cases[] = {
+      {"analyze missing.json", "memprof: missing.json: No such file or directory\n"},
+      {"analyze /dev/null", "memprof: /dev/null: empty file\n"},
+      {"analyze make_fixtures.rb", "memprof: make_fixtures.rb: not a heap dump (line 1: invalid JSON)\n"},
+      {"analyze addresses.txt --json", "memprof: addresses.txt: not a heap dump (line 1: invalid JSON)\n"},
+      {"path leak_a.json.zst 0x1", "memprof: 0x1: no object at this address in leak_a.json.zst\n"},
+      {"path leak_a.json.zst nothex", "memprof: nothex: not an address\n"},
+      {"retainers missing.json 0x10", "memprof: missing.json: No such file or directory\n"},
+      {"diff leak_a.json.zst /dev/null", "memprof: /dev/null: empty file\n"},
+  };
+  for (const Case& c : cases) {
+    CommandResult r = run_memprof(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args;
+    EXPECT_EQ(r.err, c.err) << c.args;
+    EXPECT_EQ(r.out, "") << c.args;
+  }
+}
+
+}  // namespace
+}  // namespace memprof::heap

@@ -1,0 +1,85 @@
+// diff_heaps: new objects, survivors, address reuse, and GC.compact handled by generations.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "heap/analysis.h"
+#include "heap/diff.h"
+#include "test_support.h"
+
+namespace memprof::heap {
+namespace {
+
+using testing::load_text;
+using testing::object_line;
+
+std::string traced(const std::string& file, int line, int generation) {
+  return fmt::format(R"(, "file":"{}", "line":{}, "generation":{})", file, line, generation);
+}
+
+const std::string kClasses = object_line(0x10, "CLASS", 0, {}, 500, R"(, "name":"Leaky")") +
+                             object_line(0x18, "CLASS", 0, {}, 500, R"(, "name":"String")");
+
+TEST(Diff, ThreeDumpsWithoutGenerations) {
+  Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40));
+  // B: 0x100 unchanged; 0x200/0x300 new; 0x400 new String.
+  Heap b = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40) +
+                     object_line(0x200, "OBJECT", 0x10, {}, 40) + object_line(0x300, "OBJECT", 0x10, {}, 40) +
+                     object_line(0x400, "STRING", 0x18, {}, 64));
+  // C: 0x200 survives; 0x300's slot now holds a String (freed and reused); 0x400 survives.
+  Heap c = load_text(kClasses + object_line(0x200, "OBJECT", 0x10, {}, 40) +
+                     object_line(0x300, "STRING", 0x18, {}, 40) + object_line(0x400, "STRING", 0x18, {}, 64));
+  DiffResult two = diff_heaps(a, b, nullptr);
+  EXPECT_EQ(two.new_count, 3u);
+  EXPECT_EQ(two.new_memsize, 144u);
+  EXPECT_EQ(two.kept_count, 3u);
+  EXPECT_FALSE(two.generations);
+
+  DiffResult three = diff_heaps(a, b, &c);
+  EXPECT_EQ(three.new_count, 3u);
+  EXPECT_EQ(three.kept_count, 2u);
+  EXPECT_EQ(three.kept_memsize, 104u);
+  ASSERT_EQ(three.rows.size(), 2u);
+  EXPECT_EQ(three.rows[0].class_name, "String");
+  EXPECT_EQ(three.rows[0].location, std::string(kNoSite));
+  EXPECT_EQ(three.rows[0].memsize, 64u);
+  EXPECT_EQ(three.rows[1].class_name, "Leaky");
+  EXPECT_EQ(three.rows[1].count, 1u);
+}
+
+TEST(Diff, SlotReusedByAnotherClassIsNew) {
+  Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)));
+  Heap b = load_text(kClasses + object_line(0x100, "STRING", 0x18, {}, 40, traced("b.rb", 2, 9)));
+  DiffResult d = diff_heaps(a, b, nullptr);
+  EXPECT_EQ(d.address_mismatches, 1u);
+  EXPECT_EQ(d.new_count, 1u);
+  ASSERT_EQ(d.rows.size(), 1u);
+  EXPECT_EQ(d.rows[0].location, "b.rb:2");
+}
+
+TEST(Diff, GenerationsSeeThroughCompaction) {
+  // A: two old objects (generation 3) and the newest (generation 8). GC.compact then moves
+  // everything: in B the old objects live at new addresses, one of them at an address A used
+  // for something else. One object is really new (generation 9).
+  Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)) +
+                     object_line(0x200, "STRING", 0x18, {}, 40, traced("a.rb", 2, 3)) +
+                     object_line(0x300, "STRING", 0x18, {}, 40, traced("a.rb", 5, 8)));
+  Heap b = load_text(kClasses + object_line(0x900, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)) +
+                     object_line(0x100, "STRING", 0x18, {}, 40, traced("a.rb", 2, 3)) +
+                     object_line(0x300, "STRING", 0x18, {}, 40, traced("a.rb", 5, 8)) +
+                     object_line(0x980, "OBJECT", 0x10, {}, 40, traced("leak.rb", 7, 9)));
+  // C: compaction again: the new object moved to 0x120.
+  Heap c = load_text(kClasses + object_line(0x120, "OBJECT", 0x10, {}, 40, traced("leak.rb", 7, 9)));
+  DiffResult d = diff_heaps(a, b, &c);
+  EXPECT_TRUE(d.generations);
+  EXPECT_EQ(d.old_by_generation, 2u);
+  EXPECT_EQ(d.address_mismatches, 1u);
+  EXPECT_EQ(d.new_count, 1u);
+  EXPECT_EQ(d.kept_count, 1u);
+  EXPECT_EQ(d.kept_by_generation, 1u);
+  ASSERT_EQ(d.rows.size(), 1u);
+  EXPECT_EQ(d.rows[0].location, "leak.rb:7");
+  EXPECT_EQ(d.rows[0].class_name, "Leaky");
+}
+
+}  // namespace
+}  // namespace memprof::heap

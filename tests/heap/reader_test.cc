@@ -1,0 +1,238 @@
+// The dump reader: fields of every Ruby version, compression, bad lines, bad input.
+#include <gtest/gtest.h>
+
+#include "heap/loader.h"
+#include "heap/record_parser.h"
+#include "test_support.h"
+
+namespace memprof::heap {
+namespace {
+
+using testing::gzip;
+using testing::load_text;
+using testing::object_line;
+using testing::root_line;
+using testing::zstd;
+
+Result<Heap> load_bytes(const std::string& bytes) {
+  return load_heap_from_bytes({reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()},
+                              "test.json");
+}
+
+// Lines as Ruby 3.1 writes them (taken from a real dump, addresses shortened).
+const std::string kRuby31 =
+    R"({"type":"ROOT", "root":"vm", "references":["0x1000", "0x1028"]})" "\n"
+    R"({"type":"ROOT", "root":"machine_context", "references":["0x1050", "0xdead0"]})" "\n"
+    R"({"address":"0x1000", "type":"CLASS", "class":"0x1078", "superclass":"0x10a0", "name":"Customer", "references":["0x1028"], "memsize":920, "flags":{"wb_protected":true, "old":true, "uncollectible":true, "marked":true}})" "\n"
+    R"({"address":"0x1028", "type":"STRING", "class":"0x1000", "frozen":true, "embedded":true, "fstring":true, "bytesize":4, "value":"a\"b\n", "encoding":"UTF-8", "file":"/app/models/customer.rb", "line":12, "method":"new", "generation":7, "memsize":40, "flags":{"wb_protected":true, "pinned":true}})" "\n"
+    R"({"address":"0x1050", "type":"IMEMO", "class":"0x1028", "imemo_type":"callcache", "file":null, "memsize":40, "flags":{"marking":true}})" "\n"
+    R"({"address":"0x1078", "type":"CLASS", "class":"0x10a0", "superclass":"0x10a0", "real_class_name":"Class", "singleton":true, "memsize":480})" "\n"
+    R"({"address":"0x10a0", "type":"DATA", "class":"0x1078", "struct":"proc", "references":["0x1000", "0xbeef0"], "memsize":80, "shared":true})" "\n";
+
+TEST(Reader, ReadsEveryFieldOfRuby31Lines) {
+  Heap heap = load_text(kRuby31);
+  ASSERT_EQ(heap.size(), 5u);
+  EXPECT_EQ(heap.lines, 7u);
+  EXPECT_EQ(heap.bad_line_count, 0u);
+  EXPECT_EQ(heap.input_bytes, kRuby31.size());
+
+  ObjectId klass = heap.find(0x1000), str = heap.find(0x1028), imemo = heap.find(0x1050);
+  ObjectId meta = heap.find(0x1078), data = heap.find(0x10a0);
+  EXPECT_EQ(klass, 0u);
+  EXPECT_EQ(data, 4u);
+  EXPECT_EQ(heap.find(0x2000), kNoObject);
+
+  EXPECT_EQ(heap.type[klass], ObjectType::kClass);
+  EXPECT_EQ(heap.memsize[klass], 920u);
+  EXPECT_EQ(heap.flags[klass], kFlagWbProtected | kFlagOld | kFlagUncollectible | kFlagMarked);
+  EXPECT_EQ(heap.class_of[klass], meta);
+  EXPECT_EQ(heap.class_label(str), "Customer");
+  EXPECT_EQ(heap.class_label(klass), "Class");  // real_class_name of its singleton class
+  EXPECT_EQ(heap.class_label(imemo), "(IMEMO:callcache)");
+  EXPECT_EQ(heap.class_label(data), "Class");
+
+  EXPECT_EQ(heap.type[str], ObjectType::kString);
+  EXPECT_EQ(heap.flags[str], kFlagWbProtected | kFlagPinned | kFlagFrozen | kFlagEmbedded | kFlagFstring);
+  EXPECT_EQ(heap.site_label(str), "/app/models/customer.rb:12");
+  EXPECT_EQ(heap.generation[str], 7u);
+  EXPECT_EQ(heap.generation[klass], kNoGeneration);
+  EXPECT_EQ(heap.site_label(imemo), "");  // "file":null
+  EXPECT_EQ(heap.flags[imemo], kFlagMarking);
+  EXPECT_EQ(heap.str(heap.detail[imemo]), "callcache");
+  EXPECT_EQ(heap.str(heap.detail[data]), "proc");
+  EXPECT_EQ(heap.flags[meta], kFlagSingleton);
+  EXPECT_EQ(heap.flags[data], kFlagShared);
+  EXPECT_EQ(heap.slot_size[str], 0u);
+
+  ASSERT_EQ(heap.references(klass).size(), 1u);
+  EXPECT_EQ(heap.references(klass)[0], str);
+  ASSERT_EQ(heap.references(data).size(), 1u);  // 0xbeef0 is not in the dump
+  EXPECT_EQ(heap.references(data)[0], klass);
+  EXPECT_EQ(heap.dangling_references, 2u);      // 0xbeef0 and the root's 0xdead0
+
+  ASSERT_EQ(heap.roots.size(), 2u);
+  EXPECT_EQ(heap.str(heap.roots[0].kind), "vm");
+  EXPECT_EQ(heap.roots[0].targets, (std::vector<ObjectId>{klass, str}));
+  EXPECT_EQ(heap.str(heap.roots[1].kind), "machine_context");
+  EXPECT_EQ(heap.roots[1].targets, (std::vector<ObjectId>{imemo}));
+}
+
+TEST(Reader, ReadsRuby27AndRuby33To34Variants) {
+  // 2.7: no real_class_name, method and generation present. 3.2+: slot_size, shape_id.
+  // 3.3+: SHAPE lines. Unknown fields and types must not break the reader.
+  std::string text =
+      R"({"address":"0x7f00", "type":"OBJECT", "class":"0x7f28", "ivars":3, "file":"a.rb", "line":3, "method":"initialize", "generation":12, "memsize":40, "flags":{"wb_protected":true}})" "\n"
+      R"({"address":"0x7f28", "type":"CLASS", "shape_id":5, "slot_size":160, "class":"0x7f50", "name":"Foo", "memsize":1000, "flags":{"wb_protected":true, "old":true}})" "\n"
+      R"({"address":"0x7f50", "type":"SHAPE", "id":5, "parent_id":4, "depth":2, "shape_type":"IVAR", "edge_name":"@a", "edges":0, "memsize":48})" "\n"
+      R"({"type":"SHAPE", "id":6, "memsize":16})" "\n"
+      R"({"address":"0x7f78", "type":"BRAND_NEW_TYPE", "slot_size":80, "memsize":80, "some_new_field":{"nested":[1,2,{"x":null}]}})" "\n";
+  Heap heap = load_text(text);
+  ASSERT_EQ(heap.size(), 3u);
+  EXPECT_EQ(heap.shape_count, 2u);
+  EXPECT_EQ(heap.shape_memsize, 64u);
+  EXPECT_EQ(heap.class_label(0), "Foo");
+  EXPECT_EQ(heap.slot_size[1], 160u);
+  EXPECT_EQ(heap.slot_size[2], 80u);
+  EXPECT_EQ(heap.type[2], ObjectType::kUnknown);
+  EXPECT_EQ(heap.class_of[1], kNoObject);  // its class is a SHAPE line here: not an object
+  EXPECT_EQ(heap.class_label(2), "(UNKNOWN)");
+  EXPECT_EQ(heap.site_label(0), "a.rb:3");
+}
+
+TEST(Reader, ReportsBadLinesWithNumbersAndGoesOn) {
+  std::string text = object_line(0x10, "STRING", 0, {}, 40) +
+                     R"({"address":"0x20", "type":"STR)" "\n" +          // 2: truncated
+                     "not json at all\n" +                                 // 3
+                     R"({"type":"STRING", "memsize":40})" "\n" +          // 4: no address
+                     R"({"address":"zz", "type":"STRING"})" "\n" +        // 5
+                     "[1, 2, 3]\n" +                                       // 6
+                     "\n" +                                                // 7: blank, fine
+                     R"({"address":"0x30", "references":"0x10"})" "\n" +  // 8
+                     R"({"address":"0x40", "memsize":-5})" "\n" +         // 9
+                     R"({"address":"0x50", "flags":{"old":1}})" "\n" +    // 10
+                     object_line(0x60, "ARRAY", 0, {0x10}, 40);            // 11
+  Heap heap = load_text(text);
+  EXPECT_EQ(heap.size(), 2u);
+  EXPECT_EQ(heap.lines, 11u);
+  ASSERT_EQ(heap.bad_line_count, 8u);
+  std::vector<std::pair<uint64_t, std::string>> bad;
+  for (const BadLine& line : heap.bad_lines) bad.emplace_back(line.line_number, line.message);
+  EXPECT_EQ(bad, (std::vector<std::pair<uint64_t, std::string>>{
+                     {2, "invalid JSON"},
+                     {3, "invalid JSON"},
+                     {4, "missing address"},
+                     {5, "address is not a hex string"},
+                     {6, "not a JSON object"},
+                     {8, "references is not an array of addresses"},
+                     {9, "numeric field is not a non-negative integer"},
+                     {10, "flags is not an object of booleans"},
+                 }));
+  // The bad lines' references were dropped: the ARRAY references the STRING only.
+  EXPECT_EQ(heap.ref_targets, (std::vector<ObjectId>{0}));
+}
+
+TEST(Reader, WarnsOnStreamWithDumpNameAndLine) {
+  std::string text = object_line(0x10, "STRING", 0, {}, 40) + "{oops\n";
+  char* buffer = nullptr;
+  size_t size = 0;
+  FILE* warnings = open_memstream(&buffer, &size);
+  auto heap = load_heap_from_bytes({reinterpret_cast<const unsigned char*>(text.data()), text.size()},
+                                   "x.json", {.warnings = warnings});
+  std::fclose(warnings);
+  std::string printed(buffer, size);
+  std::free(buffer);
+  ASSERT_TRUE(heap.ok());
+  EXPECT_EQ(printed, "memprof: x.json:2: invalid JSON (line skipped)\n");
+}
+
+TEST(Reader, HandlesCrlfMissingFinalNewlineAndLinesLongerThanTheBuffer) {
+  std::vector<uint64_t> many;
+  for (uint64_t i = 0; i < 200000; ++i) many.push_back(0x1000 + 8 * (i % 3));
+  std::string big = object_line(0x100, "ARRAY", 0, many, 1600040);
+  ASSERT_GT(big.size(), 1u << 20);  // longer than the 1 MB read chunk
+  std::string text = object_line(0x1000, "STRING", 0, {}, 40);
+  text.insert(text.size() - 1, "\r");
+  text += big + object_line(0x1008, "STRING", 0, {}, 40) + object_line(0x1010, "STRING", 0, {}, 40);
+  text.pop_back();  // no final newline
+  Heap heap = load_text(text);
+  ASSERT_EQ(heap.size(), 4u);
+  EXPECT_EQ(heap.bad_line_count, 0u);
+  EXPECT_EQ(heap.references(1).size(), 200000u);
+  EXPECT_EQ(heap.references(1)[199999], heap.find(0x1000 + 8 * (199999 % 3)));
+  EXPECT_EQ(heap.memsize[3], 40u);
+}
+
+TEST(Reader, DetectsGzipAndZstdByMagicAndReadsTheSameHeap) {
+  std::string text = kRuby31;
+  for (int i = 0; i < 2000; ++i) text += object_line(0x100000 + 40 * i, "STRING", 0x1000, {0x1000}, 40);
+  Heap plain = load_text(text);
+  for (const std::string& packed : {gzip(text), zstd(text), gzip(text.substr(0, 1000)) + gzip(text.substr(1000))}) {
+    auto heap = load_bytes(packed);
+    ASSERT_TRUE(heap.ok()) << heap.message();
+    EXPECT_EQ(heap->size(), plain.size());
+    EXPECT_EQ(heap->address, plain.address);
+    EXPECT_EQ(heap->ref_targets, plain.ref_targets);
+    EXPECT_EQ(heap->input_bytes, text.size());
+  }
+  EXPECT_EQ(detect_compression({}), Compression::kNone);
+}
+
+TEST(Reader, RejectsBrokenCompressedStreams) {
+  std::string text = kRuby31;
+  std::string packed = gzip(text);
+  auto truncated = load_bytes(packed.substr(0, packed.size() / 2));
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_EQ(truncated.message(), "test.json: truncated gzip stream");
+
+  std::string bad_zstd = std::string("\x28\xb5\x2f\xfd") + "this is no zstd frame header";
+  auto corrupt = load_bytes(bad_zstd);
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_TRUE(corrupt.message().starts_with("test.json: corrupt zstd stream (")) << corrupt.message();
+  std::string bad_gzip = packed;
+  bad_gzip[3] = '\xff';  // reserved flag bits set: not a valid gzip header
+  auto corrupt_gzip = load_bytes(bad_gzip);
+  ASSERT_FALSE(corrupt_gzip.ok());
+  EXPECT_TRUE(corrupt_gzip.message().starts_with("test.json: corrupt gzip stream (")) << corrupt_gzip.message();
+
+  auto cut = load_bytes(zstd(text).substr(0, 10));
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.message(), "test.json: truncated zstd stream");
+}
+
+TEST(Reader, RejectsEmptyInputAndNonDumps) {
+  auto empty = load_bytes("");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.message(), "test.json: empty file");
+  auto blank = load_bytes("\n \n\t\n");
+  ASSERT_FALSE(blank.ok());
+  EXPECT_EQ(blank.message(), "test.json: empty file");
+  auto text = load_bytes("hello\nworld\n");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.message(), "test.json: not a heap dump (line 1: invalid JSON)");
+  auto json = load_bytes("\n{\"name\":\"package.json\"}\n");
+  ASSERT_FALSE(json.ok());
+  EXPECT_EQ(json.message(), "test.json: not a heap dump (line 2: missing address)");
+  auto missing = load_heap("/nonexistent/dump.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.message(), "/nonexistent/dump.json: No such file or directory");
+}
+
+TEST(Reader, KeepsTheFirstOfDuplicateAddresses) {
+  Heap heap = load_text(object_line(0x10, "STRING", 0, {}, 40) + object_line(0x10, "ARRAY", 0, {}, 80) +
+                        object_line(0x20, "ARRAY", 0, {0x10}, 40));
+  EXPECT_EQ(heap.size(), 3u);
+  EXPECT_EQ(heap.duplicate_addresses, 1u);
+  EXPECT_EQ(heap.references(2)[0], 0u);
+}
+
+TEST(Reader, ParsesAddressText) {
+  EXPECT_EQ(parse_address_text("0x7f35c85e0010"), 0x7f35c85e0010u);
+  EXPECT_EQ(parse_address_text("0XABC"), 0xabcu);
+  EXPECT_EQ(parse_address_text("0x"), 0u);
+  EXPECT_EQ(parse_address_text("7f35"), 0u);
+  EXPECT_EQ(parse_address_text("0x12345678901234567"), 0u);
+  EXPECT_EQ(parse_address_text("0x12g4"), 0u);
+}
+
+}  // namespace
+}  // namespace memprof::heap
