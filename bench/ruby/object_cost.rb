@@ -5,8 +5,9 @@
 # keeps COUNT objects alive (a third each of String, Array and Hash, made without temporaries
 # so no garbage inflates the tables) and prints one JSON line with the growth of the resident
 # set across the allocation and, under memprof, the number of live objects Memprof.stats
-# lists. The runner subtracts the plain run's growth from memprof's and divides by the live
-# count: what memprof's tables cost per object, whatever they are made of.
+# lists and what memprof says its tables take (Memprof.info). The runner subtracts the plain
+# run's growth from memprof's and divides by the live count: what memprof's tables cost per
+# object seen from outside, allocator slack and growth policy included.
 require "etc"
 require "json"
 require "stringio"
@@ -31,10 +32,14 @@ kept = Array.new(count) { |i| makers[i % 3].call }
 GC.start
 growth = resident_bytes - before
 live = 0
+info = {}
 if mode == "memprof"
   out = StringIO.new
   Memprof.stats(out)
   live = Profilers.parse_stats(out.string).values.sum
+  info = Memprof.info
   Memprof.stop
 end
-puts JSON.generate(mode: mode, objects: kept.size, resident_growth: growth, live_tracked: live)
+puts JSON.generate(mode: mode, objects: kept.size, resident_growth: growth, live_tracked: live,
+                   table_bytes: info[:table_bytes], site_bytes: info[:site_bytes],
+                   entries: info[:entries])

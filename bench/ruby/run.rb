@@ -108,9 +108,10 @@ module RubyBench
     cells
   end
 
-  # memprof's resident growth minus plain Ruby's, per live tracked object (median of reps).
+  # memprof's resident growth minus plain Ruby's, per live tracked object, and what memprof
+  # says its tables take per entry (Memprof.info); medians over the repetitions.
   def self.object_cost(options)
-    per_object = Array.new(options.reps) do
+    samples = Array.new(options.reps) do
       plain, error = run_child("object_cost.rb", "plain", OBJECT_COST_COUNT)
       return { error: error } if error
 
@@ -118,9 +119,10 @@ module RubyBench
       return { error: error } if error
       return { error: "memprof tracked no live objects" } unless tracked["live_tracked"].positive?
 
-      (tracked["resident_growth"] - plain["resident_growth"]).fdiv(tracked["live_tracked"])
+      [(tracked["resident_growth"] - plain["resident_growth"]).fdiv(tracked["live_tracked"]),
+       (tracked["table_bytes"] + tracked["site_bytes"]).fdiv(tracked["entries"])]
     end
-    { bytes: median(per_object), live: OBJECT_COST_COUNT }
+    { resident: median(samples.map(&:first)), own: median(samples.map(&:last)), live: OBJECT_COST_COUNT }
   end
 
   def self.machine
@@ -165,8 +167,9 @@ module RubyBench
                  "memprof memory per live tracked object: not measured (#{cost[:error]})"
                else
                  format("memprof memory per live tracked object: **%.1f bytes** (resident-set growth " \
-                        "with memprof minus without, over %d live objects, median of %d).",
-                        cost[:bytes], cost[:live], options.reps)
+                        "with memprof minus without, %d live objects; memprof's own count, " \
+                        "Memprof.info table_bytes + site_bytes per entry: %.1f bytes; median of %d).",
+                        cost[:resident], cost[:live], cost[:own], options.reps)
                end
     end
     lines << ""
