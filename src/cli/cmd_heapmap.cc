@@ -47,8 +47,8 @@ int run_heapmap(const HeapmapOptions& options) {
 
   const report::LayoutChoice& layout = drawing->layout;
   if (drawing->undrawn != 0) {
-    fmt::print(stderr, "memprof: warning: {} objects fit no free slot of the {} layout; not drawn\n",
-               drawing->undrawn, layout.layout->name);
+    fmt::print(stderr, "memprof: warning: objects not drawn (no free slot in the {} layout): {}\n",
+               layout.layout->name, drawing->undrawn);
   }
   fmt::print("{}: {} pages, {} slots, {} objects, {} pinned; {} layout ({})\n", options.output,
              drawing->pages, drawing->slots, drawing->objects, drawing->pinned,

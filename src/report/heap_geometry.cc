@@ -111,7 +111,8 @@ LayoutChoice derive_layout(std::span<const SlotAddress> objects, const HeapLayou
       return {&layout, 0, std::move(why)};
     }
     if (!rejected.empty()) rejected += ", ";
-    rejected += fmt::format("{} objects cannot sit in {} pages", misfits, layout.name);
+    rejected += fmt::format("{} object{} cannot sit in {} pages", misfits, misfits == 1 ? "" : "s",
+                            layout.name);
     if (misfits < best_misfits) {
       best_misfits = misfits;
       best.layout = &layout;

@@ -137,7 +137,7 @@ TEST(HeapGeometry, NoLayoutFitsMisalignedAddresses) {
   const LayoutChoice choice = derive_layout(objects, nullptr);
   EXPECT_EQ(choice.misfits, 1u);
   EXPECT_EQ(choice.reason,
-            "no layout fits every object (1 objects cannot sit in Ruby 2.x-3.0 pages, 1 objects "
+            "no layout fits every object (1 object cannot sit in Ruby 2.x-3.0 pages, 1 object "
             "cannot sit in Ruby 3.1+ pages)");
 }
 

@@ -1,0 +1,29 @@
+// The HTML report's page: fixed CSS and script around the report's data. The page is one file
+// with nothing to fetch: its Content-Security-Policy forbids every network request, the data is
+// embedded as JSON and the heap map as a data: URI, and the script draws the tables and the
+// treemap from the JSON when the page loads.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace memprof::report {
+
+struct HtmlPageParts {
+  std::string_view title;           // plain text; escaped here
+  std::string_view analysis_json;   // render_analysis_json() output: totals, groups, top lists
+  std::string_view report_json;     // treemap groups and heap map facts (html_report.cc)
+  std::string_view heapmap_base64;  // PNG bytes in base64; empty: no heap map section
+};
+
+std::string html_page(const HtmlPageParts& parts);
+
+// Text safe inside HTML element content and attribute values: & < > " ' escaped.
+std::string html_escape(std::string_view text);
+
+// JSON made safe inside <script type="application/json">: every '<' (which in JSON can only
+// occur inside strings) becomes \u003c, so no "</script>" or "<!--" in a class name or file path
+// can end the element early.
+std::string script_safe_json(std::string_view json);
+
+}  // namespace memprof::report

@@ -1,0 +1,33 @@
+// `memprof html`: one self-contained HTML page about a dump: totals by type, class and
+// allocation site, the dominator top list (retained sizes), a treemap of retained size by class,
+// and the heap map PNG inline. The numbers are those of `memprof analyze --json` (the same
+// renderer produces the embedded data), so the two never disagree.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "core/util/result.h"
+#include "heap/heap.h"
+#include "report/heap_map.h"
+
+namespace memprof::report {
+
+struct HtmlReportOptions {
+  size_t top = 100;            // rows in the class, site and dominator lists
+  size_t treemap_groups = 60;  // boxes in the treemap (the rest merged into one)
+  HeapMapOptions heapmap;
+};
+
+struct HtmlReport {
+  std::string html;
+  uint64_t objects = 0;
+  uint64_t treemap_groups = 0;
+  uint64_t heapmap_png_bytes = 0;  // 0: no heap map (no object could be drawn)
+};
+
+Result<HtmlReport> render_html_report(std::string_view dump_name, const heap::Heap& heap,
+                                      const HtmlReportOptions& options);
+
+}  // namespace memprof::report

@@ -1,0 +1,126 @@
+// `memprof heapmap` end to end on a hand-made dump whose every slot is known
+// (fixtures/small_heap.json: one 64 KiB page at 0x7f1200000000, first slot 40 bytes in, objects in
+// slots 0-5, 7-10, 408 and 409; slot 7 pinned; slot 408 sits where a 16 KiB page would keep
+// its malloc reserve, which rules out the Ruby 2.x-3.0 layout).
+#include <gtest/gtest.h>
+
+#include "command_runner.h"
+#include "png_decode.h"
+#include "report/heap_map_renderer.h"
+
+namespace memprof::report {
+namespace {
+
+using testing::decode_png_file;
+using testing::run_command;
+using testing::TempDir;
+
+const std::string kMemprof = MEMPROF_BINARY;
+const std::string kFixture = std::string(FIXTURE_DIR) + "/small_heap.json";
+
+// The one page's column: 12-pixel margin, 14-pixel column (1 page), 3-pixel pinned notch; one
+// pixel row per 40-byte slot, slot 0 one row below the top (the header's 40 bytes).
+constexpr int kColumnX = 12, kNotch = 3;
+int row_of(int slot) { return 12 + 1 + slot; }
+
+constexpr Rgb kArray{255, 127, 14}, kString{31, 119, 180}, kHash{44, 160, 44},
+    kObject{214, 39, 40}, kClass{227, 119, 194}, kModule{188, 189, 34};
+
+TEST(HeapmapCli, DrawsEachSlotOfTheFixtureByType) {
+  TempDir dir;
+  const std::string png = dir.file("heap.png");
+  const auto run = run_command({kMemprof, "heapmap", kFixture, "-o", png});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  EXPECT_EQ(run.out, png + ": 1 pages, 1637 slots, 12 objects, 1 pinned; Ruby 3.1+ layout (every "
+                           "object address fits its 64 KiB pages; 1 object cannot sit in Ruby "
+                           "2.x-3.0 pages)\n");
+
+  const auto image = decode_png_file(png);
+  ASSERT_EQ(image.error, "");
+  const int x = kColumnX + kNotch;  // right of any notch
+  const std::vector<std::pair<int, Rgb>> expected = {
+      {0, kArray},  {1, kString},  {2, kString},  {3, kHash},   {4, kString},
+      {5, kObject}, {6, map_colors::kEmptySlot},  {7, kString}, {8, kClass},
+      {9, kString}, {10, kString}, {11, map_colors::kEmptySlot}, {407, map_colors::kEmptySlot},
+      {408, kModule}, {409, kString}, {1636, map_colors::kEmptySlot}};
+  for (const auto& [slot, color] : expected) {
+    EXPECT_EQ(image.at(x, row_of(slot)), color) << "slot " << slot;
+    EXPECT_EQ(image.at(kColumnX + 13, row_of(slot)), color) << "slot " << slot;
+  }
+  // Only slot 7 carries the pinned notch.
+  EXPECT_EQ(image.at(kColumnX, row_of(7)), map_colors::kPinnedNotch);
+  EXPECT_EQ(image.at(kColumnX + kNotch - 1, row_of(7)), map_colors::kPinnedNotch);
+  EXPECT_EQ(image.at(kColumnX, row_of(5)), kObject);
+  // The page header above slot 0 and the rows below the last slot are background, as is the
+  // one-pixel gap right of the column.
+  EXPECT_EQ(image.at(x, row_of(-1)), map_colors::kBackground);
+  EXPECT_EQ(image.at(x, row_of(1637)), map_colors::kBackground);
+  EXPECT_EQ(image.at(kColumnX + 14, row_of(0)), map_colors::kBackground);
+}
+
+TEST(HeapmapCli, ColorsByGeneration) {
+  TempDir dir;
+  const std::string png = dir.file("gen.png");
+  const auto run = run_command({kMemprof, "heapmap", kFixture, "-o", png, "--by", "generation"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto image = decode_png_file(png);
+  ASSERT_EQ(image.error, "");
+  // Generations 5 (slots 0, 1) and 7 (slot 3) are the oldest and youngest of the dump.
+  const Rgb oldest{40, 60, 220}, youngest{240, 60, 40}, none{150, 150, 150};
+  EXPECT_EQ(image.at(kColumnX + kNotch, row_of(0)), oldest);
+  EXPECT_EQ(image.at(kColumnX + kNotch, row_of(1)), oldest);
+  EXPECT_EQ(image.at(kColumnX + kNotch, row_of(3)), youngest);
+  EXPECT_EQ(image.at(kColumnX + kNotch, row_of(2)), none);
+  EXPECT_EQ(image.at(kColumnX + kNotch, row_of(6)), map_colors::kEmptySlot);
+}
+
+TEST(HeapmapCli, ForcedOldLayoutSplitsThePageAndReportsWhatItCannotPlace) {
+  TempDir dir;
+  const std::string png = dir.file("old.png");
+  const auto run = run_command({kMemprof, "heapmap", kFixture, "-o", png, "--ruby-version", "2.7"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, png + ": 2 pages, 815 slots, 11 objects, 1 pinned; Ruby 2.x-3.0 layout "
+                           "(Ruby 2.x-3.0 layout requested)\n");
+  EXPECT_EQ(run.err,
+            "memprof: warning: objects not drawn (no free slot in the Ruby 2.x-3.0 layout): 1\n");
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  std::string message;
+};
+
+TEST(HeapmapCli, BadInputIsOneLineAndExitOne) {
+  TempDir dir;
+  const std::string png = dir.file("x.png");
+  const std::vector<BadInput> cases = {
+      {{"heapmap", "/nonexistent/dump.json", "-o", png},
+       "memprof: /nonexistent/dump.json: No such file or directory\n"},
+      {{"heapmap", kFixture, "-o", "/nonexistent-dir/heap.png"},
+       "memprof: cannot write /nonexistent-dir/heap.png: No such file or directory\n"},
+      {{"heapmap", kFixture, "-o", dir.path()},
+       "memprof: cannot write " + dir.path() + ": Is a directory\n"},
+      {{"heapmap", kFixture, "-o", png, "--by", "color"},
+       "memprof: --by must be 'type' or 'generation', not 'color'\n"},
+      {{"heapmap", kFixture, "-o", png, "--ruby-version", "x"},
+       "memprof: invalid Ruby version 'x' (expected MAJOR.MINOR, e.g. 3.1)\n"},
+      {{"html", "/nonexistent/dump.json", "-o", dir.file("r.html")},
+       "memprof: /nonexistent/dump.json: No such file or directory\n"},
+      {{"html", kFixture, "-o", "/nonexistent-dir/report.html"},
+       "memprof: cannot write /nonexistent-dir/report.html: No such file or directory\n"},
+      {{"html", kFixture, "-o", dir.file("r.html"), "--by", "age"},
+       "memprof: --by must be 'type' or 'generation', not 'age'\n"},
+  };
+  for (const BadInput& c : cases) {
+    std::vector<std::string> argv = {kMemprof};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const auto run = run_command(argv);
+    EXPECT_EQ(run.exit_code, 1) << c.message;
+    EXPECT_EQ(run.err, c.message);
+    EXPECT_EQ(run.out, "");
+  }
+}
+
+}  // namespace
+}  // namespace memprof::report
