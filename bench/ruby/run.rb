@@ -28,7 +28,7 @@ module RubyBench
   Options = Struct.new(:reps, :slow_reps, :scale, :workloads, :profilers, :json, :object_cost)
 
   def self.parse_options(argv)
-    options = Options.new(5, 3, 1.0, WORKLOADS.dup, Profilers::ALL.map(&:name), nil, true)
+    options = Options.new(5, 3, 1.0, WORKLOADS.dup, Profilers::DEFAULT.dup, nil, true)
     OptionParser.new do |o|
       o.banner = "usage: ruby bench/ruby/run.rb [options]"
       o.on("--reps N", Integer, "repetitions per cell (default 5)") { |v| options.reps = v }
@@ -37,7 +37,8 @@ module RubyBench
       end
       o.on("--scale F", Float, "workload size factor (default 1.0)") { |v| options.scale = v }
       o.on("--workloads LIST", Array, "of #{WORKLOADS.join(',')}") { |v| options.workloads = v }
-      o.on("--profilers LIST", Array, "of #{Profilers::ALL.map(&:name).join(',')}") do |v|
+      o.on("--profilers LIST", Array, "of #{Profilers::ALL.map(&:name).join(',')} " \
+                                      "(default: all but memprof_tracepoint)") do |v|
         options.profilers = v
       end
       o.on("--json FILE", "also write every measurement to FILE") { |v| options.json = v }
