@@ -3,7 +3,8 @@
 # One measurement in a fresh process:
 #   ruby [-I <repo>/lib] bench/ruby/child.rb WORKLOAD PROFILER SCALE
 # Prepares the workload (boot, warm-up: not measured), runs it once inside the profiler and
-# prints one JSON line: {"workload", "profiler", "seconds", "description"}.
+# prints one JSON line: {"workload", "profiler", "seconds" (wall), "cpu_seconds" (the
+# process's CPU time), "description"}.
 require "json"
 require_relative "profilers"
 require_relative "workloads/alloc_loop"
@@ -21,7 +22,7 @@ profiler = Profilers.find(profiler_name)
 profiler.load
 workload.prepare(Float(scale))
 GC.start
-seconds, result = profiler.measure { workload.run }
+time, result = profiler.measure { workload.run }
 profiler.verify(workload, result)
-puts JSON.generate(workload: workload_name, profiler: profiler.name, seconds: seconds,
-                   description: workload.description)
+puts JSON.generate(workload: workload_name, profiler: profiler.name, seconds: time.wall,
+                   cpu_seconds: time.cpu, description: workload.description)

@@ -3,14 +3,23 @@
 require "stringio"
 
 # The tools compared by the benchmark, each used the way its users use it. A profiler's
-# +measure+ runs the workload inside the tool's scope and returns [seconds, workload result]:
-# the seconds cover exactly what the user waits for (starting the tool, the workload, stopping
+# +measure+ runs the workload inside the tool's scope and returns [Clock, workload result]:
+# the time covers exactly what the user waits for (starting the tool, the workload, stopping
 # it, building its report), never the checks that follow. +verify+ then proves that the tool
 # really saw the workload's allocations, so a tool that silently recorded nothing cannot pass
 # for a fast one.
 module Profilers
+  # Wall time and the CPU time of the whole process (every thread, user and system). On a
+  # quiet machine the two agree for these single-threaded workloads; on a shared one CPU time
+  # is the steadier measure, because it does not count the time other processes ran.
+  Clock = Struct.new(:wall, :cpu) do
+    def -(other) = Clock.new(wall - other.wall, cpu - other.cpu)
+    def +(other) = Clock.new(wall + other.wall, cpu + other.cpu)
+  end
+
   def self.now
-    Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    Clock.new(Process.clock_gettime(Process::CLOCK_MONOTONIC),
+              Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID))
   end
 
   # Ruby alone.

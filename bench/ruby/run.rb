@@ -6,7 +6,7 @@
 # memprof's memory per live tracked object.
 #
 #   ruby bench/ruby/run.rb [--reps N] [--slow-reps N] [--scale F] [--workloads a,b]
-#                          [--profilers p,q] [--json FILE]
+#                          [--profilers p,q] [--clock cpu|wall] [--json FILE]
 require "etc"
 require "json"
 require "open3"
@@ -25,10 +25,12 @@ module RubyBench
   SLOW_PROFILERS = %w[memory_profiler].freeze
   OBJECT_COST_COUNT = 1_000_000
 
-  Options = Struct.new(:reps, :slow_reps, :scale, :workloads, :profilers, :json, :object_cost)
+  Options = Struct.new(:reps, :slow_reps, :scale, :workloads, :profilers, :json, :object_cost,
+                       :clock)
+  CLOCKS = { "cpu" => "cpu_seconds", "wall" => "seconds" }.freeze
 
   def self.parse_options(argv)
-    options = Options.new(5, 3, 1.0, WORKLOADS.dup, Profilers::DEFAULT.dup, nil, true)
+    options = Options.new(5, 3, 1.0, WORKLOADS.dup, Profilers::DEFAULT.dup, nil, true, "cpu")
     OptionParser.new do |o|
       o.banner = "usage: ruby bench/ruby/run.rb [options]"
       o.on("--reps N", Integer, "repetitions per cell (default 5)") { |v| options.reps = v }
@@ -41,7 +43,10 @@ module RubyBench
                                       "(default: all but memprof_tracepoint)") do |v|
         options.profilers = v
       end
-      o.on("--json FILE", "also write every measurement to FILE") { |v| options.json = v }
+      o.on("--clock CLOCK", CLOCKS.keys, "time shown: cpu (process CPU time, default) or wall") do |v|
+        options.clock = v
+      end
+      o.on("--json FILE", "also write every measurement (both clocks) to FILE") { |v| options.json = v }
       o.on("--[no-]object-cost", "measure memprof bytes per live object (default on)") do |v|
         options.object_cost = v
       end
@@ -82,9 +87,10 @@ module RubyBench
     sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
   end
 
-  # Runs the whole matrix; returns {[workload, profiler] => {seconds: [...], error:, description:}}.
+  # Runs the whole matrix; returns {[workload, profiler] => {samples: [child's JSON, ...],
+  # error:, description:}}.
   def self.measure(options)
-    cells = Hash.new { |h, k| h[k] = { seconds: [], error: nil, description: nil } }
+    cells = Hash.new { |h, k| h[k] = { samples: [], error: nil, description: nil } }
     options.reps.times do |rep|
       options.workloads.each do |workload|
         # Rotating the order gives every profiler its turn at running first.
@@ -99,9 +105,9 @@ module RubyBench
             cell[:error] = error
             warn "  failed: #{error}"
           else
-            cell[:seconds] << result.fetch("seconds")
+            cell[:samples] << result
             cell[:description] = result.fetch("description")
-            warn format("  %.3f s", result.fetch("seconds"))
+            warn format("  %.3f s wall, %.3f s CPU", result.fetch("seconds"), result.fetch("cpu_seconds"))
           end
         end
       end
@@ -133,11 +139,15 @@ module RubyBench
     "#{cpu}, nproc #{Etc.nprocessors}, Linux #{kernel}, #{RUBY_DESCRIPTION}"
   end
 
-  def self.format_cell(cell, plain_median)
-    return "failed" if cell[:error]
-    return "—" if cell[:seconds].empty?
+  def self.cell_median(cell, clock)
+    return nil if cell[:error] || cell[:samples].empty?
 
-    seconds = median(cell[:seconds])
+    median(cell[:samples].map { |sample| sample.fetch(CLOCKS.fetch(clock)) })
+  end
+
+  def self.format_cell(cell, seconds, plain_median)
+    return "failed" if cell[:error]
+    return "—" if seconds.nil?
     return format("%.2f s", seconds) if plain_median.nil?
 
     format("%.2f s (**%.2fx**)", seconds, seconds / plain_median)
@@ -150,17 +160,19 @@ module RubyBench
     lines << "|---|#{'---|' * labels.size}"
     options.workloads.each do |workload|
       plain = cells[[workload, "plain"]]
-      plain_median = plain[:seconds].empty? ? nil : median(plain[:seconds])
+      plain_median = cell_median(plain, options.clock)
       row = options.profilers.map do |profiler|
-        profiler == "plain" ? format_cell(plain, nil) : format_cell(cells[[workload, profiler]], plain_median)
+        cell = cells[[workload, profiler]]
+        format_cell(cell, cell_median(cell, options.clock), profiler == "plain" ? nil : plain_median)
       end
       description = plain[:description] || workload
       lines << "| #{WORKLOAD_TITLES.fetch(workload)} #{description} | #{row.join(' | ')} |"
     end
     lines << ""
     slow = (options.profilers & SLOW_PROFILERS).map { |p| "#{p}: #{[options.slow_reps, options.reps].min}" }
+    clock = options.clock == "cpu" ? "CPU time of the process (user + system, all threads)" : "wall time"
     lines << "Median of #{options.reps} runs#{slow.empty? ? '' : " (#{slow.join(', ')})"}, each in a " \
-             "fresh process; time of the profiled block only (Ruby start, Rails boot and " \
+             "fresh process; #{clock} of the profiled block only (Ruby start, Rails boot and " \
              "#{RailsRequests::WARMUP_REQUESTS} warm-up requests excluded); ratio to plain Ruby in bold."
     if cost
       lines << ""
