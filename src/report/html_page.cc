@@ -95,7 +95,8 @@ constexpr std::string_view kScript = R"js(<script>
   setValue("reachable-count", analysis.reachable.count, groupDigits(analysis.reachable.count));
   setValue("reachable-memsize", analysis.reachable.memsize, bytes(analysis.reachable.memsize));
   setValue("machine-context-only", analysis.machine_context_only.count,
-           groupDigits(analysis.machine_context_only.count) + " objects, " +
+           groupDigits(analysis.machine_context_only.count) +
+               (analysis.machine_context_only.count === 1 ? " object, " : " objects, ") +
            bytes(analysis.machine_context_only.memsize));
   setValue("bad-lines", analysis.bad_lines, groupDigits(analysis.bad_lines));
   if (count !== analysis.total.count || memsize !== analysis.total.memsize) {
