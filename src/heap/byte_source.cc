@@ -6,6 +6,7 @@
 #include <zstd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -25,6 +26,10 @@ class RawInput {
       : memory_(bytes), name_(std::move(name)) {}
 
   const std::string& name() const { return name_; }
+  // Size of the compressed input buffer: small inputs (tests, the fuzzer) get small buffers.
+  size_t chunk_size() const {
+    return fd_.valid() ? kCompressedChunk : std::clamp<size_t>(memory_.size(), 64, kCompressedChunk);
+  }
 
   Result<size_t> read(std::span<char> buffer) {
     if (buffer.empty()) return size_t{0};
@@ -64,6 +69,7 @@ class HeadThenRaw {
  public:
   HeadThenRaw(std::vector<char> head, RawInput raw) : head_(std::move(head)), raw_(std::move(raw)) {}
   const std::string& name() const { return raw_.name(); }
+  size_t chunk_size() const { return raw_.chunk_size(); }
   Result<size_t> read(std::span<char> buffer) {
     if (head_offset_ < head_.size()) {
       size_t n = std::min(buffer.size(), head_.size() - head_offset_);
@@ -91,7 +97,7 @@ class PlainSource final : public ByteSource {
 
 class GzipSource final : public ByteSource {
  public:
-  explicit GzipSource(HeadThenRaw input) : input_(std::move(input)), in_(kCompressedChunk) {}
+  explicit GzipSource(HeadThenRaw input) : input_(std::move(input)), in_(input_.chunk_size()) {}
   ~GzipSource() override {
     if (initialized_) inflateEnd(&stream_);
   }
@@ -149,7 +155,7 @@ class GzipSource final : public ByteSource {
 class ZstdSource final : public ByteSource {
  public:
   explicit ZstdSource(HeadThenRaw input)
-      : input_(std::move(input)), in_(kCompressedChunk), context_(ZSTD_createDCtx()) {}
+      : input_(std::move(input)), in_(input_.chunk_size()), context_(ZSTD_createDCtx()) {}
   ~ZstdSource() override { ZSTD_freeDCtx(context_); }
   ZstdSource(const ZstdSource&) = delete;
   ZstdSource& operator=(const ZstdSource&) = delete;

@@ -1,5 +1,6 @@
 #include "heap/loader.h"
 
+#include <algorithm>
 #include <limits>
 #include <unordered_map>
 #include <utility>
@@ -27,8 +28,8 @@ class Loader {
     heap_.sites.emplace_back();
   }
 
-  Result<Heap> run(ByteSource& source) {
-    LineReader lines(source);
+  Result<Heap> run(ByteSource& source, size_t chunk_size) {
+    LineReader lines(source, chunk_size);
     Line line;
     DumpRecord record;
     for (;;) {
@@ -211,13 +212,14 @@ class Loader {
 
 Result<Heap> load_heap(const std::string& path, const LoadOptions& options) {
   MEMPROF_TRY(source, open_file_source(path));
-  return Loader(path, options).run(*source);
+  return Loader(path, options).run(*source, size_t{1} << 20);
 }
 
 Result<Heap> load_heap_from_bytes(std::span<const unsigned char> bytes, const std::string& name,
                                   const LoadOptions& options) {
   MEMPROF_TRY(source, open_memory_source(bytes, name));
-  return Loader(name, options).run(*source);
+  // The line buffer grows for longer lines; small inputs start small.
+  return Loader(name, options).run(*source, std::clamp<size_t>(bytes.size() * 2, 4096, size_t{1} << 20));
 }
 
 }  // namespace memprof::heap
