@@ -79,7 +79,8 @@ class ElfFile {
   ElfFile() = default;
   Status parse_headers();
   Result<std::vector<Symbol>> read_symbol_table(const Section& table, SymbolTable kind) const;
-  Result<std::vector<std::string_view>> version_names(const Section& dynsym) const;
+  // Names of .dynsym version indices, from .gnu.version_d and .gnu.version_r.
+  Result<std::vector<std::string_view>> version_names() const;
   Result<std::string_view> dynamic_string(uint64_t offset) const;
 
   // Owner of bytes_ (a MappedFile or a byte vector) unless the caller owns them. Shared so that

@@ -45,14 +45,12 @@ Status for_each_note(const std::string& file, Bytes data, uint64_t alignment,
 
 // Notes of every SHT_NOTE section, or of every PT_NOTE segment when the file has no sections.
 Status for_each_file_note(const ElfFile& file, const std::function<Status(const Note&)>& visit) {
-  bool any_section = false;
   for (const auto& section : file.sections()) {
     if (section.type != SHT_NOTE) continue;
-    any_section = true;
     MEMPROF_TRY(data, file.section_data(section));
     MEMPROF_TRY_STATUS(for_each_note(file.name(), data, section.addralign == 8 ? 8 : 4, visit));
   }
-  if (any_section || !file.sections().empty()) return ok_status();
+  if (!file.sections().empty()) return ok_status();
   for (const auto& segment : file.segments()) {
     if (segment.type != PT_NOTE) continue;
     auto data = slice(file.bytes(), segment.offset, segment.filesz);

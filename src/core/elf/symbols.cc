@@ -80,7 +80,7 @@ void set_version_name(std::vector<std::string_view>& names, uint16_t index, std:
 // Version definitions (.gnu.version_d) and requirements (.gnu.version_r) give the names of version
 // indices. Both are linked lists inside their section; every step is bounds-checked and the walk
 // is limited to the section's entry count (sh_info) so a cyclic list cannot loop forever.
-Result<std::vector<std::string_view>> ElfFile::version_names(const Section&) const {
+Result<std::vector<std::string_view>> ElfFile::version_names() const {
   std::vector<std::string_view> names;
   auto strings_of = [&](const Section& section) -> Result<Bytes> {
     if (section.link >= sections_.size()) return err("{}: {} has a bad string table link", name_, section.name);
@@ -161,7 +161,7 @@ Result<TableView> open_table(const ElfFile& file, const Section& table, SymbolTa
 }  // namespace
 
 Result<std::vector<Symbol>> ElfFile::read_symbol_table(const Section& table, SymbolTable kind) const {
-  MEMPROF_TRY(view, open_table(*this, table, kind, [&] { return version_names(table); }));
+  MEMPROF_TRY(view, open_table(*this, table, kind, [&] { return version_names(); }));
   std::vector<Symbol> symbols;
   symbols.reserve(view.count);
   for (uint64_t i = 0; i < view.count; ++i) {
@@ -188,7 +188,7 @@ Result<std::optional<Symbol>> ElfFile::find_dynamic_symbol(std::string_view name
   const Section* table = section_of_type(SHT_DYNSYM);
   if (table == nullptr) return std::optional<Symbol>{};
   MEMPROF_TRY(view, open_table(*this, *table, SymbolTable::kDynamic,
-                               [&] { return version_names(*table); }));
+                               [&] { return version_names(); }));
 
   // Among several matches (e.g. a default and hidden versions), the default version wins.
   std::optional<Symbol> found;

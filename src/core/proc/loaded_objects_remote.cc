@@ -96,10 +96,11 @@ Result<uint64_t> r_debug_from_dynamic(const RemoteMemory& memory, const elf::Elf
 // The loader's exported _r_debug, for executables without DT_DEBUG.
 std::optional<uint64_t> r_debug_from_loader(const std::vector<MapEntry>& maps, const elf::ElfFile& exe,
                                             const std::string& root) {
-  const elf::Section* interp = exe.section(".interp");
-  auto data = interp != nullptr ? exe.section_data(*interp) : Result<elf::Bytes>(Error{});
-  if (!data) return std::nullopt;
-  auto loader_path = elf::cstring_at(*data, 0);
+  auto interp = std::find_if(exe.segments().begin(), exe.segments().end(),
+                             [](const elf::Segment& s) { return s.type == PT_INTERP; });
+  if (interp == exe.segments().end()) return std::nullopt;
+  auto data = elf::slice(exe.bytes(), interp->offset, interp->filesz);
+  auto loader_path = data ? elf::cstring_at(*data, 0) : std::nullopt;
   if (!loader_path) return std::nullopt;
   // The map names the loader by its real path; PT_INTERP may be a symlink to it.
   std::error_code ec;
