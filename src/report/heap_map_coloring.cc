@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
+#include <map>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -41,7 +43,25 @@ void drop_unused(ObjectColoring& coloring) {
   for (uint16_t& c : coloring.category_of) c = new_index[c];
 }
 
+// Old to young: a sequential ramp from deep blue through teal and yellow to red, distinct enough
+// that neighbouring ranges can be told apart in one-pixel cells.
+constexpr std::array<Rgb, 8> kAgeRamp = {{{49, 54, 149},
+                                          {69, 117, 180},
+                                          {116, 173, 209},
+                                          {102, 189, 99},
+                                          {254, 224, 69},
+                                          {253, 174, 97},
+                                          {244, 109, 67},
+                                          {215, 48, 39}}};
+
 }  // namespace
+
+Rgb generation_color(uint64_t range, uint64_t ranges) {
+  if (ranges <= 1) return kAgeRamp.back();
+  // Spread the ranges over the whole ramp so the oldest is always blue and the youngest red.
+  const uint64_t at = range * (kAgeRamp.size() - 1) / (ranges - 1);
+  return kAgeRamp[std::min<uint64_t>(at, kAgeRamp.size() - 1)];
+}
 
 Rgb type_color(ObjectType type) {
   switch (type) {
@@ -90,34 +110,48 @@ ObjectColoring color_by_type(const heap::Heap& heap) {
 }
 
 ObjectColoring color_by_generation(const heap::Heap& heap, int max_ranges) {
-  uint32_t lo = UINT32_MAX, hi = 0;
+  // Equal-count ranges, not equal-width ones: a handful of objects from boot (generation 1) next
+  // to a million from the last few GCs would otherwise squeeze all the interesting ages into
+  // one or two colors.
+  std::map<uint32_t, uint64_t> per_generation;
+  uint64_t traced = 0;
   for (uint32_t g : heap.generation) {
     if (g == heap::kNoGeneration) continue;
-    lo = std::min(lo, g);
-    hi = std::max(hi, g);
+    ++per_generation[g];
+    ++traced;
   }
+  const uint64_t ranges =
+      std::min<uint64_t>(per_generation.size(), static_cast<uint64_t>(std::max(max_ranges, 1)));
+
   ObjectColoring coloring;
-  coloring.category_of.resize(heap.size());
-  const bool any = lo <= hi;
-  const uint64_t span = any ? uint64_t{hi} - lo + 1 : 0;
-  const uint64_t ranges = std::min<uint64_t>(span, static_cast<uint64_t>(std::max(max_ranges, 1)));
-  const uint64_t width = ranges == 0 ? 1 : (span + ranges - 1) / ranges;
+  std::map<uint32_t, uint16_t> range_of;  // first generation of each range -> category
+  uint64_t seen = 0;
+  auto it = per_generation.begin();
   for (uint64_t r = 0; r < ranges; ++r) {
-    const uint64_t first = lo + r * width;
-    const uint64_t last = std::min<uint64_t>(first + width - 1, hi);
-    // Old (blue) to young (red) through purple, so age reads left-to-right in the legend.
-    const double f = ranges == 1 ? 1.0 : static_cast<double>(r) / static_cast<double>(ranges - 1);
-    const Rgb color{static_cast<uint8_t>(40 + f * 200), 60, static_cast<uint8_t>(220 - f * 180)};
+    const uint32_t first = it->first;
+    uint32_t last = first;
+    // Take generations until this range holds its share of the traced objects, leaving at
+    // least one generation for each later range.
+    const uint64_t share_end = traced * (r + 1) / ranges;
+    do {
+      last = it->first;
+      seen += it->second;
+      ++it;
+    } while (it != per_generation.end() && seen < share_end &&
+             static_cast<uint64_t>(std::distance(it, per_generation.end())) > ranges - r - 1);
+    range_of[first] = static_cast<uint16_t>(r);
     coloring.categories.push_back(
         {first == last ? fmt::format("GEN {}", first) : fmt::format("GEN {}-{}", first, last),
-         color, 0});
+         generation_color(r, ranges), 0});
   }
   const auto none = static_cast<uint16_t>(coloring.categories.size());
-  coloring.categories.push_back({"NO GENERATION", {150, 150, 150}, 0});
+  coloring.categories.push_back({"NO GENERATION", kNoGenerationColor, 0});
+
+  coloring.category_of.resize(heap.size());
   for (size_t id = 0; id < heap.size(); ++id) {
     const uint32_t g = heap.generation[id];
-    const uint16_t c =
-        g == heap::kNoGeneration ? none : static_cast<uint16_t>((g - lo) / width);
+    // The range whose first generation is the greatest one not above g.
+    const uint16_t c = g == heap::kNoGeneration ? none : std::prev(range_of.upper_bound(g))->second;
     coloring.category_of[id] = c;
     ++coloring.categories[c].count;
   }

@@ -1,5 +1,5 @@
 // How heap map cells are colored: by object type (a fixed palette, so STRING is the same blue in
-// every picture) or by allocation generation (old = blue ... young = red, in equal-width ranges).
+// every picture) or by allocation generation (old = blue ... young = red, in ranges of equal object counts).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,9 @@ enum class MapColoring { kType, kGeneration };
 
 // The color of each object type; types without a color of their own share a neutral one.
 Rgb type_color(heap::ObjectType type);
+// The color of generation range `range` of `ranges` (0 = oldest): blue ... red.
+Rgb generation_color(uint64_t range, uint64_t ranges);
+inline constexpr Rgb kNoGenerationColor{150, 150, 150};
 
 struct ObjectColoring {
   std::vector<MapCategory> categories;  // most objects first; only categories in use
@@ -23,7 +26,8 @@ struct ObjectColoring {
 ObjectColoring color_by_type(const heap::Heap& heap);
 
 // Generations come only from dumps taken with allocation tracing on; objects without one go to
-// a "NO GENERATION" category. At most `max_ranges` ranges split [min, max] generation.
+// a "NO GENERATION" category. At most `max_ranges` ranges of consecutive generations, each
+// holding about the same number of objects.
 ObjectColoring color_by_generation(const heap::Heap& heap, int max_ranges = 8);
 
 }  // namespace memprof::report

@@ -67,7 +67,7 @@ TEST(HeapmapCli, ColorsByGeneration) {
   const auto image = decode_png_file(png);
   ASSERT_EQ(image.error, "");
   // Generations 5 (slots 0, 1) and 7 (slot 3) are the oldest and youngest of the dump.
-  const Rgb oldest{40, 60, 220}, youngest{240, 60, 40}, none{150, 150, 150};
+  const Rgb oldest{49, 54, 149}, youngest{215, 48, 39}, none{150, 150, 150};
   EXPECT_EQ(image.at(kColumnX + kNotch, row_of(0)), oldest);
   EXPECT_EQ(image.at(kColumnX + kNotch, row_of(1)), oldest);
   EXPECT_EQ(image.at(kColumnX + kNotch, row_of(3)), youngest);
