@@ -1,0 +1,146 @@
+// The patching function: protections read and restored, atomic-store choice, refusals.
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/hook/patch.h"
+#include "core/util/scoped_fd.h"
+#include "test_support.h"
+
+namespace memprof::hook {
+namespace {
+
+size_t page() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
+
+// A second thread that stays alive (blocked) until destroyed, so the process is multi-threaded.
+class ParkedThread {
+ public:
+  ParkedThread()
+      : thread_([this] {
+          std::unique_lock lock(mutex_);
+          cv_.wait(lock, [this] { return done_; });
+        }) {}
+  ~ParkedThread() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+ScopedMmap map_pages(size_t count, int protection) {
+  void* p = ::mmap(nullptr, count * page(), protection, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return ScopedMmap(p, count * page());
+}
+
+TEST(Patch, WritesReadOnlyAndExecutablePagesAndRestoresTheirProtection) {
+  for (int protection : {PROT_READ, PROT_READ | PROT_EXEC, PROT_EXEC}) {
+    ScopedMmap pages = map_pages(1, PROT_READ | PROT_WRITE);
+    ASSERT_TRUE(pages.valid());
+    std::memset(pages.data(), 0xcc, page());
+    ASSERT_EQ(::mprotect(pages.data(), page(), protection), 0);
+    const uint8_t bytes[] = {1, 2, 3};
+    auto* target = static_cast<uint8_t*>(pages.data()) + 40;
+    ASSERT_TRUE(patch_memory(target, bytes).ok());
+    EXPECT_EQ(testing::protection_of(target), protection);
+    ASSERT_EQ(::mprotect(pages.data(), page(), PROT_READ), 0);
+    EXPECT_EQ(std::memcmp(target, bytes, 3), 0);
+    EXPECT_EQ(target[-1], 0xcc);
+    EXPECT_EQ(target[3], 0xcc);
+  }
+}
+
+TEST(Patch, SpanningTwoPagesWhenAlone) {
+  ScopedMmap pages = map_pages(2, PROT_READ | PROT_EXEC);
+  ASSERT_TRUE(pages.valid());
+  auto* target = static_cast<uint8_t*>(pages.data()) + page() - 3;
+  const uint8_t bytes[] = {9, 8, 7, 6, 5, 4};
+  auto status = patch_memory(target, bytes);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(std::memcmp(target, bytes, 6), 0);
+  EXPECT_EQ(testing::protection_of(target), PROT_READ | PROT_EXEC);
+  EXPECT_EQ(testing::protection_of(target + 5), PROT_READ | PROT_EXEC);
+}
+
+TEST(Patch, RefusesANonAtomicWriteWhileAnotherThreadRuns) {
+  ScopedMmap pages = map_pages(1, PROT_READ | PROT_EXEC);
+  ASSERT_TRUE(pages.valid());
+  auto* base = static_cast<uint8_t*>(pages.data());
+  Result<Ok> refused = ok_status(), fits = ok_status();
+  {
+    ParkedThread other;
+    const uint8_t across[] = {1, 2, 3, 4};
+    refused = patch_memory(base + 14, across);  // bytes 14..17 cross a 16-byte boundary
+    const uint8_t inside[] = {5, 6, 7, 8, 9};
+    fits = patch_memory(base + 17, inside);  // 17..21 lie in the aligned block 16..31
+  }
+  const uint8_t inside[] = {5, 6, 7, 8, 9};
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(),
+            fmt::format("cannot patch 4 bytes at {:#x} atomically: they cross a 16-byte boundary "
+                        "and 1 other thread(s) are running",
+                        reinterpret_cast<uintptr_t>(base + 14)));
+  EXPECT_EQ(base[14], 0);
+  EXPECT_EQ(base[15], 0);
+  ASSERT_TRUE(fits.ok()) << fits.message();
+  EXPECT_EQ(std::memcmp(base + 17, inside, 5), 0);
+  EXPECT_EQ(testing::protection_of(base), PROT_READ | PROT_EXEC);
+}
+
+TEST(Patch, OnlyChangedBytesAreStored) {
+  ScopedMmap pages = map_pages(1, PROT_READ | PROT_WRITE);
+  ASSERT_TRUE(pages.valid());
+  auto* base = static_cast<uint8_t*>(pages.data());
+  // Identical leading and trailing bytes are not part of the store, so a 32-byte request that
+  // changes one byte is a one-byte store even though it crosses 16-byte boundaries.
+  uint8_t bytes[32] = {};
+  bytes[20] = 0x5a;
+  Status status = ok_status();
+  {
+    ParkedThread other;
+    status = patch_memory(base + 4, bytes);
+  }
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(base[24], 0x5a);
+}
+
+TEST(Patch, UnmappedAddressIsAnError) {
+  ScopedMmap pages = map_pages(1, PROT_READ);
+  ASSERT_TRUE(pages.valid());
+  auto address = reinterpret_cast<uintptr_t>(pages.data());
+  pages.reset();
+  const uint8_t bytes[] = {1};
+  auto status = patch_memory(reinterpret_cast<void*>(address), bytes);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(), fmt::format("cannot patch 1 bytes at {:#x}: page {:#x} is not mapped", address, address));
+}
+
+TEST(Patch, ThreadCountSeesOtherThreads) {
+  auto alone = thread_count();
+  ASSERT_TRUE(alone.ok());
+  Result<size_t> two = size_t{0};
+  {
+    ParkedThread other;
+    two = thread_count();
+  }
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, *alone + 1);
+}
+
+}  // namespace
+}  // namespace memprof::hook

@@ -1,0 +1,140 @@
+// 8 threads call a hooked function in a tight loop while the hook is installed and removed
+// 1,000 times. The replacements do not call the original, and the originals count their own
+// calls, so hooked + unhooked must equal the calls made: no call lost, none run twice, and no
+// thread ever executed a half-written patch (it would have crashed or returned garbage).
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "code_library.h"
+#include "core/hook/call_site_hook.h"
+#include "core/hook/entry_hook.h"
+#include "core/hook/got_hook.h"
+#include "fixtures/target.h"
+
+extern "C" int caller_now_add(int, int);
+extern "C" int caller_lazy_add(int, int);
+
+namespace memprof::hook {
+namespace {
+
+constexpr int kThreads = 8;
+constexpr int kCycles = 1000;
+
+std::atomic<unsigned long> hooked{0};
+
+int stress_add(int a, int b) {
+  hooked.fetch_add(1, std::memory_order_relaxed);
+  return a + b;
+}
+int stress_square(int x) {
+  hooked.fetch_add(1, std::memory_order_relaxed);
+  return x * x + 1;
+}
+
+struct Outcome {
+  unsigned long calls = 0;      // calls the threads made
+  unsigned long wrong = 0;      // results that were not the function's value
+  unsigned long reached = 0;    // calls that reached the original
+  unsigned long hooked = 0;
+};
+
+// Runs `call` (returns true when the result was right) on kThreads threads while `cycle`
+// installs and removes the hook kCycles times. Each cycle waits until a hooked call happened
+// and then until an unhooked one did, so both states are really exercised every time.
+Outcome hammer(const std::function<bool()>& call, const std::function<unsigned long()>& reached,
+               const std::function<void()>& cycle_install, const std::function<void()>& cycle_remove) {
+  hooked = 0;
+  unsigned long reached_before = reached();
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned long> calls{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      unsigned long mine = 0, bad = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        bad += !call();
+        // The machine has fewer cores than threads: let the patching thread in now and then,
+        // or each of the 1,000 cycles waits for a full scheduler period.
+        if (++mine % 256 == 0) std::this_thread::yield();
+      }
+      calls += mine;
+      wrong += bad;
+    });
+  auto wait_for = [](const std::function<unsigned long()>& counter) {
+    unsigned long start = counter();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (counter() == start && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    return counter() != start;
+  };
+  bool both_states = true;
+  for (int i = 0; i < kCycles; ++i) {
+    cycle_install();
+    both_states &= wait_for([] { return hooked.load(); });
+    cycle_remove();
+    both_states &= wait_for(reached);
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(both_states);
+  return {calls.load(), wrong.load(), reached() - reached_before, hooked.load()};
+}
+
+TEST(Stress, GotHookInstalledAndRemovedWhileEightThreadsCall) {
+  std::unique_ptr<GotHook> hook;
+  Outcome o = hammer([] { return caller_now_add(20, 22) == 42 && caller_lazy_add(1, 2) == 3; },
+                     [] { return fixture_add_calls(); },
+                     [&] {
+                       auto installed = GotHook::install("fixture_add", reinterpret_cast<void*>(&stress_add));
+                       ASSERT_TRUE(installed.ok()) << installed.message();
+                       hook = std::move(*installed);
+                     },
+                     [&] { hook.reset(); });
+  EXPECT_EQ(o.wrong, 0u);
+  EXPECT_EQ(o.hooked + o.reached, 2 * o.calls);
+  EXPECT_GT(o.hooked, 0u);
+}
+
+TEST(Stress, CallSiteHookInstalledAndRemovedWhileEightThreadsCall) {
+  testing::CodeLibrary code(HOOK_CODE_O2_PATH);
+  ASSERT_TRUE(code.loaded()) << code.error();
+  std::unique_ptr<CallSiteHook> hook;
+  Outcome o = hammer([&] { return code.three_calls(3) == 122; }, [&] { return code.square_calls(); },
+                     [&] {
+                       auto installed = CallSiteHook::install(code.address("code_square"),
+                                                              reinterpret_cast<void*>(&stress_square));
+                       ASSERT_TRUE(installed.ok()) << installed.message();
+                       hook = std::move(*installed);
+                     },
+                     [&] { hook.reset(); });
+  EXPECT_EQ(o.wrong, 0u);
+  EXPECT_EQ(o.hooked + o.reached, 3 * o.calls);
+  EXPECT_GT(o.hooked, 0u);
+}
+
+TEST(Stress, EntryHookInstalledAndRemovedWhileEightThreadsCall) {
+  testing::CodeLibrary code(HOOK_CODE_O2_PATH);
+  ASSERT_TRUE(code.loaded()) << code.error();
+  std::unique_ptr<EntryHook> hook;
+  Outcome o = hammer([&] { return code.three_calls(3) == 122; }, [&] { return code.square_calls(); },
+                     [&] {
+                       // One instruction under the jump (a 9-byte lock add at -O2): no thread
+                       // can be stopped inside the bytes the jump replaces.
+                       auto installed = EntryHook::install(code.address("code_square"),
+                                                           reinterpret_cast<void*>(&stress_square),
+                                                           {.require_single_instruction = true});
+                       ASSERT_TRUE(installed.ok()) << installed.message();
+                       hook = std::move(*installed);
+                     },
+                     [&] { hook.reset(); });
+  EXPECT_EQ(o.wrong, 0u);
+  EXPECT_EQ(o.hooked + o.reached, 3 * o.calls);
+  EXPECT_GT(o.hooked, 0u);
+}
+
+}  // namespace
+}  // namespace memprof::hook

@@ -1,0 +1,42 @@
+// Helpers shared by the hook tests: memory and protection snapshots that tell whether an
+// uninstall put back exactly what was there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memprof::hook::testing {
+
+// Bytes and per-page protections of a range of memory.
+struct Snapshot {
+  uintptr_t start = 0;
+  std::vector<uint8_t> bytes;
+  std::vector<int> protections;  // one per page
+  bool operator==(const Snapshot&) const = default;
+};
+
+Snapshot snapshot(uintptr_t start, size_t size);
+
+// Snapshots of every non-executable PT_LOAD segment (GOT, RELRO, data) of the loaded object
+// whose path ends with `suffix`; empty when no such object is loaded.
+std::vector<Snapshot> data_segments(std::string_view suffix);
+
+// Page protection of `address`, -1 when unmapped.
+int protection_of(const void* address);
+
+std::string base_name(std::string_view path);
+
+// /proc/self/exe resolved: the name GotHook gives the main program.
+std::string program_path();
+
+// The GOT slots (JUMP_SLOT and GLOB_DAT) naming `symbol` in the loaded object whose path ends
+// with `suffix`, read from its ELF file on disk with memprof_elf and moved by the load bias: an
+// oracle that does not share the hook engine's reading of the in-memory dynamic section.
+std::vector<void**> got_slots_from_file(std::string_view suffix, std::string_view symbol);
+
+// dlopen(RTLD_NOW | RTLD_LOCAL) or a failed gtest assertion's message through `error`.
+void* open_library(const char* path, std::string* error);
+
+}  // namespace memprof::hook::testing
