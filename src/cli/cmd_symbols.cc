@@ -71,7 +71,7 @@ int run_symbols(const SymbolsOptions& options) {
   }
   Printer printer(pattern);
   if (auto pid = parse_pid(options.target)) {
-    auto index = proc::SymbolIndex::for_process(*pid);
+    auto index = proc::SymbolIndex::for_process(*pid, !options.no_debug_files);
     if (!index) return fail(index.message());
     for (const auto& warning : index->warnings()) {
       std::fprintf(stderr, "memprof: warning: %s\n", warning.c_str());
@@ -104,7 +104,7 @@ MEMPROF_COMMAND(
       sub.add_option("REGEX", options->pattern,
                      "Only symbols whose name contains a match (ECMAScript regex, e.g. '^rb_newobj$')");
       sub.add_flag("--no-debug-files", options->no_debug_files,
-                   "Do not merge symbols from separate debug files under /usr/lib/debug (files only)");
+                   "Do not merge symbols from separate debug files under /usr/lib/debug");
       sub.footer(
           "Prints ADDRESS SIZE TYPE NAME OBJECT for every defined function and data symbol from\n"
           ".dynsym, .symtab and the separate debug file (by build-id or .gnu_debuglink) when one is\n"

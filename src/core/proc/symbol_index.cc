@@ -42,24 +42,24 @@ bool in_loaded_segment(const LoadedObject& object, uint64_t address) {
 
 }  // namespace
 
-Result<SymbolIndex> SymbolIndex::for_self() {
-  return build(self_objects(), "", ::getpid());
+Result<SymbolIndex> SymbolIndex::for_self(bool use_debug_files) {
+  return build(self_objects(), "", ::getpid(), use_debug_files);
 }
 
-Result<SymbolIndex> SymbolIndex::for_process(pid_t pid) {
+Result<SymbolIndex> SymbolIndex::for_process(pid_t pid, bool use_debug_files) {
   MEMPROF_TRY(found, process_objects(pid));
-  return build(std::move(found.objects), fmt::format("/proc/{}/root", pid), pid);
+  return build(std::move(found.objects), fmt::format("/proc/{}/root", pid), pid, use_debug_files);
 }
 
 SymbolIndex SymbolIndex::build(std::vector<LoadedObject> objects, const std::string& file_prefix,
-                               pid_t pid) {
+                               pid_t pid, bool use_debug_files) {
   SymbolIndex index;
   index.objects_.reserve(objects.size());
   for (auto& object : objects) {
     IndexedObject indexed;
     Result<elf::ObjectSymbols> symbols =
         object.is_vdso ? vdso_symbols(pid, object)
-                       : elf::ObjectSymbols::load(file_prefix + object.path);
+                       : elf::ObjectSymbols::load(file_prefix + object.path, use_debug_files);
     if (symbols) {
       if (object.segments.empty()) object.segments = symbols->file().segments();
       indexed.symbols = std::make_shared<const elf::ObjectSymbols>(std::move(*symbols));
