@@ -13,6 +13,10 @@ inline uint64_t slot_of(uint64_t address, unsigned shift) {
 }
 }  // namespace
 
+void Heap::prefetch(uint64_t target) const {
+  if (!index.keys.empty()) __builtin_prefetch(&index.keys[slot_of(target, index.shift)]);
+}
+
 ObjectId Heap::find(uint64_t target) const {
   if (index.keys.empty() || target == 0) return kNoObject;
   for (uint64_t slot = slot_of(target, index.shift);; slot = (slot + 1) & index.mask) {
@@ -30,7 +34,9 @@ uint64_t Heap::build_index() {
   index.mask = capacity - 1;
   index.shift = static_cast<unsigned>(64 - std::countr_zero(capacity));
   uint64_t duplicates = 0;
+  constexpr ObjectId kAhead = 16;  // random writes into a table far larger than the caches
   for (ObjectId id = 0; id < size(); ++id) {
+    if (id + kAhead < size()) prefetch(address[id + kAhead]);
     uint64_t target = address[id];
     for (uint64_t slot = slot_of(target, index.shift);; slot = (slot + 1) & index.mask) {
       uint64_t key = index.keys[slot];

@@ -1,132 +1,159 @@
 #include "heap/loader.h"
 
 #include <algorithm>
+#include <deque>
+#include <future>
 #include <limits>
+#include <memory>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 
+#include "heap/block_reader.h"
 #include "heap/byte_source.h"
-#include "heap/line_reader.h"
-#include "heap/record_parser.h"
+#include "heap/chunk_parser.h"
 
 namespace memprof::heap {
 namespace {
 
-bool blank(const Line& line) {
-  for (size_t i = 0; i < line.size; ++i) {
-    char c = line.data[i];
-    if (c != ' ' && c != '\t' && c != '\r') return false;
-  }
-  return true;
-}
+// Blocks parsed at once: two parse while the main thread reads the next block and merges the
+// oldest one in file order.
+constexpr size_t kBlocksInFlight = 3;
 
-// Reads records into a Heap whose references are still raw addresses, then resolves them to
-// ids once every object is known (a reference may point forward in the file).
+struct Block {
+  std::vector<char> bytes;
+  size_t size = 0;
+  ParsedChunk parsed;
+  std::future<void> done;
+};
+
+// Reads blocks of lines, parses them on worker threads, and merges the results into a Heap in
+// file order; references stay raw addresses until every object is known (a reference may point
+// forward in the file), then resolve() turns them into ids.
 class Loader {
  public:
   Loader(std::string name, const LoadOptions& options) : name_(std::move(name)), options_(options) {
     heap_.sites.emplace_back();
   }
 
-  Result<Heap> run(ByteSource& source, size_t chunk_size) {
-    LineReader lines(source, chunk_size);
-    Line line;
-    DumpRecord record;
+  Result<Heap> run(ByteSource& source, size_t block_size) {
+    BlockReader reader(source, block_size);
+    std::deque<std::unique_ptr<Block>> in_flight;
+    std::vector<std::unique_ptr<Block>> spare;
     for (;;) {
-      MEMPROF_TRY(more, lines.next(line));
-      if (!more) break;
-      heap_.lines = line.number;
-      if (line.size == 0 || blank(line)) continue;
-      ++non_blank_lines_;
-      size_t mark = raw_references_.size();
-      std::string_view problem = parser_.parse(line, record, raw_references_);
-      if (problem.empty()) problem = add(record, mark);
-      if (problem.empty() && !seen_record_) first_record();
-      if (!problem.empty()) {
-        raw_references_.resize(mark);
-        bad_line(line.number, problem);
+      std::unique_ptr<Block> block;
+      if (spare.empty()) {
+        block = std::make_unique<Block>();
+      } else {
+        block = std::move(spare.back());
+        spare.pop_back();
+        block->parsed = ParsedChunk{};
+      }
+      auto more = reader.next(block->bytes, block->size);
+      if (!more.ok()) return more.error();  // in-flight futures finish in their destructors
+      if (!*more) break;
+      start_parse(*block, /*inline_parse=*/in_flight.empty() && reader.at_end());
+      in_flight.push_back(std::move(block));
+      if (in_flight.size() >= kBlocksInFlight) {
+        MEMPROF_TRY_STATUS(merge_front(in_flight, spare));
       }
     }
-    heap_.input_bytes = lines.bytes_read();
+    while (!in_flight.empty()) MEMPROF_TRY_STATUS(merge_front(in_flight, spare));
+    heap_.input_bytes = reader.bytes_read();
     if (non_blank_lines_ == 0) return err("{}: empty file", name_);
-    if (heap_.size() == 0 && heap_.roots.empty() && heap_.shape_count == 0) {
-      return err("{}: not a heap dump (line {}: {})", name_, first_bad_line_, first_problem_);
+    if (!seen_record_) {
+      return err("{}: not a heap dump (line {}: {})", name_, heap_.bad_lines.front().line_number,
+                 heap_.bad_lines.front().message);
     }
     resolve();
     return std::move(heap_);
   }
 
  private:
-  std::string_view add(const DumpRecord& record, size_t mark) {
-    switch (record.kind) {
-      case DumpRecord::Kind::kRoot: {
-        raw_roots_.push_back({heap_.strings.intern(record.root_kind),
-                              {raw_references_.begin() + static_cast<ptrdiff_t>(mark),
-                               raw_references_.end()}});
-        raw_references_.resize(mark);
-        return {};
+  static void start_parse(Block& block, bool inline_parse) {
+    auto parse = [&block] { parse_chunk(block.bytes.data(), block.size, block.bytes.size(), block.parsed); };
+    if (!inline_parse) {
+      try {
+        block.done = std::async(std::launch::async, parse);
+        return;
+      } catch (const std::system_error&) {
+        // No thread available: parse here.
       }
-      case DumpRecord::Kind::kShape:
-        ++heap_.shape_count;
-        heap_.shape_memsize += record.memsize;
-        raw_references_.resize(mark);
-        return {};
-      case DumpRecord::Kind::kObject:
-        break;
     }
-    if (heap_.size() >= std::numeric_limits<ObjectId>::max() - 1 ||
-        raw_references_.size() > std::numeric_limits<uint32_t>::max()) {
-      return "too many objects or references for one dump";
-    }
-    auto id = static_cast<ObjectId>(heap_.size());
-    ObjectType type = type_of(record.type);
-    heap_.address.push_back(record.address);
-    heap_.type.push_back(type);
-    heap_.flags.push_back(record.flags);
-    raw_classes_.push_back(record.class_address);
-    heap_.memsize.push_back(record.memsize);
-    heap_.site.push_back(site_of(record.file, record.line));
-    heap_.generation.push_back(record.generation);
-    heap_.slot_size.push_back(record.slot_size);
-    heap_.detail.push_back(record.detail.empty() ? 0 : heap_.strings.intern(record.detail));
-    heap_.ref_begin.push_back(static_cast<uint32_t>(mark));
-    if (!record.name.empty() && (type == ObjectType::kClass || type == ObjectType::kModule)) {
-      heap_.class_names.emplace(id, heap_.strings.intern(record.name));
-    }
-    return {};
+    std::promise<void> ready;
+    parse();
+    ready.set_value();
+    block.done = ready.get_future();
   }
 
-  ObjectType type_of(std::string_view name) {
-    // Few distinct spellings: remember the last one (runs of equal types are common).
-    if (name == last_type_name_) return last_type_;
-    last_type_name_.assign(name);
-    last_type_ = parse_object_type(name);
-    return last_type_;
+  Status merge_front(std::deque<std::unique_ptr<Block>>& in_flight,
+                     std::vector<std::unique_ptr<Block>>& spare) {
+    std::unique_ptr<Block> block = std::move(in_flight.front());
+    in_flight.pop_front();
+    block->done.get();
+    Status status = merge(block->parsed);
+    spare.push_back(std::move(block));
+    return status;
   }
 
-  SiteId site_of(std::string_view file, uint32_t line) {
-    if (file.empty()) return 0;
-    if (file != last_file_name_) {
-      last_file_name_.assign(file);
-      last_file_ = heap_.strings.intern(file);
+  Status merge(const ParsedChunk& chunk) {
+    const uint64_t line_base = heap_.lines;
+    heap_.lines += chunk.lines;
+    non_blank_lines_ += chunk.non_blank_lines;
+    for (const BadLine& bad : chunk.bad_lines) bad_line(line_base + bad.line_number, bad.message);
+    heap_.bad_line_count += chunk.bad_line_count - chunk.bad_lines.size();
+
+    const size_t objects = chunk.address.size();
+    if (heap_.size() + objects >= kNoObject ||
+        raw_references_.size() + chunk.references.size() > std::numeric_limits<uint32_t>::max()) {
+      return err("{}: too many objects or references for one dump (limit 4G each)", name_);
     }
-    uint64_t key = (uint64_t{last_file_} << 32) | line;
+    std::vector<StringId> strings(chunk.strings.size(), 0);
+    for (size_t i = 1; i < chunk.strings.size(); ++i) strings[i] = heap_.strings.intern(chunk.strings[i]);
+    std::vector<SiteId> sites(chunk.sites.size(), 0);
+    for (size_t i = 1; i < chunk.sites.size(); ++i) {
+      sites[i] = global_site(strings[chunk.sites[i].first], chunk.sites[i].second);
+    }
+
+    const auto base = static_cast<ObjectId>(heap_.size());
+    auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+    append(heap_.address, chunk.address);
+    append(heap_.type, chunk.type);
+    append(heap_.flags, chunk.flags);
+    append(heap_.memsize, chunk.memsize);
+    append(heap_.generation, chunk.generation);
+    append(heap_.slot_size, chunk.slot_size);
+    append(raw_classes_, chunk.class_address);
+    auto offset = static_cast<uint32_t>(raw_references_.size());
+    for (size_t i = 0; i < objects; ++i) {
+      heap_.site.push_back(sites[chunk.site[i]]);
+      heap_.detail.push_back(strings[chunk.detail[i]]);
+      heap_.ref_begin.push_back(offset);
+      offset += chunk.ref_count[i];
+    }
+    append(raw_references_, chunk.references);
+    for (auto [index, name] : chunk.class_names) heap_.class_names.emplace(base + index, strings[name]);
+    for (const ParsedChunk::Root& root : chunk.roots) raw_roots_.emplace_back(strings[root.kind], root.references);
+    heap_.shape_count += chunk.shape_count;
+    heap_.shape_memsize += chunk.shape_memsize;
+    if (!seen_record_ && (objects > 0 || !chunk.roots.empty() || chunk.shape_count > 0)) first_record();
+    return ok_status();
+  }
+
+  SiteId global_site(StringId file, uint32_t line) {
+    uint64_t key = (uint64_t{file} << 32) | line;
     auto [it, inserted] = site_ids_.try_emplace(key, static_cast<SiteId>(heap_.sites.size()));
-    if (inserted) heap_.sites.push_back({last_file_, line});
+    if (inserted) heap_.sites.push_back({file, line});
     return it->second;
   }
 
-  void bad_line(uint64_t number, std::string_view problem) {
-    if (heap_.bad_line_count++ == 0) {
-      first_bad_line_ = number;
-      first_problem_ = problem;
-    }
-    if (heap_.bad_lines.size() < Heap::kMaxBadLinesKept) {
-      heap_.bad_lines.push_back({number, std::string(problem)});
-      // Until a line turns out to be a dump record, the input may not be a dump at all: then
-      // the caller prints one error, not one warning per line.
-      if (seen_record_) warn(heap_.bad_lines.back());
-    }
+  void bad_line(uint64_t number, const std::string& problem) {
+    ++heap_.bad_line_count;
+    if (heap_.bad_lines.size() >= Heap::kMaxBadLinesKept) return;
+    heap_.bad_lines.push_back({number, problem});
+    // Until a line turns out to be a dump record, the input may not be a dump at all: then
+    // the caller prints one error, not one warning per line.
+    if (seen_record_) warn(heap_.bad_lines.back());
   }
 
   void first_record() {
@@ -148,8 +175,12 @@ class Loader {
   // Addresses -> ids: classes, references (dangling ones dropped, ref_begin rewritten) and roots.
   void resolve() {
     heap_.duplicate_addresses = heap_.build_index();
+    constexpr size_t kAhead = 16;
     heap_.class_of.resize(heap_.size());
-    for (ObjectId id = 0; id < heap_.size(); ++id) heap_.class_of[id] = heap_.find(raw_classes_[id]);
+    for (ObjectId id = 0; id < heap_.size(); ++id) {
+      if (id + kAhead < heap_.size()) heap_.prefetch(raw_classes_[id + kAhead]);
+      heap_.class_of[id] = heap_.find(raw_classes_[id]);
+    }
     std::vector<uint64_t>().swap(raw_classes_);
 
     heap_.ref_begin.push_back(static_cast<uint32_t>(raw_references_.size()));
@@ -160,6 +191,7 @@ class Loader {
       uint32_t end = heap_.ref_begin[id + 1];
       heap_.ref_begin[id] = out;
       for (uint32_t i = begin; i < end; ++i) {
+        if (i + kAhead < raw_references_.size()) heap_.prefetch(raw_references_[i + kAhead]);
         ObjectId target = heap_.find(raw_references_[i]);
         if (target == kNoObject) {
           ++heap_.dangling_references;
@@ -191,35 +223,28 @@ class Loader {
   std::string name_;
   const LoadOptions& options_;
   Heap heap_;
-  RecordParser parser_;
   std::vector<uint64_t> raw_references_;
   std::vector<uint64_t> raw_classes_;
   std::vector<std::pair<StringId, std::vector<uint64_t>>> raw_roots_;
   std::unordered_map<uint64_t, SiteId> site_ids_;
-  std::string last_type_name_;
-  ObjectType last_type_ = ObjectType::kUnknown;
-  std::string last_file_name_;
-  StringId last_file_ = 0;
   uint64_t non_blank_lines_ = 0;
   bool seen_record_ = false;
   static constexpr uint64_t kMaxWarnings = 20;
   uint64_t warned_ = 0;
-  uint64_t first_bad_line_ = 0;
-  std::string_view first_problem_;
 };
 
 }  // namespace
 
 Result<Heap> load_heap(const std::string& path, const LoadOptions& options) {
   MEMPROF_TRY(source, open_file_source(path));
-  return Loader(path, options).run(*source, size_t{1} << 20);
+  return Loader(path, options).run(*source, size_t{4} << 20);
 }
 
 Result<Heap> load_heap_from_bytes(std::span<const unsigned char> bytes, const std::string& name,
                                   const LoadOptions& options) {
   MEMPROF_TRY(source, open_memory_source(bytes, name));
-  // The line buffer grows for longer lines; small inputs start small.
-  return Loader(name, options).run(*source, std::clamp<size_t>(bytes.size() * 2, 4096, size_t{1} << 20));
+  // Blocks grow for longer lines; small inputs start small.
+  return Loader(name, options).run(*source, std::clamp<size_t>(bytes.size() * 2, 4096, size_t{4} << 20));
 }
 
 }  // namespace memprof::heap

@@ -12,12 +12,28 @@ constexpr std::array<std::string_view, kObjectTypeCount> kNames = {
     "ICLASS",  "ZOMBIE",  "MOVED",  "PAYLOAD",
 };
 
+// Names by length, so that one dump line costs a couple of fixed-length compares.
+constexpr size_t kMaxNameLength = 8;
+struct ByLength {
+  std::array<std::array<ObjectType, 12>, kMaxNameLength + 1> types{};  // 10 names of 6 letters
+  std::array<size_t, kMaxNameLength + 1> count{};
+  constexpr ByLength() {
+    for (size_t i = 1; i < kNames.size(); ++i) {
+      size_t n = kNames[i].size();
+      types[n][count[n]++] = static_cast<ObjectType>(i);
+    }
+  }
+};
+constexpr ByLength kByLength;
+
 }  // namespace
 
 ObjectType parse_object_type(std::string_view name) {
-  // Linear scan: 28 short names, and the loader caches the result per distinct spelling.
-  for (int i = 1; i < kObjectTypeCount; ++i) {
-    if (kNames[static_cast<size_t>(i)] == name) return static_cast<ObjectType>(i);
+  if (name.size() > kMaxNameLength) return ObjectType::kUnknown;
+  const auto& candidates = kByLength.types[name.size()];
+  for (size_t i = 0; i < kByLength.count[name.size()]; ++i) {
+    ObjectType type = candidates[i];
+    if (kNames[static_cast<size_t>(type)] == name) return type;
   }
   return ObjectType::kUnknown;
 }

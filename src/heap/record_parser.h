@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "heap/line_reader.h"
+#include "heap/line.h"
 
 namespace memprof::heap {
 

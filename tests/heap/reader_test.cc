@@ -1,6 +1,7 @@
 // The dump reader: fields of every Ruby version, compression, bad lines, bad input.
 #include <gtest/gtest.h>
 
+#include "heap/byte_source.h"
 #include "heap/loader.h"
 #include "heap/record_parser.h"
 #include "test_support.h"

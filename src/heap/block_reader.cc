@@ -1,0 +1,41 @@
+#include "heap/block_reader.h"
+
+#include <cstring>
+
+#include "heap/line.h"
+
+namespace memprof::heap {
+
+Result<bool> BlockReader::next(std::vector<char>& block, size_t& size) {
+  size_t usable = std::max(block_size_, carry_.size() * 2);
+  if (block.size() < usable + kLinePadding) block.resize(usable + kLinePadding);
+  usable = block.size() - kLinePadding;
+  std::memcpy(block.data(), carry_.data(), carry_.size());
+  size = carry_.size();
+  carry_.clear();
+  size_t scanned = 0;  // bytes known to hold no '\n'
+  for (;;) {
+    while (!eof_ && size < usable) {
+      MEMPROF_TRY(n, source_.read({block.data() + size, usable - size}));
+      if (n == 0) eof_ = true;
+      size += n;
+      bytes_read_ += n;
+    }
+    if (eof_) return size > 0;
+    // Cut after the last '\n'; the rest starts the next block.
+    const char* data = block.data();
+    for (size_t i = size; i > scanned; --i) {
+      if (data[i - 1] == '\n') {
+        carry_.assign(data + i, data + size);
+        size = i;
+        return true;
+      }
+    }
+    scanned = size;
+    // One line fills the block: grow it and read on.
+    block.resize(usable * 2 + kLinePadding);
+    usable = block.size() - kLinePadding;
+  }
+}
+
+}  // namespace memprof::heap

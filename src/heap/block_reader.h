@@ -1,0 +1,33 @@
+// Cuts a ByteSource into blocks of whole lines (a few MB each) that can be parsed
+// independently: each block ends at a '\n' (or at the end of the input) and carries
+// kLinePadding spare bytes for simdjson. A line longer than the block size grows its block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/util/result.h"
+#include "heap/byte_source.h"
+
+namespace memprof::heap {
+
+class BlockReader {
+ public:
+  BlockReader(ByteSource& source, size_t block_size) : source_(source), block_size_(block_size) {}
+
+  // Fills `block` (resized as needed, capacity = block.size()) with the next lines; `size` is
+  // their byte count. false at the end of the input.
+  Result<bool> next(std::vector<char>& block, size_t& size);
+  bool at_end() const { return eof_ && carry_.empty(); }
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  ByteSource& source_;
+  size_t block_size_;
+  std::vector<char> carry_;  // the partial line after the previous block's last '\n'
+  bool eof_ = false;
+  uint64_t bytes_read_ = 0;
+};
+
+}  // namespace memprof::heap

@@ -1,0 +1,51 @@
+// Parses a block of complete dump lines into a self-contained ParsedChunk, so that blocks can be
+// parsed on several threads and merged in file order (loader.cc). Strings (files, details,
+// class names, root kinds) are interned per chunk; the merge maps them to the Heap's ids.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "heap/heap.h"
+
+namespace memprof::heap {
+
+struct ParsedChunk {
+  // Per object, as in Heap, before resolution: classes and references are raw addresses,
+  // sites and details are chunk-local ids (0: none).
+  std::vector<uint64_t> address;
+  std::vector<ObjectType> type;
+  std::vector<uint16_t> flags;
+  std::vector<uint64_t> class_address;
+  std::vector<uint64_t> memsize;
+  std::vector<uint32_t> site;        // index into sites, 0: none
+  std::vector<uint32_t> generation;
+  std::vector<uint16_t> slot_size;
+  std::vector<uint32_t> detail;      // index into strings, 0: none
+  std::vector<uint32_t> ref_count;   // references per object, in order in `references`
+  std::vector<uint64_t> references;
+
+  std::vector<std::string> strings{std::string()};          // chunk-local pool, [0] = ""
+  std::vector<std::pair<uint32_t, uint32_t>> sites{{0, 0}};  // (file string, line)
+  std::vector<std::pair<uint32_t, uint32_t>> class_names;   // (object index in chunk, string)
+  struct Root {
+    uint32_t kind;  // string
+    std::vector<uint64_t> references;
+  };
+  std::vector<Root> roots;
+  uint64_t shape_count = 0;
+  uint64_t shape_memsize = 0;
+  uint64_t lines = 0;            // lines in the chunk
+  uint64_t non_blank_lines = 0;
+  std::vector<BadLine> bad_lines;  // line numbers relative to the chunk (1 = its first line)
+  uint64_t bad_line_count = 0;
+};
+
+// Parses `size` bytes at `data` (complete lines; the last may lack its '\n'). `capacity` bytes
+// from `data` must be readable, capacity >= size + kLinePadding.
+void parse_chunk(const char* data, size_t size, size_t capacity, ParsedChunk& out);
+
+}  // namespace memprof::heap
