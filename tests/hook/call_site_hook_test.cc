@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -43,11 +44,19 @@ std::string function_containing(uintptr_t address) {
 TEST_P(CallSiteHookTest, FindsExactlyTheRealCallSites) {
   auto sites = CallSiteHook::find_sites(code.address("code_square"));
   ASSERT_TRUE(sites.ok()) << sites.message();
-  ASSERT_EQ(sites->size(), 3u);
+  ASSERT_EQ(sites->size(), 6u);
+  std::vector<std::string> callers;
   for (uintptr_t site : *sites) {
-    EXPECT_EQ(function_containing(site), "code_three_calls");
+    callers.push_back(function_containing(site));
     EXPECT_EQ(*reinterpret_cast<const uint8_t*>(site), 0xe8);
   }
+  std::sort(callers.begin(), callers.end());
+  EXPECT_EQ(callers, (std::vector<std::string>{"code_straddling_calls", "code_straddling_calls",
+                                               "code_straddling_calls", "code_three_calls",
+                                               "code_three_calls", "code_three_calls"}));
+  auto straddling = reinterpret_cast<uintptr_t>(code.straddling_calls);
+  for (uintptr_t offset : {12, 29, 46})
+    EXPECT_NE(std::find(sites->begin(), sites->end(), straddling + offset), sites->end()) << offset;
   // The movabs immediate in code_fake_call holds e8 + a rel32 to code_square at offset 2.
   auto fake = reinterpret_cast<uintptr_t>(code.address("code_fake_call"));
   const auto* fake_bytes = reinterpret_cast<const uint8_t*>(fake);
@@ -59,39 +68,52 @@ TEST_P(CallSiteHookTest, FindsExactlyTheRealCallSites) {
 }
 
 TEST_P(CallSiteHookTest, EveryCallThroughASiteIsSeen) {
+  int straddling_result = code.straddling_calls(3);
   unsigned long reached_before = code.square_calls();
   auto hook = CallSiteHook::install(code.address("code_square"), reinterpret_cast<void*>(&counting_square));
   ASSERT_TRUE(hook.ok()) << hook.message();
-  ASSERT_EQ((*hook)->sites().size(), 3u);
+  ASSERT_EQ((*hook)->sites().size(), 6u);
   EXPECT_EQ((*hook)->original(), code.address("code_square"));
-  EXPECT_EQ(testing::base_name((*hook)->object()), testing::base_name(GetParam()));
+  EXPECT_EQ((*hook)->object(), GetParam());
 
   for (int i = 0; i < 4; ++i) EXPECT_EQ(code.three_calls(3), 122);
-  EXPECT_EQ(hits.load(), 12);
-  EXPECT_EQ(code.square_calls() - reached_before, 12u);
+  EXPECT_EQ(code.straddling_calls(3), straddling_result);
+  EXPECT_EQ(hits.load(), 15);
+  EXPECT_EQ(code.square_calls() - reached_before, 15u);
   EXPECT_EQ(real_square(2), 5);  // a direct call of the target is not a call site
-  EXPECT_EQ(hits.load(), 12);
+  EXPECT_EQ(hits.load(), 15);
 }
 
-TEST_P(CallSiteHookTest, OneByteChangesPerSiteAndUninstallRestoresIt) {
+// Patched while another thread runs, so every displacement change must be one atomic store:
+// the changed bytes of each site lie in one aligned 16-byte block, including the three sites
+// whose displacement crosses a block boundary.
+TEST_P(CallSiteHookTest, EachSiteChangesWithinOneAlignedBlockAndIsRestored) {
+  auto target = reinterpret_cast<uintptr_t>(code.address("code_square"));
   auto sites = CallSiteHook::find_sites(code.address("code_square"));
   ASSERT_TRUE(sites.ok()) << sites.message();
   std::vector<testing::Snapshot> before;
   for (uintptr_t site : *sites) before.push_back(testing::snapshot(site, 5));
   {
+    testing::ParkedThread other;
     auto hook = CallSiteHook::install(code.address("code_square"), reinterpret_cast<void*>(&counting_square));
     ASSERT_TRUE(hook.ok()) << hook.message();
-    auto thunk = reinterpret_cast<uintptr_t>((*hook)->thunk());
-    EXPECT_EQ(thunk % (1 << 24), reinterpret_cast<uintptr_t>(code.address("code_square")) % (1 << 24));
-    EXPECT_EQ(testing::protection_of((*hook)->thunk()), PROT_READ | PROT_EXEC);
+    ASSERT_EQ((*hook)->sites().size(), sites->size());
     for (size_t i = 0; i < sites->size(); ++i) {
-      auto during = testing::snapshot((*sites)[i], 5);
-      EXPECT_TRUE(std::equal(during.bytes.begin(), during.bytes.begin() + 4, before[i].bytes.begin()));
-      EXPECT_NE(during.bytes[4], before[i].bytes[4]);
+      const CallSite& site = (*hook)->sites()[i];
+      ASSERT_EQ(site.address, (*sites)[i]);
+      auto during = testing::snapshot(site.address, 5);
+      EXPECT_EQ(during.bytes[0], 0xe8);
       EXPECT_EQ(during.protections, before[i].protections);
+      size_t first = 1, last = 4;
+      while (first < 5 && during.bytes[first] == before[i].bytes[first]) ++first;
+      while (last > first && during.bytes[last] == before[i].bytes[last]) --last;
+      ASSERT_LE(first, last) << "site " << i << " unchanged";
+      EXPECT_EQ((site.address + first) / 16, (site.address + last) / 16) << "site " << i;
       int32_t rel;
       std::memcpy(&rel, during.bytes.data() + 1, 4);
-      EXPECT_EQ((*sites)[i] + 5 + rel, thunk);
+      EXPECT_EQ(site.address + 5 + rel, site.thunk);
+      EXPECT_NE(site.thunk % (1 << 24), target % (1 << 24));  // no predictor aliasing
+      EXPECT_EQ(testing::protection_of(reinterpret_cast<void*>(site.thunk)), PROT_READ | PROT_EXEC);
     }
   }
   for (size_t i = 0; i < sites->size(); ++i) EXPECT_EQ(testing::snapshot((*sites)[i], 5), before[i]);

@@ -17,6 +17,7 @@ class CodeLibrary {
     address_ = reinterpret_cast<void* (*)(const char*)>(::dlsym(handle_, "code_address"));
     three_calls = reinterpret_cast<int (*)(int)>(::dlsym(handle_, "code_three_calls"));
     call_plus_bias = reinterpret_cast<int (*)(int)>(::dlsym(handle_, "code_call_plus_bias"));
+    straddling_calls = reinterpret_cast<int (*)(int)>(::dlsym(handle_, "code_straddling_calls"));
     square_calls = reinterpret_cast<unsigned long (*)()>(::dlsym(handle_, "code_square_calls"));
     plus_bias_calls = reinterpret_cast<unsigned long (*)()>(::dlsym(handle_, "code_plus_bias_calls"));
   }
@@ -36,6 +37,7 @@ class CodeLibrary {
 
   int (*three_calls)(int) = nullptr;
   int (*call_plus_bias)(int) = nullptr;
+  int (*straddling_calls)(int) = nullptr;  // three calls whose displacements cross 16-byte blocks
   unsigned long (*square_calls)() = nullptr;
   unsigned long (*plus_bias_calls)() = nullptr;
 

@@ -19,30 +19,6 @@ namespace {
 
 size_t page() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
 
-// A second thread that stays alive (blocked) until destroyed, so the process is multi-threaded.
-class ParkedThread {
- public:
-  ParkedThread()
-      : thread_([this] {
-          std::unique_lock lock(mutex_);
-          cv_.wait(lock, [this] { return done_; });
-        }) {}
-  ~ParkedThread() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
 ScopedMmap map_pages(size_t count, int protection) {
   void* p = ::mmap(nullptr, count * page(), protection, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return ScopedMmap(p, count * page());
@@ -83,7 +59,7 @@ TEST(Patch, RefusesANonAtomicWriteWhileAnotherThreadRuns) {
   auto* base = static_cast<uint8_t*>(pages.data());
   Result<Ok> refused = ok_status(), fits = ok_status();
   {
-    ParkedThread other;
+    testing::ParkedThread other;
     const uint8_t across[] = {1, 2, 3, 4};
     refused = patch_memory(base + 14, across);  // bytes 14..17 cross a 16-byte boundary
     const uint8_t inside[] = {5, 6, 7, 8, 9};
@@ -112,7 +88,7 @@ TEST(Patch, OnlyChangedBytesAreStored) {
   bytes[20] = 0x5a;
   Status status = ok_status();
   {
-    ParkedThread other;
+    testing::ParkedThread other;
     status = patch_memory(base + 4, bytes);
   }
   ASSERT_TRUE(status.ok()) << status.message();
@@ -135,7 +111,7 @@ TEST(Patch, ThreadCountSeesOtherThreads) {
   ASSERT_TRUE(alone.ok());
   Result<size_t> two = size_t{0};
   {
-    ParkedThread other;
+    testing::ParkedThread other;
     two = thread_count();
   }
   ASSERT_TRUE(two.ok());

@@ -103,7 +103,10 @@ TEST(Stress, CallSiteHookInstalledAndRemovedWhileEightThreadsCall) {
   testing::CodeLibrary code(HOOK_CODE_O2_PATH);
   ASSERT_TRUE(code.loaded()) << code.error();
   std::unique_ptr<CallSiteHook> hook;
-  Outcome o = hammer([&] { return code.three_calls(3) == 122; }, [&] { return code.square_calls(); },
+  int straddling = code.straddling_calls(3);
+  // Six sites per round: three plain, three whose displacement crosses a 16-byte block.
+  Outcome o = hammer([&] { return code.three_calls(3) == 122 && code.straddling_calls(3) == straddling; },
+                     [&] { return code.square_calls(); },
                      [&] {
                        auto installed = CallSiteHook::install(code.address("code_square"),
                                                               reinterpret_cast<void*>(&stress_square));
@@ -112,7 +115,7 @@ TEST(Stress, CallSiteHookInstalledAndRemovedWhileEightThreadsCall) {
                      },
                      [&] { hook.reset(); });
   EXPECT_EQ(o.wrong, 0u);
-  EXPECT_EQ(o.hooked + o.reached, 3 * o.calls);
+  EXPECT_EQ(o.hooked + o.reached, 6 * o.calls);
   EXPECT_GT(o.hooked, 0u);
 }
 

@@ -2,9 +2,12 @@
 // uninstall put back exactly what was there.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace memprof::hook::testing {
@@ -38,5 +41,29 @@ std::vector<void**> got_slots_from_file(std::string_view suffix, std::string_vie
 
 // dlopen(RTLD_NOW | RTLD_LOCAL) or a failed gtest assertion's message through `error`.
 void* open_library(const char* path, std::string* error);
+
+// A second thread that stays alive (blocked) until destroyed, so the process is multi-threaded.
+class ParkedThread {
+ public:
+  ParkedThread()
+      : thread_([this] {
+          std::unique_lock lock(mutex_);
+          cv_.wait(lock, [this] { return done_; });
+        }) {}
+  ~ParkedThread() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 }  // namespace memprof::hook::testing

@@ -1,6 +1,8 @@
 #include "core/hook/call_site_hook.h"
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 
 #include "core/hook/loaded_object.h"
 #include "core/hook/near_memory.h"
@@ -12,11 +14,8 @@ namespace memprof::hook {
 namespace {
 
 constexpr int kCallSiteThunk = 2;
-// The thunk's address is congruent to the target modulo 2^24, so a site's new displacement
-// differs from its old one only in the most significant byte.
-constexpr uintptr_t kSameLowBytes = uintptr_t{1} << 24;
 constexpr size_t kRel32InstructionSize = 5;  // e8/e9 + rel32
-constexpr size_t kHighByteOffset = 4;
+constexpr uintptr_t kBlock = 16;             // the widest atomic store (patch.h)
 
 struct ScannedSite {
   uintptr_t address;
@@ -53,12 +52,34 @@ Result<std::vector<ScannedSite>> find_in_object(const void* target, const void* 
   if (object_path) *object_path = object.path;
   auto sites = scan(object, reinterpret_cast<uintptr_t>(target));
   if (sites.empty())
-    return err("no call to {} in {}", target, object.path.empty() ? "the main program" : object.path);
+    return err("no call to {} in {}", target, object.path);
   return sites;
 }
 
-uint8_t high_byte(uintptr_t site, uintptr_t destination) {
-  return static_cast<uint8_t>(static_cast<uint32_t>(destination - (site + kRel32InstructionSize)) >> 24);
+int32_t displacement_of(uintptr_t site) {
+  int32_t value;
+  std::memcpy(&value, reinterpret_cast<const void*>(site + 1), 4);
+  return value;
+}
+
+// Where a thunk for `site` may live so that the displacement change is one atomic store;
+// nullopt when the four displacement bytes share a 16-byte block and any thunk in reach will do.
+std::optional<NearPlacement> constrained_placement(uintptr_t site, uintptr_t callee) {
+  uintptr_t end = site + kRel32InstructionSize;
+  NearPlacement p{end, end};
+  size_t before_boundary = kBlock - (site + 1) % kBlock;  // displacement bytes in the first block
+  if (before_boundary >= 4) return std::nullopt;
+  if (before_boundary < 3) {
+    // Keep the low 1 or 2 bytes (first block), change the rest (second block).
+    p.modulus = uintptr_t{1} << (8 * before_boundary);
+    p.residue = callee;
+    return p;
+  }
+  // Three bytes before the boundary: keep the high byte, change the low three.
+  auto high = static_cast<int64_t>(displacement_of(site)) >> 24;
+  p.window_start = end + static_cast<uintptr_t>(high << 24);
+  p.window_end = p.window_start + (uintptr_t{1} << 24);
+  return p;
 }
 
 }  // namespace
@@ -76,42 +97,61 @@ Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install(void* target, void* 
   if (target == nullptr || replacement == nullptr)
     return err("call-site hook: null {}", target == nullptr ? "target" : "replacement");
   std::unique_ptr<CallSiteHook> hook(new CallSiteHook);
+  hook->target_ = target;
   MEMPROF_TRY(sites, find_in_object(target, object_address, &hook->object_));
 
   auto callee = reinterpret_cast<uintptr_t>(target);
-  NearPlacement placement{sites.front().address, sites.back().address + kRel32InstructionSize,
-                          kSameLowBytes, callee % kSameLowBytes};
   auto generate = [&](uintptr_t address) -> Result<std::vector<uint8_t>> {
     x86_64::CodeWriter thunk(address);
     thunk.jump_absolute(reinterpret_cast<uintptr_t>(replacement));
     return thunk.take();
   };
-  MEMPROF_TRY(thunk, place_trampoline({kCallSiteThunk, callee, reinterpret_cast<uintptr_t>(replacement)},
-                                      placement, generate));
-  hook->target_ = target;
-  hook->thunk_ = reinterpret_cast<void*>(thunk);
+  TrampolineKey key{kCallSiteThunk, callee, reinterpret_cast<uintptr_t>(replacement)};
+  // Sites whose displacement sits in one block share a thunk placed for all of them at once.
+  NearPlacement shared{UINTPTR_MAX, 0};
+  for (const auto& site : sites) {
+    if (constrained_placement(site.address, callee)) continue;
+    shared.low = std::min(shared.low, site.address + kRel32InstructionSize);
+    shared.high = std::max(shared.high, site.address + kRel32InstructionSize);
+  }
+  uintptr_t shared_thunk = 0;
+  if (shared.low <= shared.high) {
+    MEMPROF_TRY(thunk, place_trampoline(key, shared, generate));
+    shared_thunk = thunk;
+  }
 
   for (const auto& site : sites) {
-    uintptr_t high = site.address + kHighByteOffset;
-    uint8_t previous = *reinterpret_cast<const uint8_t*>(high);
-    uint8_t next = high_byte(site.address, thunk);
-    Status status = patch_memory(reinterpret_cast<void*>(high), {&next, 1});
+    uintptr_t thunk = shared_thunk;
+    if (auto placement = constrained_placement(site.address, callee)) {
+      // place_trampoline reuses a retained thunk that satisfies this site when there is one.
+      auto placed = place_trampoline(key, *placement, generate);
+      if (!placed.ok()) {
+        hook.reset();  // the destructor restores the sites patched so far
+        return err("call site at {:#x}: {}", site.address, placed.message());
+      }
+      thunk = *placed;
+    }
+    int32_t previous = displacement_of(site.address);
+    auto next = static_cast<int32_t>(thunk - (site.address + kRel32InstructionSize));
+    Status status = patch_memory(reinterpret_cast<void*>(site.address + 1),
+                                 {reinterpret_cast<const uint8_t*>(&next), 4});
     if (!status.ok()) {
-      hook.reset();  // the destructor restores the sites patched so far
+      hook.reset();
       return err("call site at {:#x}: {}", site.address, status.message());
     }
-    hook->sites_.push_back({site.address, site.tail_call, previous});
+    hook->sites_.push_back({site.address, site.tail_call, previous, thunk});
   }
   return hook;
 }
 
 CallSiteHook::~CallSiteHook() {
-  auto thunk = reinterpret_cast<uintptr_t>(thunk_);
   for (const auto& site : sites_) {
-    auto* high = reinterpret_cast<uint8_t*>(site.address + kHighByteOffset);
     // Only a site that still calls our thunk is ours to restore.
-    if (*high != high_byte(site.address, thunk)) continue;
-    (void)patch_memory(high, {&site.previous_byte, 1});
+    if (site.address + kRel32InstructionSize + static_cast<uintptr_t>(displacement_of(site.address)) !=
+        site.thunk)
+      continue;
+    (void)patch_memory(reinterpret_cast<void*>(site.address + 1),
+                       {reinterpret_cast<const uint8_t*>(&site.previous_displacement), 4});
   }
 }
 

@@ -4,10 +4,14 @@
 // seen without rewriting the callee. The object's executable segments are decoded with Zydis
 // (a linear sweep, instruction by instruction), never scanned for 0xE8 bytes.
 //
-// Each site is rewritten by changing one byte: the thunk is placed at an address congruent to
-// `target` modulo 16 MiB, so the new displacement differs from the old one only in its most
-// significant byte. A one-byte store is atomic whatever the alignment, so threads running
-// through a site always see the old or the new call, never a mix.
+// Each site keeps its opcode; only its displacement changes, and only bytes that one aligned
+// atomic store can cover (see patch.h), so threads running through a site always execute the
+// old or the new call, never a mix. Most sites have their 4 displacement bytes inside one
+// aligned 16-byte block and may point at any thunk. For the 3 in 16 whose displacement
+// crosses a 16-byte boundary, a thunk is chosen so that only the bytes on one side change:
+// congruent to the target modulo 2^8 or 2^16 (the low bytes stay), or inside the same 16 MiB
+// window (the high byte stays). Never congruent modulo 2^24: measured here, a thunk whose low
+// 24 bits equal the target's makes every call ~10x slower (branch predictor aliasing).
 //
 // How to add a hook:
 //
@@ -28,9 +32,10 @@
 namespace memprof::hook {
 
 struct CallSite {
-  uintptr_t address;  // the call/jmp instruction
-  bool tail_call;     // `jmp rel32` rather than `call rel32`
-  uint8_t previous_byte;  // the displacement's high byte before patching
+  uintptr_t address;               // the call/jmp instruction
+  bool tail_call;                  // `jmp rel32` rather than `call rel32`
+  int32_t previous_displacement;   // restored on uninstall
+  uintptr_t thunk;                 // where the site now goes
 };
 
 class CallSiteHook {
@@ -50,12 +55,10 @@ class CallSiteHook {
   void* original() const { return target_; }  // the callee is not modified
   const std::vector<CallSite>& sites() const { return sites_; }
   const std::string& object() const { return object_; }
-  void* thunk() const { return thunk_; }
 
  private:
   CallSiteHook() = default;
   void* target_ = nullptr;
-  void* thunk_ = nullptr;
   std::string object_;
   std::vector<CallSite> sites_;
 };

@@ -43,8 +43,11 @@ std::mutex& cache_mutex() {
 // Candidate start addresses for a mapping of `size` bytes, nearest to the placement first.
 Result<std::vector<uintptr_t>> candidates(const NearPlacement& p, size_t size) {
   MEMPROF_TRY(ranges, read_self_maps());
-  uintptr_t lowest = p.high > kReach + kLowestAddress ? p.high - kReach : kLowestAddress;
-  uintptr_t highest = std::min(kHighestAddress, p.low + kReach) - size;
+  uintptr_t lowest = std::max(p.high > kReach + kLowestAddress ? p.high - kReach : kLowestAddress,
+                              p.window_start);
+  uintptr_t top = std::min({kHighestAddress, p.low + kReach, p.window_end});
+  if (top < lowest + size) return std::vector<uintptr_t>{};
+  uintptr_t highest = top - size;
   uintptr_t modulus = std::max(p.modulus, page_size());
   uintptr_t residue = p.modulus ? p.residue % modulus : 0;
   uintptr_t middle = p.low / 2 + p.high / 2;
@@ -97,11 +100,7 @@ Result<uintptr_t> place_trampoline(const TrampolineKey& key, const NearPlacement
                                    const CodeGenerator& generate) {
   std::lock_guard lock(cache_mutex());
   for (const Retained& r : cache()) {
-    if (!(r.key == key)) continue;
-    if (!rel32_reaches(placement.low, r.address) || !rel32_reaches(placement.high, r.address))
-      continue;
-    if (placement.modulus && r.address % placement.modulus != placement.residue % placement.modulus)
-      continue;
+    if (!(r.key == key) || !placement.accepts(r.address, r.size)) continue;
     auto code = generate(r.address);
     if (code.ok() && matches(r, *code)) return r.address;
   }
@@ -111,11 +110,13 @@ Result<uintptr_t> place_trampoline(const TrampolineKey& key, const NearPlacement
   size_t size = (offset + probe.size() + page_size() - 1) & ~(page_size() - 1);
   NearPlacement pages = placement;
   if (placement.modulus) pages.residue = placement.residue - offset;
+  // The mapping starts `offset` bytes before the code: widen the window by as much.
+  pages.window_start = placement.window_start > offset ? placement.window_start - offset : 0;
   MEMPROF_TRY(region, map_near(pages, size));
   uintptr_t address = reinterpret_cast<uintptr_t>(region.data()) + offset;
   MEMPROF_TRY(code, generate(address));
-  if (offset + code.size() > size)
-    return err("trampoline grew from {} to {} bytes when placed", probe.size(), code.size());
+  if (offset + code.size() > size || !placement.accepts(address, code.size()))
+    return err("trampoline of {} bytes at {:#x} does not fit its placement", code.size(), address);
   std::memcpy(reinterpret_cast<void*>(address), code.data(), code.size());
   if (::mprotect(region.data(), size, PROT_READ | PROT_EXEC) != 0)
     return err("mprotect(trampoline, PROT_READ|PROT_EXEC): {}", std::strerror(errno));

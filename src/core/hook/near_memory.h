@@ -17,11 +17,26 @@
 
 namespace memprof::hook {
 
+// rel32 reach: can an instruction ending at `from` jump to `to`?
+inline bool rel32_reaches(uintptr_t from, uintptr_t to) {
+  auto delta = static_cast<int64_t>(to - from);
+  return delta >= INT32_MIN && delta <= INT32_MAX;
+}
+
 struct NearPlacement {
   uintptr_t low;           // every address in [low, high] must reach the code with a rel32
   uintptr_t high;
   uintptr_t modulus = 0;   // when non-zero, the code's address is congruent to `residue`
   uintptr_t residue = 0;
+  uintptr_t window_start = 0;  // the code lies entirely inside [window_start, window_end)
+  uintptr_t window_end = UINTPTR_MAX;
+
+  bool accepts(uintptr_t address, size_t size) const {
+    return rel32_reaches(low, address) && rel32_reaches(high, address) &&
+           rel32_reaches(low, address + size) && rel32_reaches(high, address + size) &&
+           (modulus == 0 || address % modulus == residue % modulus) && address >= window_start &&
+           address + size <= window_end;
+  }
 };
 
 struct TrampolineKey {
@@ -39,10 +54,5 @@ using CodeGenerator = std::function<Result<std::vector<uint8_t>>(uintptr_t addre
 Result<uintptr_t> place_trampoline(const TrampolineKey& key, const NearPlacement& placement,
                                    const CodeGenerator& generate);
 
-// rel32 reach: can an instruction ending at `from` jump to `to`?
-inline bool rel32_reaches(uintptr_t from, uintptr_t to) {
-  auto delta = static_cast<int64_t>(to - from);
-  return delta >= INT32_MIN && delta <= INT32_MAX;
-}
 
 }  // namespace memprof::hook
