@@ -1,6 +1,7 @@
 #include "heap/analysis.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -35,36 +36,50 @@ struct DominatorChildren {
   }
 };
 
-std::vector<GroupRow> rollup(const Heap& heap, const Graph& graph, const DominatorTree& tree,
-                             const DominatorChildren& dom, const Grouping& grouping) {
-  std::vector<GroupRow> rows(grouping.names.size());
-  for (size_t g = 0; g < rows.size(); ++g) rows[g].name = grouping.names[g];
-  for (ObjectId id = 0; id < heap.size(); ++id) {
-    GroupRow& row = rows[grouping.group_of[id]];
-    ++row.count;
-    row.memsize += heap.memsize[id];
+// Counts, memsizes and retained sizes of every grouping, with one walk of the dominator tree for
+// all of them: per grouping and group, how many of the current node's ancestors are in the
+// group; a node adds its retained size to its group only when none is.
+std::vector<std::vector<GroupRow>> rollup(const Heap& heap, const Graph& graph,
+                                          const DominatorTree& tree, const DominatorChildren& dom,
+                                          const std::vector<Grouping>& groupings) {
+  const size_t kinds = groupings.size();
+  std::vector<std::vector<GroupRow>> rows(kinds);
+  std::vector<std::vector<uint32_t>> active(kinds);
+  for (size_t k = 0; k < kinds; ++k) {
+    const Grouping& grouping = groupings[k];
+    rows[k].resize(grouping.names.size());
+    active[k].assign(grouping.names.size(), 0);
+    for (size_t g = 0; g < rows[k].size(); ++g) rows[k][g].name = grouping.names[g];
+    for (ObjectId id = 0; id < heap.size(); ++id) {
+      GroupRow& row = rows[k][grouping.group_of[id]];
+      ++row.count;
+      row.memsize += heap.memsize[id];
+    }
   }
-  // Walk the dominator tree keeping, per group, how many of the current node's ancestors are in
-  // it: a node adds its retained size only when none is.
-  std::vector<uint32_t> active(rows.size(), 0);
   std::vector<std::pair<ObjectId, uint32_t>> stack{{graph.super_root, dom.begin[graph.super_root]}};
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next == dom.begin[node + 1]) {
-      if (node != graph.super_root) --active[grouping.group_of[node]];
+      if (node != graph.super_root) {
+        for (size_t k = 0; k < kinds; ++k) --active[k][groupings[k].group_of[node]];
+      }
       stack.pop_back();
       continue;
     }
     ObjectId child = dom.children[next++];
-    uint32_t group = grouping.group_of[child];
-    if (active[group]++ == 0) rows[group].retained += tree.retained[child];
+    for (size_t k = 0; k < kinds; ++k) {
+      uint32_t group = groupings[k].group_of[child];
+      if (active[k][group]++ == 0) rows[k][group].retained += tree.retained[child];
+    }
     stack.emplace_back(child, dom.begin[child]);
   }
-  std::erase_if(rows, [](const GroupRow& row) { return row.count == 0; });
-  std::sort(rows.begin(), rows.end(), [](const GroupRow& a, const GroupRow& b) {
-    if (a.memsize != b.memsize) return a.memsize > b.memsize;
-    return a.name < b.name;
-  });
+  for (auto& list : rows) {
+    std::erase_if(list, [](const GroupRow& row) { return row.count == 0; });
+    std::sort(list.begin(), list.end(), [](const GroupRow& a, const GroupRow& b) {
+      if (a.memsize != b.memsize) return a.memsize > b.memsize;
+      return a.name < b.name;
+    });
+  }
   return rows;
 }
 
@@ -96,22 +111,24 @@ Grouping group_by_type(const Heap& heap) {
 Grouping group_by_class(const Heap& heap) {
   Grouping grouping;
   GroupNamer namer(grouping);
-  // The label depends only on (type is IMEMO, detail) or the class object or the type; compute
-  // it once per distinct key, not once per object.
-  std::unordered_map<uint64_t, uint32_t> by_key;
+  // The label depends only on the class object, or on the IMEMO type, or on the object type:
+  // compute it once per distinct one, cached in flat arrays (no hashing per object).
+  constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
+  std::vector<uint32_t> by_class(heap.size(), kUnset);
+  std::vector<uint32_t> by_detail(heap.strings.size(), kUnset);
+  std::vector<uint32_t> by_type(kObjectTypeCount, kUnset);
   grouping.group_of.resize(heap.size());
   for (ObjectId id = 0; id < heap.size(); ++id) {
-    uint64_t key;
+    uint32_t* slot;
     if (heap.type[id] == ObjectType::kImemo) {
-      key = (uint64_t{1} << 32) | heap.detail[id];
+      slot = &by_detail[heap.detail[id]];
     } else if (heap.class_of[id] != kNoObject) {
-      key = (uint64_t{2} << 32) | heap.class_of[id];
+      slot = &by_class[heap.class_of[id]];
     } else {
-      key = (uint64_t{3} << 32) | static_cast<uint64_t>(heap.type[id]);
+      slot = &by_type[static_cast<size_t>(heap.type[id])];
     }
-    auto found = by_key.find(key);
-    if (found == by_key.end()) found = by_key.emplace(key, namer.group(heap.class_label(id))).first;
-    grouping.group_of[id] = found->second;
+    if (*slot == kUnset) *slot = namer.group(heap.class_label(id));
+    grouping.group_of[id] = *slot;
   }
   return grouping;
 }
@@ -142,16 +159,21 @@ Grouping group_by_gem(const Heap& heap) {
 Grouping group_by_generation(const Heap& heap) {
   Grouping grouping;
   GroupNamer namer(grouping);
-  std::unordered_map<uint32_t, uint32_t> by_generation;
+  // Generations are GC counts: small numbers, cached in a flat array; the rare huge ones (and
+  // "no generation") go through the namer's hash map.
+  constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
+  constexpr uint32_t kDense = 1u << 20;
+  std::vector<uint32_t> dense;
   grouping.group_of.resize(heap.size());
   for (ObjectId id = 0; id < heap.size(); ++id) {
     uint32_t generation = heap.generation[id];
-    auto found = by_generation.find(generation);
-    if (found == by_generation.end()) {
-      std::string name = generation == kNoGeneration ? "(none)" : std::to_string(generation);
-      found = by_generation.emplace(generation, namer.group(std::move(name))).first;
+    if (generation < kDense) {
+      if (generation >= dense.size()) dense.resize(generation + 1, kUnset);
+      if (dense[generation] == kUnset) dense[generation] = namer.group(std::to_string(generation));
+      grouping.group_of[id] = dense[generation];
+    } else {
+      grouping.group_of[id] = namer.group(generation == kNoGeneration ? "(none)" : std::to_string(generation));
     }
-    grouping.group_of[id] = found->second;
   }
   return grouping;
 }
@@ -221,11 +243,18 @@ Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree&
   for (auto& [kind, count] : roots) analysis.roots.push_back({std::string(heap.str(kind)), count});
 
   DominatorChildren children(graph, dominators);
-  analysis.by_type = rollup(heap, graph, dominators, children, group_by_type(heap));
-  analysis.by_class = rollup(heap, graph, dominators, children, group_by_class(heap));
-  analysis.by_location = rollup(heap, graph, dominators, children, group_by_location(heap));
-  analysis.by_gem = rollup(heap, graph, dominators, children, group_by_gem(heap));
-  analysis.by_generation = rollup(heap, graph, dominators, children, group_by_generation(heap));
+  std::vector<Grouping> groupings;
+  groupings.push_back(group_by_type(heap));
+  groupings.push_back(group_by_class(heap));
+  groupings.push_back(group_by_location(heap));
+  groupings.push_back(group_by_gem(heap));
+  groupings.push_back(group_by_generation(heap));
+  auto rows = rollup(heap, graph, dominators, children, groupings);
+  analysis.by_type = std::move(rows[0]);
+  analysis.by_class = std::move(rows[1]);
+  analysis.by_location = std::move(rows[2]);
+  analysis.by_gem = std::move(rows[3]);
+  analysis.by_generation = std::move(rows[4]);
   analysis.biggest = top_objects(heap, top, [&](ObjectId id) { return heap.memsize[id]; });
   analysis.top_retained = top_objects(heap, top, [&](ObjectId id) { return dominators.retained[id]; });
   return analysis;

