@@ -122,5 +122,34 @@ TEST(HeapmapCli, BadInputIsOneLineAndExitOne) {
   }
 }
 
+// A Ruby 3.3-style dump (SHAPE line, "slot_size" fields): a page of 40-byte slots and one of
+// 160-byte slots whose first slot is moved to base slot 4 by gc.c's alignment rule.
+TEST(HeapmapCli, VariableWidthPagesHaveTallerCells) {
+  TempDir dir;
+  const std::string png = dir.file("vw.png");
+  const auto run = run_command(
+      {kMemprof, "heapmap", std::string(FIXTURE_DIR) + "/variable_width_heap.json", "-o", png});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, png + ": 2 pages, 2045 slots, 4 objects, 1 pinned; Ruby 3.1+ layout "
+                           "(objects carry slot_size, so Ruby 3.2 or later)\n");
+  const auto image = decode_png_file(png);
+  ASSERT_EQ(image.error, "");
+  // Page 0 (40-byte slots, first slot 24 bytes in): one row per slot from the top.
+  EXPECT_EQ(image.at(kColumnX + kNotch, 12), kString);
+  EXPECT_EQ(image.at(kColumnX + kNotch, 13), kArray);
+  EXPECT_EQ(image.at(kColumnX + kNotch, 14), map_colors::kEmptySlot);
+  // Page 1 (160-byte slots, first slot 160 bytes in): 4 rows per slot, the last a separator.
+  const int x = kColumnX + 15 + kNotch;
+  for (int y = 12; y < 16; ++y) EXPECT_EQ(image.at(x, y), map_colors::kBackground) << y;
+  for (int y = 16; y < 19; ++y) EXPECT_EQ(image.at(x, y), kHash) << y;
+  EXPECT_EQ(image.at(x, 19), map_colors::kBackground);
+  for (int y = 20; y < 23; ++y) EXPECT_EQ(image.at(x, y), map_colors::kEmptySlot) << y;
+  for (int y = 24; y < 27; ++y) EXPECT_EQ(image.at(x, y), kObject) << y;
+  EXPECT_EQ(image.at(kColumnX + 15, 24), map_colors::kPinnedNotch);
+  // 408 slots of 4 rows from row 16: the last ends at row 16 + 1632 - 1.
+  EXPECT_EQ(image.at(x, 16 + 407 * 4), map_colors::kEmptySlot);
+  EXPECT_EQ(image.at(x, 16 + 408 * 4), map_colors::kBackground);
+}
+
 }  // namespace
 }  // namespace memprof::report
