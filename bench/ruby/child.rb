@@ -12,15 +12,20 @@ require_relative "workloads/rails_requests"
 
 WORKLOADS = { "alloc" => AllocLoop, "rails" => RailsRequests }.freeze
 
+USAGE = "usage: child.rb {#{WORKLOADS.keys.join('|')}} " \
+        "{#{Profilers::ALL.map(&:name).join('|')}} SCALE (a positive number)"
+
 workload_name, profiler_name, scale = ARGV
-unless ARGV.size == 3 && WORKLOADS.key?(workload_name)
-  abort "usage: child.rb {#{WORKLOADS.keys.join('|')}} PROFILER SCALE"
+scale = Float(scale, exception: false) if scale
+unless ARGV.size == 3 && WORKLOADS.key?(workload_name) &&
+       Profilers::ALL.any? { |p| p.name == profiler_name } && scale&.positive?
+  abort USAGE
 end
 
 workload = WORKLOADS.fetch(workload_name)
 profiler = Profilers.find(profiler_name)
 profiler.load
-workload.prepare(Float(scale))
+workload.prepare(scale)
 GC.start
 time, result = profiler.measure { workload.run }
 profiler.verify(workload, result)
