@@ -31,6 +31,7 @@ Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
   file.name_ = std::move(name);
   file.bytes_ = bytes;
   MEMPROF_TRY_STATUS(file.parse_headers());
+  file.version_names_ = file.read_version_names();
   return file;
 }
 

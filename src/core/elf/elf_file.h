@@ -62,6 +62,11 @@ class ElfFile {
   Result<std::optional<Symbol>> find_dynamic_symbol(std::string_view name,
                                                     std::string_view version = {}) const;
 
+  // Names of the version indices used by .gnu.version, from .gnu.version_d (definitions) and
+  // .gnu.version_r (requirements); unnamed indices are empty. Read once when the file is parsed
+  // (symbol lookups need them every time); an error here surfaces from the symbol functions.
+  const Result<std::vector<std::string_view>>& version_names() const { return version_names_; }
+
   // .rela.dyn and .rela.plt, in file order (dyn first).
   Result<std::vector<Relocation>> relocations() const;
   // PT_DYNAMIC entries up to DT_NULL. Empty for a static executable.
@@ -79,9 +84,8 @@ class ElfFile {
   ElfFile() = default;
   Status parse_headers();
   Result<std::vector<Symbol>> read_symbol_table(const Section& table, SymbolTable kind) const;
-  // Names of .dynsym version indices, from .gnu.version_d and .gnu.version_r.
-  Result<std::vector<std::string_view>> version_names() const;
   Result<std::string_view> dynamic_string(uint64_t offset) const;
+  Result<std::vector<std::string_view>> read_version_names() const;
 
   // Owner of bytes_ (a MappedFile or a byte vector) unless the caller owns them. Shared so that
   // copies of the ElfFile and of values taken from it stay valid.
@@ -93,6 +97,7 @@ class ElfFile {
   uint64_t entry_ = 0;
   std::vector<Segment> segments_;
   std::vector<Section> sections_;
+  Result<std::vector<std::string_view>> version_names_ = std::vector<std::string_view>{};
 };
 
 }  // namespace memprof::elf

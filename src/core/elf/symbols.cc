@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 
 #include "core/elf/elf_file.h"
 
@@ -43,7 +42,12 @@ struct TableView {
   Bytes strings;
   uint64_t count = 0;
   Bytes versym;  // one uint16_t per entry, or empty
-  std::vector<std::string_view> version_names;
+
+  // Just the name, to reject hash-chain neighbours before resolving anything else.
+  std::optional<std::string_view> name_at(uint64_t index) const {
+    auto raw = read_at<Elf64_Sym>(entries, index * sizeof(Elf64_Sym));
+    return raw ? cstring_at(strings, raw->st_name) : std::nullopt;
+  }
 
   Result<Symbol> at(uint64_t index) const {
     auto raw = read_at<Elf64_Sym>(entries, index * sizeof(Elf64_Sym));
@@ -51,20 +55,19 @@ struct TableView {
     auto name = cstring_at(strings, raw->st_name);
     if (!name) return err("{}: symbol {} has a bad name offset {}", file->name(), index, raw->st_name);
     Symbol symbol = make_symbol(*raw, *name, kind);
-    if (!versym.empty()) {
-      auto entry = read_at<uint16_t>(versym, index * sizeof(uint16_t));
-      if (!entry) return err("{}: truncated .gnu.version", file->name());
-      uint16_t version_index = *entry & kVersionIndexMask;
-      // 0 is local and 1 is the unversioned global version: neither has a name.
-      if (version_index > VER_NDX_GLOBAL) {
-        if (version_index >= version_names.size() || version_names[version_index].empty()) {
-          return err("{}: symbol {} has unknown version index {}", file->name(), *name,
-                     version_index);
-        }
-        symbol.version = version_names[version_index];
-        symbol.default_version = (*entry & kVersionHidden) == 0;
-      }
+    if (versym.empty()) return symbol;
+    auto entry = read_at<uint16_t>(versym, index * sizeof(uint16_t));
+    if (!entry) return err("{}: truncated .gnu.version", file->name());
+    uint16_t version_index = *entry & kVersionIndexMask;
+    // 0 is local and 1 is the unversioned global version: neither has a name.
+    if (version_index <= VER_NDX_GLOBAL) return symbol;
+    const auto& names = file->version_names();
+    if (!names.ok()) return names.error();
+    if (version_index >= names->size() || (*names)[version_index].empty()) {
+      return err("{}: symbol {} has unknown version index {}", file->name(), *name, version_index);
     }
+    symbol.version = (*names)[version_index];
+    symbol.default_version = (*entry & kVersionHidden) == 0;
     return symbol;
   }
 };
@@ -80,7 +83,7 @@ void set_version_name(std::vector<std::string_view>& names, uint16_t index, std:
 // Version definitions (.gnu.version_d) and requirements (.gnu.version_r) give the names of version
 // indices. Both are linked lists inside their section; every step is bounds-checked and the walk
 // is limited to the section's entry count (sh_info) so a cyclic list cannot loop forever.
-Result<std::vector<std::string_view>> ElfFile::version_names() const {
+Result<std::vector<std::string_view>> ElfFile::read_version_names() const {
   std::vector<std::string_view> names;
   auto strings_of = [&](const Section& section) -> Result<Bytes> {
     if (section.link >= sections_.size()) return err("{}: {} has a bad string table link", name_, section.name);
@@ -131,8 +134,7 @@ Result<std::vector<std::string_view>> ElfFile::version_names() const {
 
 namespace {
 
-Result<TableView> open_table(const ElfFile& file, const Section& table, SymbolTable kind,
-                             const std::function<Result<std::vector<std::string_view>>()>& versions) {
+Result<TableView> open_table(const ElfFile& file, const Section& table, SymbolTable kind) {
   TableView view;
   view.file = &file;
   view.kind = kind;
@@ -151,8 +153,6 @@ Result<TableView> open_table(const ElfFile& file, const Section& table, SymbolTa
     if (const Section* versym = file.section_of_type(SHT_GNU_versym)) {
       MEMPROF_TRY(data, file.section_data(*versym));
       view.versym = data;
-      MEMPROF_TRY(names, versions());
-      view.version_names = std::move(names);
     }
   }
   return view;
@@ -161,7 +161,7 @@ Result<TableView> open_table(const ElfFile& file, const Section& table, SymbolTa
 }  // namespace
 
 Result<std::vector<Symbol>> ElfFile::read_symbol_table(const Section& table, SymbolTable kind) const {
-  MEMPROF_TRY(view, open_table(*this, table, kind, [&] { return version_names(); }));
+  MEMPROF_TRY(view, open_table(*this, table, kind));
   std::vector<Symbol> symbols;
   symbols.reserve(view.count);
   for (uint64_t i = 0; i < view.count; ++i) {
@@ -187,12 +187,12 @@ Result<std::optional<Symbol>> ElfFile::find_dynamic_symbol(std::string_view name
                                                            std::string_view version) const {
   const Section* table = section_of_type(SHT_DYNSYM);
   if (table == nullptr) return std::optional<Symbol>{};
-  MEMPROF_TRY(view, open_table(*this, *table, SymbolTable::kDynamic,
-                               [&] { return version_names(); }));
+  MEMPROF_TRY(view, open_table(*this, *table, SymbolTable::kDynamic));
 
   // Among several matches (e.g. a default and hidden versions), the default version wins.
   std::optional<Symbol> found;
   auto consider = [&](uint64_t index) -> Status {
+    if (auto candidate = view.name_at(index); candidate && *candidate != name) return ok_status();
     MEMPROF_TRY(symbol, view.at(index));
     if (symbol.name != name || !symbol.defined()) return ok_status();
     if (!version.empty() && symbol.version != version) return ok_status();
