@@ -1,0 +1,44 @@
+// Adds the allocation site to the object lines of a heap dump in ObjectSpace.dump_all's format
+// (one JSON object per line). An object line starts with {"address":"0x..."; when the site
+// lookup knows that address and the line has no "file" yet, `, "file":"...", "line":N` is
+// inserted before the closing brace. Every other line is copied unchanged.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <istream>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "core/util/result.h"
+
+namespace memprof::track {
+
+struct SourceLocation {
+  std::string_view file;
+  int line;
+};
+
+using SiteLookup = std::function<std::optional<SourceLocation>(uintptr_t address)>;
+
+// The address of an object line, or nullopt for ROOT/SHAPE lines and anything unparsable.
+std::optional<uintptr_t> dump_line_address(std::string_view line);
+
+// Returns the annotated line (or the line itself).
+std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup);
+
+// JSON string escaping (quotes, backslashes, control characters) without the quotes.
+void append_json_escaped(std::string& out, std::string_view text);
+
+struct AnnotateCounts {
+  uint64_t lines = 0;
+  uint64_t annotated = 0;
+};
+
+// Streams `in` to `out`, annotating each line. Fails on a write error.
+Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out,
+                                     const SiteLookup& lookup);
+
+}  // namespace memprof::track

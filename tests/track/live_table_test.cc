@@ -1,0 +1,165 @@
+#include "core/track/live_table.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+namespace memprof::track {
+namespace {
+
+TEST(LiveTable, RecordFindOverwrite) {
+  LiveTable table;
+  EXPECT_EQ(table.find(4000), std::nullopt);
+  table.record(4000, 7, 5);
+  table.record(0x1068, 8, 7);
+  ASSERT_NE(table.find(4000), std::nullopt);
+  EXPECT_EQ(table.find(4000)->site, 7u);
+  EXPECT_EQ(table.find(4000)->type, 5);
+  EXPECT_EQ(table.size(), 2u);
+  // A slot reused by a seen allocation: same key, newest site wins, no second entry.
+  table.record(4000, 9, 7);
+  EXPECT_EQ(table.size(), 2u);
+  EXPECT_EQ(table.find(4000)->site, 9u);
+  EXPECT_EQ(table.find(4000)->type, 7);
+}
+
+TEST(LiveTable, GrowsAndKeepsEverything) {
+  LiveTable table;
+  for (uintptr_t i = 1; i <= 100000; ++i) table.record(i * 40, static_cast<uint32_t>(i), 5);
+  EXPECT_EQ(table.size(), 100000u);
+  for (uintptr_t i = 1; i <= 100000; ++i) {
+    auto e = table.find(i * 40);
+    ASSERT_TRUE(e) << i;
+    EXPECT_EQ(e->site, i);
+  }
+  EXPECT_EQ(table.find(100001 * 40), std::nullopt);
+  // Dense slots (a heap page full of live objects): about 5 bytes per object, far under the
+  // 48-byte budget.
+  EXPECT_LE(table.memory_bytes(), table.size() * 6);
+  EXPECT_EQ(table.chunk_count(), (100000 * 40) / 16384 + 1);
+}
+
+TEST(LiveTable, EraseKeepsProbeChainsIntact) {
+  // Random inserts and erases checked against std::map, with a small table so that chains
+  // collide and wrap around.
+  LiveTable table;
+  std::map<uintptr_t, uint32_t> model;
+  std::mt19937_64 rng(42);
+  for (int step = 0; step < 200000; ++step) {
+    uintptr_t address = (rng() % 3000 + 1) * 40;
+    if (rng() % 3 == 0) {
+      EXPECT_EQ(table.erase(address), model.erase(address) == 1);
+    } else {
+      auto site = static_cast<uint32_t>(step);
+      table.record(address, site, 5);
+      model[address] = site;
+    }
+  }
+  EXPECT_EQ(table.size(), model.size());
+  for (auto [address, site] : model) {
+    auto e = table.find(address);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->site, site);
+  }
+}
+
+TEST(LiveTable, RetainIfRemovesExactlyTheDead) {
+  LiveTable table;
+  for (uintptr_t i = 1; i <= 5000; ++i) table.record(i * 40, static_cast<uint32_t>(i), 5);
+  size_t removed = table.retain_if([](const LiveEntry& e) { return e.site % 3 == 0; });
+  EXPECT_EQ(removed, 5000u - 1666u);
+  EXPECT_EQ(table.size(), 1666u);
+  for (uintptr_t i = 1; i <= 5000; ++i) EXPECT_EQ(table.find(i * 40).has_value(), i % 3 == 0) << i;
+}
+
+TEST(LiveTable, RekeyMovesAndDrops) {
+  LiveTable table;
+  table.record(4000, 1, 5);
+  table.record(0x2008, 2, 5);
+  table.record(0x3020, 3, 5);
+  ASSERT_TRUE(table.rekey([](const LiveEntry& e) -> uintptr_t {
+    if (e.address == 4000) return 0x9010;  // moved
+    if (e.address == 0x2008) return 0;       // dropped
+    return e.address;                        // stayed
+  }));
+  EXPECT_EQ(table.size(), 2u);
+  EXPECT_EQ(table.find(4000), std::nullopt);
+  EXPECT_EQ(table.find(0x2008), std::nullopt);
+  ASSERT_TRUE(table.find(0x9010));
+  EXPECT_EQ(table.find(0x9010)->site, 1u);
+  EXPECT_EQ(table.find(0x3020)->site, 3u);
+}
+
+TEST(LiveTable, WantsPruneWhenDoubledSinceLastPrune) {
+  constexpr uintptr_t kMin = LiveTable::kMinPruneThreshold;
+  LiveTable table;
+  for (uintptr_t i = 1; i < kMin; ++i) table.record(i * 40, 1, 5);
+  EXPECT_FALSE(table.wants_prune());
+  table.record(kMin * 40, 1, 5);
+  EXPECT_TRUE(table.wants_prune());
+  // Three quarters die; the survivors are below the minimum, so the next prune is due when
+  // the table reaches the minimum again.
+  table.retain_if([](const LiveEntry& e) { return e.address % 160 == 0; });
+  EXPECT_EQ(table.size(), kMin / 4);
+  EXPECT_FALSE(table.wants_prune());
+  for (uintptr_t i = 1; i < kMin * 3 / 4; ++i) table.record((i + kMin) * 160, 1, 5);
+  EXPECT_FALSE(table.wants_prune());
+  table.record(kMin * 1000, 1, 5);
+  EXPECT_TRUE(table.wants_prune());
+  // Above the minimum, a prune is due when the survivors have doubled.
+  for (uintptr_t i = 1; i <= kMin; ++i) table.record((i + 10 * kMin) * 160, 1, 5);
+  table.retain_if([](const LiveEntry&) { return true; });
+  EXPECT_EQ(table.size(), 2 * kMin);
+  for (uintptr_t i = 1; i < 2 * kMin; ++i) table.record((i + 20 * kMin) * 160, 1, 5);
+  EXPECT_FALSE(table.wants_prune());
+  table.record(kMin * 40 * 99999, 1, 5);
+  EXPECT_TRUE(table.wants_prune());
+}
+
+TEST(LiveTable, ChunkEdgesAndMisalignedAddresses) {
+  LiveTable table;
+  // The last slot start of a 16 KB window and the first of the next one.
+  uintptr_t last = ((0x40000 + 16384 - 1) / 40) * 40;
+  uintptr_t next = last + 40;
+  table.record(last, 1, 5);
+  table.record(next, 2, 5);
+  table.record(0x40000 / 40 * 40, 3, 5);  // the slot straddling the window's start
+  EXPECT_EQ(table.find(last)->site, 1u);
+  EXPECT_EQ(table.find(next)->site, 2u);
+  EXPECT_EQ(table.find(0x40000 / 40 * 40)->site, 3u);
+  table.record(0x40008, 4, 5);  // not a slot start
+  table.record(0x40000 / 40 * 40 + 80, 5, 0);  // type 0 means "empty"
+  EXPECT_EQ(table.dropped(), 2u);
+  EXPECT_EQ(table.size(), 3u);
+  size_t seen = 0;
+  table.for_each([&](const LiveEntry& e) {
+    ++seen;
+    EXPECT_EQ(table.find(e.address)->site, e.site);
+  });
+  EXPECT_EQ(seen, 3u);
+}
+
+TEST(LiveTable, PruneFreesEmptyChunks) {
+  LiveTable table;
+  for (uintptr_t i = 1; i <= 4096; ++i) table.record(i * 40, 1, 5);
+  size_t chunks = table.chunk_count();
+  EXPECT_GT(chunks, 5u);
+  table.retain_if([](const LiveEntry& e) { return e.address < 16384; });
+  EXPECT_EQ(table.chunk_count(), 1u);
+  EXPECT_LT(table.memory_bytes(), 4096u);
+}
+
+TEST(LiveTable, ClearEmpties) {
+  LiveTable table;
+  table.record(4000, 1, 5);
+  table.clear();
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.chunk_count(), 0u);
+  EXPECT_EQ(table.find(4000), std::nullopt);
+  table.record(4000, 2, 5);
+  EXPECT_EQ(table.find(4000)->site, 2u);
+}
+
+}  // namespace
+}  // namespace memprof::track
