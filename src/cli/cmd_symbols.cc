@@ -42,9 +42,10 @@ class Printer {
   explicit Printer(const std::optional<std::regex>& pattern) : pattern_(pattern) {}
 
   void print(const elf::ObjectSymbols::Entry& entry, uint64_t address, const std::string& object) {
+    // Matched against the raw versioned name ("_ZN3foo3barEv@@V1") and the printed, demangled one
+    // ("foo::bar()@@V1").
     std::string name = entry.display_name();
-    std::string shown = elf::demangle(entry.name);
-    if (!entry.version.empty()) shown = name;
+    std::string shown = elf::demangle(entry.name) + name.substr(entry.name.size());
     if (pattern_ && !std::regex_search(name, *pattern_) && !std::regex_search(shown, *pattern_)) {
       return;
     }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <link.h>
 
+#include "core/elf/demangle.h"
 #include "core/elf/elf_file.h"
 #include "core/elf/object_symbols.h"
 #include "elf/test_util.h"
@@ -177,6 +178,21 @@ TEST(ObjectSymbols, EntriesAreSortedAndUnique) {
   }
   // binutils writes "memcpy@@GLIBC_2.14" into .symtab literally; it must merge with .dynsym's.
   EXPECT_EQ(symbols->find("memcpy@@GLIBC_2.14").size(), 1u);
+}
+
+}  // namespace
+}  // namespace memprof::elf
+
+namespace memprof::elf {
+namespace {
+
+TEST(Demangle, CppNamesOnly) {
+  EXPECT_EQ(demangle("_ZN3foo3barEv"), "foo::bar()");
+  EXPECT_EQ(demangle("_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4sizeEv"),
+            "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::size() const");
+  EXPECT_EQ(demangle("rb_newobj"), "rb_newobj");
+  EXPECT_EQ(demangle("_Z_not_mangled"), "_Z_not_mangled");
+  EXPECT_EQ(demangle(""), "");
 }
 
 }  // namespace
