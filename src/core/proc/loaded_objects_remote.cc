@@ -45,8 +45,11 @@ Result<std::string> executable_path(pid_t pid) {
   ssize_t n = ::readlink(link.c_str(), buffer, sizeof(buffer) - 1);
   if (n < 0) {
     if (errno == ENOENT || errno == ESRCH) {
+      int error_number = errno;
       MEMPROF_TRY_STATUS(check_process_exists(pid));
-      return err("process {} has no executable (a kernel thread?)", pid);
+      // Kernel threads have no executable; neither has a process whose exe lies outside our mount
+      // namespace.
+      return err("process {}: cannot resolve {}: {}", pid, link, std::strerror(error_number));
     }
     if (errno == EACCES || errno == EPERM) {
       return err("cannot inspect process {}: {}", pid, explain_access_denied(pid));
