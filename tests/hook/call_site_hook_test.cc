@@ -121,6 +121,18 @@ TEST_P(CallSiteHookTest, EachSiteChangesWithinOneAlignedBlockAndIsRestored) {
   EXPECT_EQ(hits.load(), 0);
 }
 
+TEST_P(CallSiteHookTest, ReinstallingReusesTheRetainedThunks) {
+  std::vector<uintptr_t> first;
+  for (int i = 0; i < 3; ++i) {
+    auto hook = CallSiteHook::install(code.address("code_square"), reinterpret_cast<void*>(&counting_square));
+    ASSERT_TRUE(hook.ok()) << hook.message();
+    std::vector<uintptr_t> thunks;
+    for (const auto& site : (*hook)->sites()) thunks.push_back(site.thunk);
+    if (i == 0) first = thunks;
+    EXPECT_EQ(thunks, first);
+  }
+}
+
 TEST_P(CallSiteHookTest, ErrorsAreClear) {
   auto none = CallSiteHook::install(code.address("code_unused"), reinterpret_cast<void*>(&counting_square));
   ASSERT_FALSE(none.ok());

@@ -80,6 +80,20 @@ TEST_P(EntryHookTest, UninstallRestoresExactBytesAndProtection) {
   EXPECT_EQ(square_hits.load(), 0);
 }
 
+TEST_P(EntryHookTest, ReinstallingReusesTheRetainedTrampoline) {
+  void* target = code.address("code_square");
+  void* first = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    auto hook = EntryHook::install(target, reinterpret_cast<void*>(&counting_square),
+                                   {.publish_original = reinterpret_cast<void**>(&real_square)});
+    ASSERT_TRUE(hook.ok()) << hook.message();
+    if (i == 0) first = (*hook)->original();
+    EXPECT_EQ((*hook)->original(), first);
+    EXPECT_EQ(code.three_calls(3), 122);
+  }
+  EXPECT_EQ(square_hits.load(), 9);
+}
+
 TEST_P(EntryHookTest, RipRelativePrologueIsRelocated) {
   auto* plus_bias = code.function<int(int)>("code_plus_bias");
   auto hook = EntryHook::install(reinterpret_cast<void*>(plus_bias), reinterpret_cast<void*>(&counting_plus_bias),

@@ -14,15 +14,13 @@
 //     ++calls;                                       // never allocate through the hooked path
 //     return real_malloc(n);
 //   }
-//   auto hook = memprof::hook::GotHook::install("malloc", (void*)&counting_malloc);
+//   // publish_original sets real_malloc before the first slot is written: calls can reach the
+//   // replacement from other threads before install() returns.
+//   auto hook = memprof::hook::GotHook::install(
+//       "malloc", (void*)&counting_malloc, {.publish_original = (void**)&real_malloc});
 //   if (!hook.ok()) { report(hook.message()); return; }
-//   real_malloc = reinterpret_cast<void* (*)(size_t)>((*hook)->original());
 //   ...
 //   hook->reset();  // uninstall: every slot gets its exact previous bytes back
-//
-// Calls can reach the replacement before install() returns: pass
-// GotHookOptions::publish_original = (void**)&real_malloc so the pointer is set before the
-// first slot is written (TypedGotHook in typed_hook.h does this for you).
 //
 // The replacement runs in whatever thread called the function, possibly inside a signal handler
 // or while the loader lock is held: it must not take locks that the hooked code may hold.
