@@ -66,23 +66,30 @@ PageSlots page_slots(const HeapLayout& layout, uint64_t body, uint32_t slot_size
   return page;
 }
 
+std::optional<SlotPosition> SlotLocator::locate(uint64_t address, uint32_t slot_size) {
+  if (slot_size == 0) slot_size = static_cast<uint32_t>(layout_.base_slot_size);
+  if (slot_size % layout_.base_slot_size != 0) return std::nullopt;
+  const uint64_t body = address & ~(layout_.page_alignment - 1);
+  if (last_.slot_size != slot_size || last_.body != body) {
+    last_ = page_slots(layout_, body, slot_size);
+  }
+  if (address < last_.first_slot) return std::nullopt;
+  const uint64_t offset = address - last_.first_slot;
+  if (offset % slot_size != 0 || offset / slot_size >= last_.slot_count) return std::nullopt;
+  return SlotPosition{body, static_cast<uint32_t>(offset / slot_size)};
+}
+
 std::optional<SlotPosition> locate_slot(const HeapLayout& layout, uint64_t address,
                                         uint32_t slot_size) {
-  if (slot_size == 0) slot_size = static_cast<uint32_t>(layout.base_slot_size);
-  if (slot_size % layout.base_slot_size != 0) return std::nullopt;
-  const uint64_t body = address & ~(layout.page_alignment - 1);
-  const PageSlots page = page_slots(layout, body, slot_size);
-  if (address < page.first_slot) return std::nullopt;
-  const uint64_t offset = address - page.first_slot;
-  if (offset % slot_size != 0 || offset / slot_size >= page.slot_count) return std::nullopt;
-  return SlotPosition{body, static_cast<uint32_t>(offset / slot_size)};
+  return SlotLocator(layout).locate(address, slot_size);
 }
 
 LayoutChoice derive_layout(std::span<const SlotAddress> objects, const HeapLayout* forced) {
   auto count_misfits = [&](const HeapLayout& layout) {
     uint64_t misfits = 0;
+    SlotLocator locator(layout);
     for (const SlotAddress& object : objects) {
-      if (!locate_slot(layout, object.address, object.slot_size)) ++misfits;
+      if (!locator.locate(object.address, object.slot_size)) ++misfits;
     }
     return misfits;
   };

@@ -13,8 +13,9 @@
 //                 HEAP_PAGE_SIZE = HEAP_PAGE_ALIGN, 1637 or 1638 slots of 40 bytes.
 //   Ruby 3.2+     same pages, but every page belongs to one size pool whose slot size is a
 //                 power-of-two multiple of 40 (40, 80, 160, 320, 640); dumps carry it as
-//                 "slot_size". The first slot is then moved so that its index counted in
-//                 40-byte units is a multiple of the slot size (NUM_IN_PAGE adjustment).
+//                 "slot_size". When the first 40-byte slot would be slot 1 of the page, the
+//                 first slot moves on by slot_size - 40 bytes so objects line up with the mark
+//                 bitmap (gc.c's NUM_IN_PAGE adjustment).
 //
 // A page body is therefore found from any object inside it as address & ~(HEAP_PAGE_ALIGN - 1),
 // and its slots are computed, never assumed. Which layout a dump comes from is not written in the
@@ -70,6 +71,18 @@ struct SlotPosition {
 // there (inside the header, between slots, in the tail the body does not cover).
 std::optional<SlotPosition> locate_slot(const HeapLayout& layout, uint64_t address,
                                         uint32_t slot_size);
+
+// locate_slot for many addresses: consecutive objects of a dump mostly share a page, so the
+// page's slots are computed once per run of the same page instead of once per object.
+class SlotLocator {
+ public:
+  explicit SlotLocator(const HeapLayout& layout) : layout_(layout) {}
+  std::optional<SlotPosition> locate(uint64_t address, uint32_t slot_size);
+
+ private:
+  const HeapLayout& layout_;
+  PageSlots last_;  // slot_count 0 until the first call
+};
 
 // An object as geometry sees it.
 struct SlotAddress {

@@ -1,14 +1,15 @@
 #include "report/heap_page_map.h"
 
 #include <algorithm>
+#include <numeric>
+#include <unordered_map>
 
 namespace memprof::report {
 namespace {
 
 struct Placed {
-  uint64_t body;
-  uint32_t index;
-  uint32_t slot_size;
+  uint32_t page;    // index into the pages found so far
+  uint32_t index;   // slot index in that page
   uint32_t object;  // index into the input span
 };
 
@@ -18,49 +19,65 @@ HeapPageMap HeapPageMap::build(const HeapLayout& layout, std::span<const MapObje
   HeapPageMap map;
   map.layout = &layout;
 
+  // Pass 1: where every object goes. Pages are created in input order, so the first object
+  // found in a page decides its slot size; dumps come page by page, so the page of the previous
+  // object is checked before the hash map.
+  std::vector<MapPage> pages;
+  std::unordered_map<uint64_t, uint32_t> page_of_body;
   std::vector<Placed> placed;
   placed.reserve(objects.size());
+  SlotLocator locator(layout);
+  uint32_t last_page = UINT32_MAX;
   for (uint32_t i = 0; i < objects.size(); ++i) {
     const MapObject& object = objects[i];
     const uint32_t slot_size =
         object.slot_size != 0 ? object.slot_size : static_cast<uint32_t>(layout.base_slot_size);
-    auto position = locate_slot(layout, object.address, slot_size);
+    auto position = locator.locate(object.address, slot_size);
     if (!position) {
       ++map.misfits;
       continue;
     }
-    placed.push_back({position->body, position->index, slot_size, i});
-  }
-  // Dumps list objects page by page already; sorting keeps the map right for any input order.
-  // Stable, so the first object of a page (the one deciding its slot size) stays first.
-  std::stable_sort(placed.begin(), placed.end(),
-                   [](const Placed& a, const Placed& b) { return a.body < b.body; });
-
-  for (size_t i = 0; i < placed.size();) {
-    const uint64_t body = placed[i].body;
-    MapPage page;
-    page.slots = page_slots(layout, body, placed[i].slot_size);
-    page.first_cell = static_cast<uint32_t>(map.cells.size());
-    map.cells.resize(map.cells.size() + page.slots.slot_count);
-    for (; i < placed.size() && placed[i].body == body; ++i) {
-      const Placed& p = placed[i];
-      // An index is only meaningful in a page of the slot size it was computed for.
-      if (p.slot_size != page.slots.slot_size) {
-        ++map.conflicts;
-        continue;
-      }
-      MapCell& cell = map.cells[page.first_cell + p.index];
-      if (cell.category != kEmptySlot) {
-        ++map.conflicts;
-        continue;
-      }
-      cell.category = objects[p.object].category;
-      cell.pinned = objects[p.object].pinned;
-      ++page.used;
-      ++map.placed;
+    if (last_page == UINT32_MAX || pages[last_page].slots.body != position->body) {
+      auto [it, inserted] =
+          page_of_body.try_emplace(position->body, static_cast<uint32_t>(pages.size()));
+      if (inserted) pages.push_back({page_slots(layout, position->body, slot_size), 0, 0});
+      last_page = it->second;
     }
-    map.pages.push_back(page);
+    // An index is only meaningful in a page of the slot size it was computed for.
+    if (pages[last_page].slots.slot_size != slot_size) {
+      ++map.conflicts;
+      continue;
+    }
+    placed.push_back({last_page, position->index, i});
   }
+
+  // Pages in address order, cells laid out page after page.
+  std::vector<uint32_t> order(pages.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return pages[a].slots.body < pages[b].slots.body; });
+  uint64_t cells = 0;
+  for (uint32_t p : order) {
+    pages[p].first_cell = static_cast<uint32_t>(cells);
+    cells += pages[p].slots.slot_count;
+  }
+  map.cells.resize(cells);
+
+  // Pass 2: fill the cells; a second object in a taken slot (duplicate address) is a conflict.
+  for (const Placed& p : placed) {
+    MapPage& page = pages[p.page];
+    MapCell& cell = map.cells[page.first_cell + p.index];
+    if (cell.category != kEmptySlot) {
+      ++map.conflicts;
+      continue;
+    }
+    cell.category = objects[p.object].category;
+    cell.pinned = objects[p.object].pinned;
+    ++page.used;
+    ++map.placed;
+  }
+  map.pages.reserve(pages.size());
+  for (uint32_t p : order) map.pages.push_back(pages[p]);
   return map;
 }
 
