@@ -1,7 +1,9 @@
 #include "heap/analysis.h"
 
 #include <algorithm>
+#include <future>
 #include <limits>
+#include <system_error>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -230,9 +232,15 @@ Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree&
       analysis.reachable_memsize += heap.memsize[id];
     }
   }
-  MachineContextOnly mc = machine_context_only(graph, heap, reachable);
-  analysis.machine_context_only_count = mc.count;
-  analysis.machine_context_only_memsize = mc.memsize;
+  // The second reachability pass (without machine_context) needs only the graph: it runs on
+  // another thread while this one groups objects and walks the dominator tree.
+  auto mc_pass = [&] { return machine_context_only(graph, heap, reachable); };
+  std::future<MachineContextOnly> mc_future;
+  try {
+    mc_future = std::async(std::launch::async, mc_pass);
+  } catch (const std::system_error&) {
+    mc_future = std::async(std::launch::deferred, mc_pass);  // no thread: run it at get()
+  }
 
   std::vector<std::pair<StringId, uint64_t>> roots;
   for (const RootSet& root : heap.roots) {
@@ -257,6 +265,9 @@ Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree&
   analysis.by_generation = std::move(rows[4]);
   analysis.biggest = top_objects(heap, top, [&](ObjectId id) { return heap.memsize[id]; });
   analysis.top_retained = top_objects(heap, top, [&](ObjectId id) { return dominators.retained[id]; });
+  MachineContextOnly mc = mc_future.get();
+  analysis.machine_context_only_count = mc.count;
+  analysis.machine_context_only_memsize = mc.memsize;
   return analysis;
 }
 

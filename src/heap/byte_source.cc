@@ -1,6 +1,7 @@
 #include "heap/byte_source.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -26,6 +27,11 @@ class RawInput {
       : memory_(bytes), name_(std::move(name)) {}
 
   const std::string& name() const { return name_; }
+  uint64_t size_hint() const {
+    if (!fd_.valid()) return memory_.size();
+    struct stat info {};
+    return ::fstat(fd_.get(), &info) == 0 && S_ISREG(info.st_mode) ? static_cast<uint64_t>(info.st_size) : 0;
+  }
   // Size of the compressed input buffer: small inputs (tests, the fuzzer) get small buffers.
   size_t chunk_size() const {
     return fd_.valid() ? kCompressedChunk : std::clamp<size_t>(memory_.size(), 64, kCompressedChunk);
@@ -70,6 +76,7 @@ class HeadThenRaw {
   HeadThenRaw(std::vector<char> head, RawInput raw) : head_(std::move(head)), raw_(std::move(raw)) {}
   const std::string& name() const { return raw_.name(); }
   size_t chunk_size() const { return raw_.chunk_size(); }
+  uint64_t size_hint() const { return raw_.size_hint(); }
   Result<size_t> read(std::span<char> buffer) {
     if (head_offset_ < head_.size()) {
       size_t n = std::min(buffer.size(), head_.size() - head_offset_);
@@ -88,7 +95,8 @@ class HeadThenRaw {
 
 class PlainSource final : public ByteSource {
  public:
-  explicit PlainSource(HeadThenRaw input) : input_(std::move(input)) {}
+  explicit PlainSource(HeadThenRaw input)
+      : ByteSource(Compression::kNone, input.size_hint()), input_(std::move(input)) {}
   Result<size_t> read(std::span<char> buffer) override { return input_.read(buffer); }
 
  private:
@@ -97,7 +105,8 @@ class PlainSource final : public ByteSource {
 
 class GzipSource final : public ByteSource {
  public:
-  explicit GzipSource(HeadThenRaw input) : input_(std::move(input)), in_(input_.chunk_size()) {}
+  explicit GzipSource(HeadThenRaw input)
+      : ByteSource(Compression::kGzip, input.size_hint()), input_(std::move(input)), in_(input_.chunk_size()) {}
   ~GzipSource() override {
     if (initialized_) inflateEnd(&stream_);
   }
@@ -155,7 +164,8 @@ class GzipSource final : public ByteSource {
 class ZstdSource final : public ByteSource {
  public:
   explicit ZstdSource(HeadThenRaw input)
-      : input_(std::move(input)), in_(input_.chunk_size()), context_(ZSTD_createDCtx()) {}
+      : ByteSource(Compression::kZstd, input.size_hint()),
+        input_(std::move(input)), in_(input_.chunk_size()), context_(ZSTD_createDCtx()) {}
   ~ZstdSource() override { ZSTD_freeDCtx(context_); }
   ZstdSource(const ZstdSource&) = delete;
   ZstdSource& operator=(const ZstdSource&) = delete;

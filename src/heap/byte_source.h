@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -12,14 +13,26 @@
 
 namespace memprof::heap {
 
+enum class Compression { kNone, kGzip, kZstd };
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
   // Fills up to `buffer.size()` bytes; 0 means end of stream.
   virtual Result<size_t> read(std::span<char> buffer) = 0;
-};
 
-enum class Compression { kNone, kGzip, kZstd };
+  Compression compression() const { return compression_; }
+  // Size of the underlying (possibly compressed) input in bytes, 0 when unknown (a pipe).
+  uint64_t size_hint() const { return size_hint_; }
+
+ protected:
+  ByteSource(Compression compression, uint64_t size_hint)
+      : compression_(compression), size_hint_(size_hint) {}
+
+ private:
+  Compression compression_ = Compression::kNone;
+  uint64_t size_hint_ = 0;
+};
 
 // Opens `path` and picks the decoder from its first bytes. Errors: "PATH: <strerror>".
 Result<std::unique_ptr<ByteSource>> open_file_source(const std::string& path);

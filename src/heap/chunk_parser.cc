@@ -114,6 +114,26 @@ class ChunkBuilder {
 
 }  // namespace
 
+void ParsedChunk::clear() {
+  address.clear();
+  type.clear();
+  flags.clear();
+  class_address.clear();
+  memsize.clear();
+  site.clear();
+  generation.clear();
+  slot_size.clear();
+  detail.clear();
+  ref_count.clear();
+  references.clear();
+  strings.resize(1);
+  sites.resize(1);
+  class_names.clear();
+  roots.clear();
+  shape_count = shape_memsize = lines = non_blank_lines = bad_line_count = 0;
+  bad_lines.clear();
+}
+
 void parse_chunk(const char* data, size_t size, size_t capacity, ParsedChunk& out) {
   ChunkBuilder builder(out);
   Line line;

@@ -42,6 +42,9 @@ struct ParsedChunk {
   uint64_t non_blank_lines = 0;
   std::vector<BadLine> bad_lines;  // line numbers relative to the chunk (1 = its first line)
   uint64_t bad_line_count = 0;
+
+  // Empties the chunk for the next block, keeping the arrays' capacity.
+  void clear();
 };
 
 // Parses `size` bytes at `data` (complete lines; the last may lack its '\n'). `capacity` bytes

@@ -1,6 +1,12 @@
 #include "heap/loader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <future>
 #include <limits>
@@ -12,6 +18,8 @@
 #include "heap/block_reader.h"
 #include "heap/byte_source.h"
 #include "heap/chunk_parser.h"
+#include "heap/file_blocks.h"
+#include "core/util/scoped_fd.h"
 
 namespace memprof::heap {
 namespace {
@@ -21,10 +29,9 @@ namespace {
 constexpr size_t kBlocksInFlight = 3;
 
 struct Block {
-  std::vector<char> bytes;
-  size_t size = 0;
+  FileBlock data;
   ParsedChunk parsed;
-  std::future<void> done;
+  std::future<Status> done;
 };
 
 // Reads blocks of lines, parses them on worker threads, and merges the results into a Heap in
@@ -36,8 +43,52 @@ class Loader {
     heap_.sites.emplace_back();
   }
 
-  Result<Heap> run(ByteSource& source, size_t block_size) {
+  // Streams `source` (compressed, a pipe, bytes in memory): the main thread reads blocks of
+  // lines in order and the workers parse them. `expected_bytes`: the input size when known (0
+  // otherwise): reserving for the objects such a file holds saves the copies of growing arrays;
+  // reserved but unused pages cost no memory.
+  Result<Heap> run(ByteSource& source, size_t block_size, uint64_t expected_bytes) {
+    if (expected_bytes > 0) reserve(expected_bytes);
     BlockReader reader(source, block_size);
+    MEMPROF_TRY_STATUS(pipeline(
+        [&](Block& block, bool& last) -> Result<bool> {
+          block.data.offset = 0;
+          MEMPROF_TRY(more, reader.next(block.data.bytes, block.data.size));
+          last = reader.at_end();
+          return more;
+        },
+        [](Block&) { return ok_status(); }));
+    heap_.input_bytes = reader.bytes_read();
+    return finish();
+  }
+
+  // A plain regular file: each worker reads (pread) and parses its own block, so the copying
+  // out of the page cache happens on all cores too.
+  Result<Heap> run_file(int fd, uint64_t file_size, uint64_t block_size) {
+    reserve(file_size);
+    uint64_t next = 0;
+    MEMPROF_TRY_STATUS(pipeline(
+        [&](Block& block, bool& last) -> Result<bool> {
+          if (next >= file_size) return false;
+          block.data.offset = next;  // the worker's start position until it reads the block
+          next += block_size;
+          last = next >= file_size;
+          return true;
+        },
+        [this, fd, file_size, block_size](Block& block) {
+          uint64_t begin = block.data.offset;
+          return read_file_block(fd, file_size, begin, begin + block_size, name_, block.data);
+        }));
+    heap_.input_bytes = file_size;
+    return finish();
+  }
+
+ private:
+  // Keeps up to kBlocksInFlight blocks in work: `next` (main thread) prepares a block and says
+  // whether there was one, and whether it is the last; `read` (worker) completes it before it
+  // is parsed; blocks are merged in file order.
+  template <typename Next, typename Read>
+  Status pipeline(Next next, Read read) {
     std::deque<std::unique_ptr<Block>> in_flight;
     std::vector<std::unique_ptr<Block>> spare;
     for (;;) {
@@ -47,19 +98,44 @@ class Loader {
       } else {
         block = std::move(spare.back());
         spare.pop_back();
-        block->parsed = ParsedChunk{};
+        block->parsed.clear();
       }
-      auto more = reader.next(block->bytes, block->size);
+      bool last = false;
+      auto more = next(*block, last);
       if (!more.ok()) return more.error();  // in-flight futures finish in their destructors
       if (!*more) break;
-      start_parse(*block, /*inline_parse=*/in_flight.empty() && reader.at_end());
+      start(*block, read, /*inline_work=*/in_flight.empty() && last);
       in_flight.push_back(std::move(block));
-      if (in_flight.size() >= kBlocksInFlight) {
-        MEMPROF_TRY_STATUS(merge_front(in_flight, spare));
-      }
+      if (in_flight.size() >= kBlocksInFlight) MEMPROF_TRY_STATUS(merge_front(in_flight, spare));
     }
     while (!in_flight.empty()) MEMPROF_TRY_STATUS(merge_front(in_flight, spare));
-    heap_.input_bytes = reader.bytes_read();
+    return ok_status();
+  }
+
+  // Reads and parses `block` on a worker thread; on this one for a lone block (small inputs).
+  template <typename Read>
+  static void start(Block& block, Read read, bool inline_work) {
+    auto work = [&block, read]() -> Status {
+      MEMPROF_TRY_STATUS(read(block));
+      const FileBlock& data = block.data;
+      parse_chunk(data.bytes.data() + data.offset, data.size, data.bytes.size() - data.offset,
+                  block.parsed);
+      return ok_status();
+    };
+    if (!inline_work) {
+      try {
+        block.done = std::async(std::launch::async, work);
+        return;
+      } catch (const std::system_error&) {
+        // No thread available: do it here.
+      }
+    }
+    std::promise<Status> ready;
+    ready.set_value(work());
+    block.done = ready.get_future();
+  }
+
+  Result<Heap> finish() {
     if (non_blank_lines_ == 0) return err("{}: empty file", name_);
     if (!seen_record_) {
       return err("{}: not a heap dump (line {}: {})", name_, heap_.bad_lines.front().line_number,
@@ -69,29 +145,29 @@ class Loader {
     return std::move(heap_);
   }
 
- private:
-  static void start_parse(Block& block, bool inline_parse) {
-    auto parse = [&block] { parse_chunk(block.bytes.data(), block.size, block.bytes.size(), block.parsed); };
-    if (!inline_parse) {
-      try {
-        block.done = std::async(std::launch::async, parse);
-        return;
-      } catch (const std::system_error&) {
-        // No thread available: parse here.
-      }
-    }
-    std::promise<void> ready;
-    parse();
-    ready.set_value();
-    block.done = ready.get_future();
+  void reserve(uint64_t bytes) {
+    // Ruby's dump lines average 200-350 bytes, references one per ~250 bytes.
+    size_t objects = static_cast<size_t>(std::min<uint64_t>(bytes / 180 + 16, kNoObject));
+    size_t references = static_cast<size_t>(std::min<uint64_t>(bytes / 100 + 16, kNoObject));
+    heap_.address.reserve(objects);
+    heap_.type.reserve(objects);
+    heap_.flags.reserve(objects);
+    heap_.memsize.reserve(objects);
+    heap_.generation.reserve(objects);
+    heap_.slot_size.reserve(objects);
+    heap_.site.reserve(objects);
+    heap_.detail.reserve(objects);
+    heap_.ref_begin.reserve(objects + 1);
+    raw_classes_.reserve(objects);
+    raw_references_.reserve(references);
   }
 
   Status merge_front(std::deque<std::unique_ptr<Block>>& in_flight,
                      std::vector<std::unique_ptr<Block>>& spare) {
     std::unique_ptr<Block> block = std::move(in_flight.front());
     in_flight.pop_front();
-    block->done.get();
-    Status status = merge(block->parsed);
+    Status status = block->done.get();
+    if (status.ok()) status = merge(block->parsed);
     spare.push_back(std::move(block));
     return status;
   }
@@ -176,12 +252,22 @@ class Loader {
   void resolve() {
     heap_.duplicate_addresses = heap_.build_index();
     constexpr size_t kAhead = 16;
-    heap_.class_of.resize(heap_.size());
-    for (ObjectId id = 0; id < heap_.size(); ++id) {
-      if (id + kAhead < heap_.size()) heap_.prefetch(raw_classes_[id + kAhead]);
-      heap_.class_of[id] = heap_.find(raw_classes_[id]);
+    // Classes resolve on another thread while this one resolves references (the index is
+    // read-only now).
+    auto resolve_classes = [this] {
+      heap_.class_of.resize(heap_.size());
+      for (ObjectId id = 0; id < heap_.size(); ++id) {
+        if (id + kAhead < heap_.size()) heap_.prefetch(raw_classes_[id + kAhead]);
+        heap_.class_of[id] = heap_.find(raw_classes_[id]);
+      }
+      std::vector<uint64_t>().swap(raw_classes_);
+    };
+    std::future<void> classes;
+    try {
+      classes = std::async(std::launch::async, resolve_classes);
+    } catch (const std::system_error&) {
+      classes = std::async(std::launch::deferred, resolve_classes);
     }
-    std::vector<uint64_t>().swap(raw_classes_);
 
     heap_.ref_begin.push_back(static_cast<uint32_t>(raw_references_.size()));
     heap_.ref_targets.resize(raw_references_.size());
@@ -218,6 +304,7 @@ class Loader {
       }
       heap_.roots.push_back(std::move(root));
     }
+    classes.get();
   }
 
   std::string name_;
@@ -236,15 +323,28 @@ class Loader {
 }  // namespace
 
 Result<Heap> load_heap(const std::string& path, const LoadOptions& options) {
+  {
+    ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return err("{}: {}", path, std::strerror(errno));
+    struct stat info {};
+    unsigned char head[4] = {};
+    ssize_t n = ::fstat(fd.get(), &info) == 0 && S_ISREG(info.st_mode) ? ::pread(fd.get(), head, 4, 0) : -1;
+    if (n >= 0 && detect_compression({head, static_cast<size_t>(n)}) == Compression::kNone) {
+      ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+      return Loader(path, options).run_file(fd.get(), static_cast<uint64_t>(info.st_size), options.block_size);
+    }
+  }
   MEMPROF_TRY(source, open_file_source(path));
-  return Loader(path, options).run(*source, size_t{4} << 20);
+  // Compressed input: the file size says little about the object count; grow as needed.
+  uint64_t expected = source->compression() == Compression::kNone ? source->size_hint() : 0;
+  return Loader(path, options).run(*source, options.block_size, expected);
 }
 
 Result<Heap> load_heap_from_bytes(std::span<const unsigned char> bytes, const std::string& name,
                                   const LoadOptions& options) {
   MEMPROF_TRY(source, open_memory_source(bytes, name));
   // Blocks grow for longer lines; small inputs start small.
-  return Loader(name, options).run(*source, std::clamp<size_t>(bytes.size() * 2, 4096, size_t{4} << 20));
+  return Loader(name, options).run(*source, std::clamp<size_t>(bytes.size() * 2, 4096, options.block_size), 0);
 }
 
 }  // namespace memprof::heap

@@ -25,6 +25,8 @@ struct LoadOptions {
   // the first 20 of them, once the input has shown one valid record (an input that is not a
   // dump gets a single error instead). nullptr: only recorded in Heap::bad_lines.
   std::FILE* warnings = nullptr;
+  // Bytes of lines per block parsed on a worker thread (lines longer than a block are fine).
+  size_t block_size = size_t{4} << 20;
 };
 
 Result<Heap> load_heap(const std::string& path, const LoadOptions& options = {});

@@ -1,6 +1,9 @@
 // The dump reader: fields of every Ruby version, compression, bad lines, bad input.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include "heap/byte_source.h"
 #include "heap/loader.h"
 #include "heap/record_parser.h"
@@ -216,6 +219,37 @@ TEST(Reader, RejectsEmptyInputAndNonDumps) {
   auto missing = load_heap("/nonexistent/dump.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.message(), "/nonexistent/dump.json: No such file or directory");
+}
+
+TEST(Reader, PlainFilesReadInParallelBlocksGiveTheSameHeap) {
+  // Lines of very different lengths (some longer than a block), a bad line, CRLF, blank lines
+  // and no final newline: every block boundary case, read with pread by worker threads.
+  std::string text = root_line("vm", {0x1000});
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint64_t> refs(static_cast<size_t>(i % 7 == 0 ? 900 : i % 5), 0x1000 + 40 * static_cast<uint64_t>(i / 2));
+    text += object_line(0x1000 + 40 * static_cast<uint64_t>(i), "STRING", 0, refs, 40 + static_cast<uint64_t>(i));
+    if (i == 1234) text += "{\"address\":\"0x5\", \"type\":\n";
+    if (i == 2000) text += "\r\n\n";
+  }
+  text.pop_back();
+  Heap expected = load_text(text);
+  std::string path = ::testing::TempDir() + "memprof_blocks.json";
+  { std::ofstream(path, std::ios::binary) << text; }
+  for (size_t block_size : {size_t{1000}, size_t{4096}, size_t{65536}, size_t{4} << 20}) {
+    auto heap = load_heap(path, {.block_size = block_size});
+    ASSERT_TRUE(heap.ok()) << heap.message();
+    EXPECT_EQ(heap->lines, expected.lines) << block_size;
+    EXPECT_EQ(heap->input_bytes, text.size());
+    EXPECT_EQ(heap->address, expected.address) << block_size;
+    EXPECT_EQ(heap->memsize, expected.memsize) << block_size;
+    EXPECT_EQ(heap->ref_begin, expected.ref_begin) << block_size;
+    EXPECT_EQ(heap->ref_targets, expected.ref_targets) << block_size;
+    ASSERT_EQ(heap->bad_lines.size(), 1u) << block_size;
+    EXPECT_EQ(heap->bad_lines[0].line_number, expected.bad_lines[0].line_number);
+    EXPECT_EQ(heap->bad_lines[0].message, "invalid JSON");
+  }
+  EXPECT_EQ(expected.bad_lines[0].line_number, 1237u);  // ROOT + 1235 objects, then the bad one
+  std::remove(path.c_str());
 }
 
 TEST(Reader, KeepsTheFirstOfDuplicateAddresses) {
