@@ -269,16 +269,33 @@ class Loader {
       classes = std::async(std::launch::deferred, resolve_classes);
     }
 
+    // References: looked up in two halves on two threads, then compacted (dangling ones
+    // dropped) in one linear pass.
     heap_.ref_begin.push_back(static_cast<uint32_t>(raw_references_.size()));
     heap_.ref_targets.resize(raw_references_.size());
+    auto lookup = [this](size_t from, size_t to) {
+      for (size_t i = from; i < to; ++i) {
+        if (i + kAhead < to) heap_.prefetch(raw_references_[i + kAhead]);
+        heap_.ref_targets[i] = heap_.find(raw_references_[i]);
+      }
+    };
+    const size_t total = raw_references_.size(), half = total / 2;
+    std::future<void> second_half;
+    try {
+      second_half = std::async(std::launch::async, lookup, half, total);
+    } catch (const std::system_error&) {
+      second_half = std::async(std::launch::deferred, lookup, half, total);
+    }
+    lookup(0, half);
+    second_half.get();
+    std::vector<uint64_t>().swap(raw_references_);
     uint32_t out = 0;
     for (ObjectId id = 0; id < heap_.size(); ++id) {
       uint32_t begin = heap_.ref_begin[id];
       uint32_t end = heap_.ref_begin[id + 1];
       heap_.ref_begin[id] = out;
       for (uint32_t i = begin; i < end; ++i) {
-        if (i + kAhead < raw_references_.size()) heap_.prefetch(raw_references_[i + kAhead]);
-        ObjectId target = heap_.find(raw_references_[i]);
+        ObjectId target = heap_.ref_targets[i];
         if (target == kNoObject) {
           ++heap_.dangling_references;
         } else {
@@ -289,7 +306,6 @@ class Loader {
     heap_.ref_begin[heap_.size()] = out;
     heap_.ref_targets.resize(out);
     heap_.ref_targets.shrink_to_fit();
-    std::vector<uint64_t>().swap(raw_references_);
 
     for (auto& [kind, addresses] : raw_roots_) {
       RootSet root{kind, {}};
