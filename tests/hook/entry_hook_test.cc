@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
 #include <gtest/gtest.h>
 
 #include "code_library.h"
+#include "core/hook/call_site_hook.h"
 #include "core/hook/entry_hook.h"
 #include "core/hook/typed_hook.h"
 #include "test_support.h"
@@ -172,6 +174,41 @@ TEST(EntryHookO2, SingleInstructionPolicy) {
             fmt::format("the function at {:#x} starts with a 2-byte instruction: the jump would span 2 "
                         "instructions (require_single_instruction)",
                         loop));
+}
+
+}  // namespace
+}  // namespace memprof::hook
+
+namespace memprof::hook {
+namespace {
+
+// A hook destroyed after its library was unloaded must not write into whatever is mapped there.
+TEST(HooksOutlivingTheirLibrary, UninstallLeavesUnloadedPagesAlone) {
+  std::unique_ptr<EntryHook> entry;
+  std::unique_ptr<CallSiteHook> sites;
+  {
+    testing::CodeLibrary code(HOOK_CODE_O2_PATH);
+    ASSERT_TRUE(code.loaded()) << code.error();
+    auto e = EntryHook::install(code.address("code_plus_bias"), reinterpret_cast<void*>(&counting_plus_bias),
+                                {.publish_original = reinterpret_cast<void**>(&real_plus_bias)});
+    auto c = CallSiteHook::install(code.address("code_square"), reinterpret_cast<void*>(&counting_square));
+    ASSERT_TRUE(e.ok()) << e.message();
+    ASSERT_TRUE(c.ok()) << c.message();
+    entry = std::move(*e);
+    sites = std::move(*c);
+  }  // dlclose: the library's pages are unmapped
+  void* old_target = entry->target();
+  ASSERT_EQ(testing::protection_of(old_target), -1);
+  // Something else mapped where the code was: the uninstalls must leave it untouched.
+  auto page = reinterpret_cast<uintptr_t>(old_target) & ~uintptr_t{4095};
+  void* filler = ::mmap(reinterpret_cast<void*>(page), 8192, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(filler, reinterpret_cast<void*>(page));
+  entry.reset();
+  sites.reset();
+  const auto* bytes = static_cast<const uint8_t*>(filler);
+  EXPECT_TRUE(std::all_of(bytes, bytes + 8192, [](uint8_t b) { return b == 0; }));
+  ::munmap(filler, 8192);
 }
 
 }  // namespace

@@ -47,9 +47,10 @@ std::vector<ScannedSite> scan(const LoadedObject& object, uintptr_t target) {
 }
 
 Result<std::vector<ScannedSite>> find_in_object(const void* target, const void* object_address,
-                                                std::string* object_path) {
+                                                std::string* object_path, ObjectKey* key) {
   MEMPROF_TRY(object, object_containing(object_address ? object_address : target));
   if (object_path) *object_path = object.path;
+  if (key) *key = object.key();
   auto sites = scan(object, reinterpret_cast<uintptr_t>(target));
   if (sites.empty())
     return err("no call to {} in {}", target, object.path);
@@ -86,7 +87,7 @@ std::optional<NearPlacement> constrained_placement(uintptr_t site, uintptr_t cal
 
 Result<std::vector<uintptr_t>> CallSiteHook::find_sites(const void* target,
                                                         const void* object_address) {
-  MEMPROF_TRY(sites, find_in_object(target, object_address, nullptr));
+  MEMPROF_TRY(sites, find_in_object(target, object_address, nullptr, nullptr));
   std::vector<uintptr_t> addresses;
   for (const auto& s : sites) addresses.push_back(s.address);
   return addresses;
@@ -98,7 +99,7 @@ Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install(void* target, void* 
     return err("call-site hook: null {}", target == nullptr ? "target" : "replacement");
   std::unique_ptr<CallSiteHook> hook(new CallSiteHook);
   hook->target_ = target;
-  MEMPROF_TRY(sites, find_in_object(target, object_address, &hook->object_));
+  MEMPROF_TRY(sites, find_in_object(target, object_address, &hook->object_, &hook->object_key_));
 
   auto callee = reinterpret_cast<uintptr_t>(target);
   auto generate = [&](uintptr_t address) -> Result<std::vector<uint8_t>> {
@@ -145,6 +146,8 @@ Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install(void* target, void* 
 }
 
 CallSiteHook::~CallSiteHook() {
+  // An unloaded object's pages may now belong to something else: never touch them.
+  if (sites_.empty() || !is_loaded(object_key_)) return;
   for (const auto& site : sites_) {
     // Only a site that still calls our thunk is ours to restore.
     if (site.address + kRel32InstructionSize + static_cast<uintptr_t>(displacement_of(site.address)) !=

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hook/loaded_object.h"
 #include "core/util/result.h"
 
 namespace memprof::hook {
@@ -50,7 +51,7 @@ class CallSiteHook {
 
   CallSiteHook(const CallSiteHook&) = delete;
   CallSiteHook& operator=(const CallSiteHook&) = delete;
-  ~CallSiteHook();  // uninstalls: every displacement byte restored
+  ~CallSiteHook();  // uninstalls: every displacement restored (unless the object was unloaded)
 
   void* original() const { return target_; }  // the callee is not modified
   const std::vector<CallSite>& sites() const { return sites_; }
@@ -60,6 +61,7 @@ class CallSiteHook {
   CallSiteHook() = default;
   void* target_ = nullptr;
   std::string object_;
+  ObjectKey object_key_;
   std::vector<CallSite> sites_;
 };
 

@@ -15,6 +15,7 @@
 // made inside libc itself (NSS, iconv) are not followed.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 
@@ -62,9 +63,8 @@ void forget_unloaded_objects() {
     auto objects = loaded_objects();
     if (objects.ok()) {
       auto gone = [&](const ObjectKey& key) {
-        for (const auto& o : *objects)
-          if (o.bias == key.bias && o.dynamic == key.dynamic) return false;
-        return true;
+        return std::none_of(objects->begin(), objects->end(),
+                            [&](const LoadedObject& o) { return o.key() == key; });
       };
       for (const auto& state : active_got_hooks()) {
         std::erase_if(state->slots, [&](const GotHook::State::Slot& s) { return gone(s.object); });

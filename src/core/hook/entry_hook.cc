@@ -108,6 +108,7 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
 
   std::unique_ptr<EntryHook> hook(new EntryHook);
   hook->target_ = target;
+  if (auto object = object_containing(target); object.ok()) hook->object_key_ = object->key();
   hook->original_ = reinterpret_cast<void*>(trampoline + kThunkSlot);
   hook->saved_.assign(at(start), at(start) + x86_64::kJumpRel32Size);
   hook->displaced_bytes_ = prologue.bytes;
@@ -126,10 +127,12 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
 
 EntryHook::~EntryHook() {
   std::lock_guard lock(registry_mutex());
+  std::erase(hooked_targets(), reinterpret_cast<uintptr_t>(target_));
+  // An unloaded object's pages may now belong to something else: never touch them.
+  if (object_key_.dynamic != nullptr && !is_loaded(object_key_)) return;
   // Restoring the bytes is always safe for running threads: the jump was one instruction, so
   // no thread can be stopped inside it. A failure leaves the jump, which stays valid.
   (void)patch_memory(target_, saved_);
-  std::erase(hooked_targets(), reinterpret_cast<uintptr_t>(target_));
 }
 
 }  // namespace memprof::hook

@@ -30,6 +30,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/hook/loaded_object.h"
 #include "core/util/result.h"
 
 namespace memprof::hook {
@@ -49,7 +50,8 @@ class EntryHook {
                                                     EntryHookOptions options = {});
   EntryHook(const EntryHook&) = delete;
   EntryHook& operator=(const EntryHook&) = delete;
-  ~EntryHook();  // uninstalls: the original bytes come back; the trampoline stays valid
+  ~EntryHook();  // uninstalls: the original bytes come back (unless the object was unloaded);
+                 // the trampoline stays valid
 
   void* target() const { return target_; }
   // Callable relocated prologue: behaves like the unhooked target. Stays callable after
@@ -62,6 +64,7 @@ class EntryHook {
  private:
   EntryHook() = default;
   void* target_ = nullptr;
+  ObjectKey object_key_;  // the object holding target_, when it is inside one
   void* original_ = nullptr;
   std::vector<uint8_t> saved_;
   size_t displaced_bytes_ = 0;

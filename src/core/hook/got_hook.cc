@@ -76,9 +76,8 @@ Status write_slot(void** slot, void* value) {
 }
 
 bool still_loaded(const std::vector<LoadedObject>& objects, const ObjectKey& key) {
-  return std::any_of(objects.begin(), objects.end(), [&](const LoadedObject& o) {
-    return o.bias == key.bias && o.dynamic == key.dynamic;
-  });
+  return std::any_of(objects.begin(), objects.end(),
+                     [&](const LoadedObject& o) { return o.key() == key; });
 }
 
 Result<void*> lookup_definition(const SymbolRequest& request,
@@ -111,7 +110,7 @@ std::string display_name(const SymbolRequest& request) {
 }  // namespace
 
 Status patch_object_locked(GotHook::State& state, const LoadedObject& object) {
-  ObjectKey key{object.bias, object.dynamic};
+  ObjectKey key = object.key();
   if (std::find(state.seen.begin(), state.seen.end(), key) != state.seen.end()) return ok_status();
   state.seen.push_back(key);
   if (!selected(state, object)) return ok_status();

@@ -12,12 +12,6 @@
 
 namespace memprof::hook {
 
-struct ObjectKey {
-  uintptr_t bias;
-  const Elf64_Dyn* dynamic;
-  bool operator==(const ObjectKey&) const = default;
-};
-
 struct GotHook::State {
   std::string symbol;   // as requested
   std::string name;     // without "@VERSION"

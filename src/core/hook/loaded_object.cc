@@ -297,6 +297,13 @@ Result<std::vector<LoadedObject>> loaded_objects() {
   return objects;
 }
 
+bool is_loaded(const ObjectKey& key) {
+  auto objects = loaded_objects();
+  if (!objects.ok()) return false;
+  return std::any_of(objects->begin(), objects->end(),
+                     [&](const LoadedObject& o) { return o.key() == key; });
+}
+
 Result<LoadedObject> object_containing(const void* address) {
   MEMPROF_TRY(objects, loaded_objects());
   for (auto& object : objects)

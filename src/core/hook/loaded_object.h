@@ -43,6 +43,15 @@ struct DynamicTables {
   size_t symbol_count = 0;  // from the hash table, else from the highest relocated index
 };
 
+// Identifies one loaded object across snapshots: a later object at the same address has a
+// different dynamic section address or bias only if it is a different file, so hooks also check
+// before writing that the object they patched is still the one loaded.
+struct ObjectKey {
+  uintptr_t bias = 0;
+  const Elf64_Dyn* dynamic = nullptr;
+  bool operator==(const ObjectKey&) const = default;
+};
+
 enum class ObjectRole { kProgram, kLibrary, kLoader, kVdso, kHookLibrary };
 
 struct LoadedObject {
@@ -55,9 +64,7 @@ struct LoadedObject {
   std::string problem;  // non-empty when PT_DYNAMIC could not be read; tables are then empty
 
   bool contains(uintptr_t address) const;
-  bool same_object(const LoadedObject& other) const {
-    return bias == other.bias && dynamic == other.dynamic;
-  }
+  ObjectKey key() const { return {bias, dynamic}; }
   std::string_view symbol_name(uint32_t index) const;  // "" when out of range
   // Version name bound to an imported symbol (DT_VERNEED), "" when unversioned.
   std::string_view needed_version(uint32_t symbol_index) const;
@@ -73,5 +80,8 @@ Result<std::vector<LoadedObject>> loaded_objects();
 
 // The object containing `address`, from a fresh snapshot.
 Result<LoadedObject> object_containing(const void* address);
+
+// Whether the object `key` names is still loaded (false also when the snapshot fails).
+bool is_loaded(const ObjectKey& key);
 
 }  // namespace memprof::hook
