@@ -21,8 +21,16 @@ class Signatures {
     }
   }
   uint64_t of(ObjectId id) {
-    uint64_t key = (uint64_t{heap_.class_of[id]} << 8) | static_cast<uint64_t>(heap_.type[id]);
-    if (heap_.type[id] == ObjectType::kImemo) key = (uint64_t{heap_.detail[id]} << 40) | key;
+    // What class_label() depends on, tagged in the top bits: the IMEMO type, the class object,
+    // or (no class) the object type.
+    uint64_t key;
+    if (heap_.type[id] == ObjectType::kImemo) {
+      key = (uint64_t{1} << 62) | heap_.detail[id];
+    } else if (heap_.class_of[id] != kNoObject) {
+      key = (uint64_t{2} << 62) | (uint64_t{heap_.class_of[id]} << 8) | static_cast<uint64_t>(heap_.type[id]);
+    } else {
+      key = (uint64_t{3} << 62) | static_cast<uint64_t>(heap_.type[id]);
+    }
     auto found = class_hash_.find(key);
     if (found == class_hash_.end()) {
       uint64_t h = std::hash<std::string>()(heap_.class_label(id)) * 131 +

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "heap/heap.h"
 #include "heap/line.h"
 
 namespace memprof::heap {
@@ -22,7 +23,7 @@ struct DumpRecord {
   uint64_t memsize = 0;
   std::string_view file;        // allocation site, empty when not traced
   uint32_t line = 0;
-  uint32_t generation = 0xffffffffu;
+  uint32_t generation = kNoGeneration;
   uint16_t flags = 0;           // ObjectFlag bits (heap.h)
   uint16_t slot_size = 0;
   std::string_view name;        // CLASS/MODULE "name", else "real_class_name" (see heap.h)
