@@ -1,10 +1,10 @@
 // memprof heapmap DUMP -o heap.png [--by type|generation] [--ruby-version X.Y]
 // Draws every heap page of a dump_all file as a column of slots (see src/report/heap_map.h).
 #include <cstdio>
-
-#include <fmt/format.h>
 #include <memory>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "cli/command.h"
 #include "heap/loader.h"
@@ -23,21 +23,13 @@ struct HeapmapOptions {
 };
 
 int run_heapmap(const HeapmapOptions& options) {
-  report::HeapMapOptions map_options;
-  if (options.by == "generation") {
-    map_options.coloring = report::MapColoring::kGeneration;
-  } else if (options.by != "type") {
-    return fail(fmt::format("--by must be 'type' or 'generation', not '{}'", options.by));
-  }
-  if (!options.ruby_version.empty()) {
-    auto layout = report::layout_for_ruby_version(options.ruby_version);
-    if (!layout) return fail(layout.message());
-    map_options.layout = *layout;
-  }
+  // Options first: a typo fails before a large dump is read.
+  auto map_options = report::heap_map_options(options.by, options.ruby_version);
+  if (!map_options) return fail(map_options.message());
 
   auto heap = heap::load_heap(options.dump, {.warnings = stderr});
   if (!heap) return fail(heap.message());
-  auto drawing = report::draw_heap_map(*heap, map_options);
+  auto drawing = report::draw_heap_map(*heap, *map_options);
   if (!drawing) return fail(fmt::format("{}: {}", options.dump, drawing.message()));
   auto png = report::encode_png(drawing->image);
   if (!png) return fail(png.message());

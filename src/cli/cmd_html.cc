@@ -23,18 +23,12 @@ struct HtmlOptions {
 };
 
 int run_html(const HtmlOptions& options) {
+  // Options first: a typo fails before a large dump is read.
+  auto map_options = report::heap_map_options(options.by, options.ruby_version);
+  if (!map_options) return fail(map_options.message());
   report::HtmlReportOptions report_options;
   report_options.top = options.top;
-  if (options.by == "generation") {
-    report_options.heapmap.coloring = report::MapColoring::kGeneration;
-  } else if (options.by != "type") {
-    return fail(fmt::format("--by must be 'type' or 'generation', not '{}'", options.by));
-  }
-  if (!options.ruby_version.empty()) {
-    auto layout = report::layout_for_ruby_version(options.ruby_version);
-    if (!layout) return fail(layout.message());
-    report_options.heapmap.layout = *layout;
-  }
+  report_options.heapmap = *map_options;
 
   auto heap = heap::load_heap(options.dump, {.warnings = stderr});
   if (!heap) return fail(heap.message());

@@ -1,5 +1,9 @@
 #include "report/heap_map.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "report/heap_page_map.h"
@@ -19,6 +23,21 @@ std::string slot_sizes_note(const HeapPageMap& map) {
 }
 
 }  // namespace
+
+Result<HeapMapOptions> heap_map_options(std::string_view by, std::string_view ruby_version) {
+  HeapMapOptions options;
+  if (by == "generation") {
+    options.coloring = MapColoring::kGeneration;
+  } else if (by != "type") {
+    return err("--by must be 'type' or 'generation', not '{}'", by);
+  }
+  if (!ruby_version.empty()) {
+    auto layout = layout_for_ruby_version(ruby_version);
+    if (!layout) return layout.error();
+    options.layout = *layout;
+  }
+  return options;
+}
 
 Result<HeapMapDrawing> draw_heap_map(const heap::Heap& heap, const HeapMapOptions& options) {
   if (heap.size() == 0) return err("the dump holds no objects: nothing to draw");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "core/util/result.h"
 #include "heap/heap.h"
@@ -27,6 +28,10 @@ struct HeapMapDrawing {
   uint64_t undrawn = 0;    // objects no page of the layout can hold, or in a taken slot
   uint64_t pinned = 0;
 };
+
+// Options from the command line's --by ("type", "generation") and --ruby-version ("" to derive
+// the layout). Errors are one-line messages for the user.
+Result<HeapMapOptions> heap_map_options(std::string_view by, std::string_view ruby_version);
 
 // Fails when the dump holds no objects (there is nothing to draw).
 Result<HeapMapDrawing> draw_heap_map(const heap::Heap& heap, const HeapMapOptions& options);
