@@ -166,3 +166,55 @@ TEST(ElfFileErrors, SectionPastEndOfFile) {
 
 }  // namespace
 }  // namespace memprof::elf
+
+namespace memprof::elf {
+namespace {
+
+// The same library with its section header table removed (as sstrip does): the tables PT_DYNAMIC
+// locates give the same dynamic symbols, versions, GNU hash lookups and relocations; the build-id
+// comes from PT_NOTE.
+TEST(ElfFileWithoutSections, DynamicTablesFromPtDynamic) {
+  auto bytes = testing::read_bytes(FIXTURE_LIB_NOW);
+  auto original = ElfFile::parse(bytes, "lib");
+  ASSERT_TRUE(original.ok());
+  auto stripped_bytes = bytes;
+  auto header = *read_at<Elf64_Ehdr>(stripped_bytes, 0);
+  stripped_bytes.resize(header.e_shoff);  // the table is the last thing in the file
+  header.e_shoff = 0;
+  header.e_shnum = 0;
+  header.e_shstrndx = 0;
+  std::memcpy(stripped_bytes.data(), &header, sizeof(header));
+  auto stripped = ElfFile::parse(stripped_bytes, "lib");
+  ASSERT_TRUE(stripped.ok()) << stripped.message();
+  ASSERT_NE(stripped->section(".dynsym"), nullptr);
+
+  auto expected = original->dynamic_symbols();
+  auto actual = stripped->dynamic_symbols();
+  ASSERT_TRUE(expected.ok() && actual.ok()) << actual.message();
+  ASSERT_EQ(actual->size(), expected->size());
+  for (size_t i = 0; i < actual->size(); ++i) {
+    EXPECT_EQ((*actual)[i].name, (*expected)[i].name);
+    EXPECT_EQ((*actual)[i].value, (*expected)[i].value);
+    EXPECT_EQ((*actual)[i].version, (*expected)[i].version);
+    EXPECT_EQ((*actual)[i].default_version, (*expected)[i].default_version);
+  }
+  auto hidden = stripped->find_dynamic_symbol("fixture_versioned", "FIXTURE_1");
+  ASSERT_TRUE(hidden.ok() && hidden->has_value()) << hidden.message();
+  EXPECT_FALSE((*hidden)->default_version);
+
+  auto expected_relocations = original->relocations();
+  auto actual_relocations = stripped->relocations();
+  ASSERT_TRUE(expected_relocations.ok() && actual_relocations.ok()) << actual_relocations.message();
+  ASSERT_EQ(actual_relocations->size(), expected_relocations->size());
+  for (size_t i = 0; i < actual_relocations->size(); ++i) {
+    EXPECT_EQ((*actual_relocations)[i].offset, (*expected_relocations)[i].offset);
+    EXPECT_EQ((*actual_relocations)[i].type, (*expected_relocations)[i].type);
+    EXPECT_EQ((*actual_relocations)[i].symbol_name, (*expected_relocations)[i].symbol_name);
+    EXPECT_EQ((*actual_relocations)[i].plt, (*expected_relocations)[i].plt);
+  }
+  EXPECT_EQ(*stripped->build_id(), FIXTURE_LIB_BUILD_ID);
+  EXPECT_EQ(stripped->usdt_probes()->size(), 0u);  // .note.stapsdt is not allocated: gone
+}
+
+}  // namespace
+}  // namespace memprof::elf

@@ -70,7 +70,6 @@ TEST(Truncation, PartialResultsWithoutSectionHeaders) {
   for (size_t length = program_headers_end; length <= bytes.size(); ++length) {
     auto file = ElfFile::parse(Bytes(bytes.data(), length), "lib");
     ASSERT_TRUE(file.ok()) << length << ": " << file.message();
-    EXPECT_TRUE(file->sections().empty());
     exercise(*file);
     ++parsed;
   }

@@ -31,6 +31,7 @@ Result<ElfFile> ElfFile::parse(Bytes bytes, std::string name) {
   file.name_ = std::move(name);
   file.bytes_ = bytes;
   MEMPROF_TRY_STATUS(file.parse_headers());
+  if (file.sections_.empty()) file.add_sections_from_dynamic();
   file.version_names_ = file.read_version_names();
   return file;
 }

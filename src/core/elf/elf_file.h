@@ -4,7 +4,9 @@
 //   MEMPROF_TRY(symbols, file.dynamic_symbols());
 //
 // open()/parse() validate the header and the program and section header tables; every other part is
-// parsed when asked for and reports its own error. Errors name the file and what is wrong with it:
+// parsed when asked for and reports its own error. A file without section headers (sstrip, an
+// image copied out of memory) gets sections rebuilt from PT_DYNAMIC (.dynsym, .dynstr, .gnu.hash,
+// versions, .rela.dyn, .rela.plt), so its dynamic symbols and relocations read the same way. Errors name the file and what is wrong with it:
 // "libfoo.so: truncated section header table". Nothing here aborts or reads out of bounds on
 // malformed input (fuzz/fuzz_elf.cc keeps it that way).
 #pragma once
@@ -40,6 +42,7 @@ class ElfFile {
   uint64_t entry() const { return entry_; }
 
   const std::vector<Segment>& segments() const { return segments_; }
+  // The section headers, or the ones rebuilt from PT_DYNAMIC when the file has none.
   const std::vector<Section>& sections() const { return sections_; }
   // The first section with this name, or nullptr.
   const Section* section(std::string_view name) const;
@@ -83,6 +86,8 @@ class ElfFile {
  private:
   ElfFile() = default;
   Status parse_headers();
+  // For files without section headers: describes the tables PT_DYNAMIC locates as sections.
+  void add_sections_from_dynamic();
   Result<std::vector<Symbol>> read_symbol_table(const Section& table, SymbolTable kind) const;
   Result<std::string_view> dynamic_string(uint64_t offset) const;
   Result<std::vector<std::string_view>> read_version_names() const;

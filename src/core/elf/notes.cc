@@ -43,14 +43,18 @@ Status for_each_note(const std::string& file, Bytes data, uint64_t alignment,
   return ok_status();
 }
 
-// Notes of every SHT_NOTE section, or of every PT_NOTE segment when the file has no sections.
+// Notes of every SHT_NOTE section, or of every PT_NOTE segment when there are none.
 Status for_each_file_note(const ElfFile& file, const std::function<Status(const Note&)>& visit) {
+  bool note_sections = false;
   for (const auto& section : file.sections()) {
     if (section.type != SHT_NOTE) continue;
+    note_sections = true;
     MEMPROF_TRY(data, file.section_data(section));
     MEMPROF_TRY_STATUS(for_each_note(file.name(), data, section.addralign == 8 ? 8 : 4, visit));
   }
-  if (!file.sections().empty()) return ok_status();
+  // PT_NOTE segments cover the allocated note sections; only a file without section headers
+  // (whose sections were rebuilt from PT_DYNAMIC, without notes) needs them.
+  if (note_sections) return ok_status();
   for (const auto& segment : file.segments()) {
     if (segment.type != PT_NOTE) continue;
     auto data = slice(file.bytes(), segment.offset, segment.filesz);
