@@ -170,7 +170,7 @@ Result<std::shared_ptr<GotHook::State>> install_got_hook_locked(std::string symb
       if (!found.version.empty()) versions.emplace(found.version);
     }
   }
-  // The follower's own hooks must exist before any object imports their symbol.
+  // The follower's own hooks are kept without slots: objects loaded later may import the symbol.
   if (slot_count == 0 && !internal)
     return err("no GOT slot for symbol '{}' in any loaded object", display_name(request));
   // Slots bound to several versions are one hook only when the versions are aliases of one
@@ -206,17 +206,15 @@ Result<std::unique_ptr<GotHook>> GotHook::install(std::string symbol, void* repl
                                                   GotHookOptions options) {
   std::lock_guard lock(got_registry_mutex());
   bool follow = options.follow_dlopen;
-  MEMPROF_TRY(state, install_got_hook_locked(std::move(symbol), replacement, std::move(options),
-                                             /*internal=*/false));
-  if (follow) {
-    if (Status status = retain_dlopen_follower_locked(); !status.ok()) {
-      unpatch_all_locked(*state);
-      auto& hooks = active_got_hooks();
-      hooks.erase(std::find(hooks.begin(), hooks.end(), state));
-      return err("following dlopen for '{}': {}", state->symbol, status.message());
-    }
+  // The follower first: a dlopen completing while the slots are being written is then seen.
+  if (follow) MEMPROF_TRY_STATUS(retain_dlopen_follower_locked());
+  auto state = install_got_hook_locked(std::move(symbol), replacement, std::move(options),
+                                       /*internal=*/false);
+  if (!state.ok()) {
+    if (follow) release_dlopen_follower_locked();
+    return state.error();
   }
-  return std::unique_ptr<GotHook>(new GotHook(std::move(state)));
+  return std::unique_ptr<GotHook>(new GotHook(std::move(*state)));
 }
 
 Result<void*> GotHook::find_original(std::string_view symbol) {
