@@ -56,6 +56,15 @@ Result<HeapMapDrawing> draw_heap_map(const heap::Heap& heap, const HeapMapOption
                    (heap.flags[id] & heap::kFlagPinned) != 0};
   }
   const HeapPageMap map = HeapPageMap::build(*choice.layout, objects);
+  // The picture is held in memory as RGB: refuse sizes that would take hundreds of megabytes
+  // (about 14,000 pages of 64 KiB, a heap of ~900 MB of slots) instead of exhausting memory.
+  const MapRaster raster = MapRaster::plan(map);
+  const uint64_t pixels = uint64_t(raster.map_width) * uint64_t(raster.map_height);
+  if (pixels > kMaxHeapMapPixels) {
+    return err("{} pages would make a {}x{} picture; memprof draws at most {} million pixels",
+               map.pages.size(), raster.map_width, raster.map_height,
+               kMaxHeapMapPixels / 1'000'000);
+  }
 
   HeapMapDrawing drawing{Image(0, 0, {}), std::move(choice)};
   drawing.pages = map.pages.size();

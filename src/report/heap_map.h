@@ -33,7 +33,10 @@ struct HeapMapDrawing {
 // the layout). Errors are one-line messages for the user.
 Result<HeapMapOptions> heap_map_options(std::string_view by, std::string_view ruby_version);
 
-// Fails when the dump holds no objects (there is nothing to draw).
+inline constexpr uint64_t kMaxHeapMapPixels = 120'000'000;
+
+// Fails when the dump holds no objects (there is nothing to draw) or when the map would be
+// larger than kMaxHeapMapPixels.
 Result<HeapMapDrawing> draw_heap_map(const heap::Heap& heap, const HeapMapOptions& options);
 
 }  // namespace memprof::report
