@@ -52,7 +52,7 @@ MEMPROF_COMMAND(
       sub.add_option("dump", options->dump, "ObjectSpace.dump_all file (plain, gzip or zstd)")
           ->required();
       sub.add_option("-o,--output", options->output, "HTML file to write")->required();
-      sub.add_option("--top", options->top, "Rows in the class, site and retained lists (0: all)")
+      sub.add_option("--top", options->top, "Rows in the class, site and retained lists (0: all; at least 28)")
           ->capture_default_str();
       sub.add_option("--by", options->by, "Heap map colors: 'type' (default) or 'generation'");
       sub.add_option("--ruby-version", options->ruby_version,

@@ -1,5 +1,7 @@
 #include "report/html_report.h"
 
+#include <algorithm>
+
 #include "heap/analysis.h"
 #include "heap/analysis_report.h"
 #include "heap/dominators.h"
@@ -52,7 +54,11 @@ Result<HtmlReport> render_html_report(std::string_view dump_name, const heap::He
                                       const HtmlReportOptions& options) {
   const heap::Graph graph = heap::Graph::build(heap);
   const heap::DominatorTree tree = heap::DominatorTree::compute(graph, heap);
-  const size_t top = options.top == 0 ? heap.size() : options.top;
+  // The page sums the per-type rows to check them against the totals, so that list must be
+  // complete: there are never more rows than object types.
+  const size_t top = options.top == 0
+                         ? heap.size()
+                         : std::max(options.top, static_cast<size_t>(heap::kObjectTypeCount));
   const heap::Analysis analysis = heap::analyze_heap(heap, graph, tree, top);
   const heap::ReportContext context{dump_name, heap, tree, top};
   const std::string analysis_json = heap::render_analysis_json(context, analysis);

@@ -15,7 +15,8 @@
 namespace memprof::report {
 
 struct HtmlReportOptions {
-  size_t top = 100;            // rows in the class, site and dominator lists
+  size_t top = 100;  // rows in the class, site and dominator lists (0: all; at least the
+                     // number of object types, so the per-type table is always complete)
   size_t treemap_groups = 60;  // boxes in the treemap (the rest merged into one)
   HeapMapOptions heapmap;
 };

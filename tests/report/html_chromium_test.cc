@@ -86,6 +86,19 @@ TEST(HtmlInChromium, ShowsTheFixtureNumbers) {
   EXPECT_EQ(count_of(dom, "data-rendered=\"yes\""), 1u);
 }
 
+TEST(HtmlInChromium, ShortListsKeepEveryTypeRow) {
+  TempDir dir;
+  const std::string html = dir.file("report.html");
+  const auto run = run_command({kMemprof, "html", kFixture, "-o", html, "--top", "1"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto browser = render_dom(html);
+  ASSERT_EQ(browser.exit_code, 0) << browser.err;
+  // --top is raised to the number of object types, so the page's own sum still matches.
+  EXPECT_EQ(element_by_id(browser.out, "by-type", "data-rows").attribute, "6");
+  EXPECT_EQ(element_by_id(browser.out, "total-count", "data-value").attribute, "12");
+  EXPECT_EQ(element_by_id(browser.out, "consistency", "id").text, "");
+}
+
 TEST(HtmlInChromium, HostileClassNamesStayText) {
   TempDir dir;
   std::string dump = testing::read_file(kFixture);
