@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 
 #include "test_support.h"
 
@@ -64,6 +66,21 @@ TEST(Cli, AnalyzeJsonTotalsEqualTheDump) {
     EXPECT_EQ(c, count) << key;
     EXPECT_EQ(m, memsize) << key;
   }
+}
+
+TEST(Cli, PlainGzipAndZstdDumpsGiveTheSameReport) {
+  // The plain file takes the parallel pread path, the compressed ones the streaming path.
+  std::string plain = ::testing::TempDir() + "memprof_leak_b.json";
+  { std::ofstream(plain, std::ios::binary) << unzstd(read_file(fixture_path("leak_b.json.zst"))); }
+  auto report = [](const std::string& dump) {
+    CommandResult r = run_memprof("analyze " + dump + " --json --top 0");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(r.out.find(R"("lines":)"));  // all but the dump name
+  };
+  std::string expected = report("leak_b.json.zst");
+  EXPECT_EQ(report(plain), expected);
+  EXPECT_EQ(report("leak_b.json.gz"), expected);
+  std::remove(plain.c_str());
 }
 
 TEST(Cli, AnalyzeGoldenTextAndJson) {
