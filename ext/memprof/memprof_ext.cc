@@ -1,0 +1,239 @@
+// Memprof::Native: the extension's entry points. Each translates between Ruby values and the
+// bridge (src/ruby/), and turns errors into Ruby exceptions only after every C++ object of the
+// call is gone (a Ruby raise unwinds with longjmp, which would skip destructors).
+//
+// The public API and its argument checks live in lib/memprof.rb; these functions assume them.
+#include <string>
+#include <vector>
+
+#include "ruby/compaction_watcher.h"
+#include "ruby/coverage_audit.h"
+#include "ruby/readout.h"
+#include "ruby/ruby_headers.h"
+#include "ruby/tracker.h"
+
+namespace {
+
+using memprof::Result;
+using memprof::ruby::Mechanism;
+using memprof::ruby::Tracker;
+
+VALUE g_error_class = Qnil;  // Memprof::Error, defined by lib/memprof.rb before loading us
+
+// Runs `body` (returning Result<VALUE>) with the tracker paused, so objects made here are
+// kept at memprof's internal site; raises Memprof::Error on failure.
+template <typename Body>
+VALUE guarded(Body&& body) {
+  VALUE exception = Qnil;
+  VALUE result = Qnil;
+  {
+    Tracker::Pause pause(Tracker::instance());
+    Result<VALUE> outcome = body(Tracker::instance());
+    if (outcome.ok())
+      result = *outcome;
+    else
+      exception = rb_exc_new(g_error_class, outcome.message().data(),
+                             static_cast<long>(outcome.message().size()));
+  }
+  if (!NIL_P(exception)) rb_exc_raise(exception);
+  return result;
+}
+
+VALUE to_ruby(const std::string& s) { return rb_str_new(s.data(), static_cast<long>(s.size())); }
+
+Result<Mechanism> parse_mechanism(VALUE name) {
+  if (NIL_P(name)) return Mechanism::kAuto;
+  if (!SYMBOL_P(name)) return memprof::err("mechanism must be a Symbol");
+  std::string s = rb_id2name(SYM2ID(name));
+  if (s == "auto") return Mechanism::kAuto;
+  if (s == "hooks") return Mechanism::kHooks;
+  if (s == "tracepoint") return Mechanism::kTracepoint;
+  return memprof::err("unknown mechanism :{} (expected :auto, :hooks or :tracepoint)", s);
+}
+
+VALUE native_start(VALUE, VALUE mechanism_name) {
+  return guarded([&](Tracker& t) -> Result<VALUE> {
+    MEMPROF_TRY(mechanism, parse_mechanism(mechanism_name));
+    if (t.active()) return Qfalse;
+    MEMPROF_TRY_STATUS(t.start(mechanism));
+    return Qtrue;
+  });
+}
+
+VALUE native_stop(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    if (!t.active()) return Qfalse;
+    t.stop();
+    t.clear();
+    return Qtrue;
+  });
+}
+
+VALUE native_active_p(VALUE) { return Tracker::instance().active() ? Qtrue : Qfalse; }
+
+VALUE native_mechanism(VALUE) {
+  Tracker& t = Tracker::instance();
+  if (!t.active()) return Qnil;
+  return ID2SYM(rb_intern(memprof::ruby::mechanism_name(t.mechanism())));
+}
+
+VALUE native_stats_lines(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    std::vector<std::string> lines = memprof::ruby::stats_lines(t);
+    VALUE out = rb_ary_new_capa(static_cast<long>(lines.size()));
+    for (const std::string& line : lines) rb_ary_push(out, to_ruby(line));
+    return out;
+  });
+}
+
+VALUE native_clear(VALUE) {
+  Tracker::instance().clear();
+  return Qnil;
+}
+
+VALUE native_prune(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> { return SIZET2NUM(t.prune()); });
+}
+
+VALUE groups_to_rows(const std::vector<memprof::track::NamedGroup>& groups) {
+  VALUE rows = rb_ary_new_capa(static_cast<long>(groups.size()));
+  for (const auto& g : groups) {
+    VALUE row = rb_ary_new_capa(5);
+    rb_ary_push(row, to_ruby(g.file));
+    rb_ary_push(row, INT2NUM(g.line));
+    rb_ary_push(row, to_ruby(g.class_name));
+    rb_ary_push(row, ULL2NUM(g.count));
+    rb_ary_push(row, ULL2NUM(g.bytes));
+    rb_ary_push(rows, row);
+  }
+  return rows;
+}
+
+VALUE native_report_begin(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    if (t.active()) return memprof::err("tracking is already started");
+    MEMPROF_TRY_STATUS(memprof::ruby::report_begin(t));
+    return Qnil;
+  });
+}
+
+VALUE native_report_end(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    memprof::ruby::ReportSnapshot snapshot = memprof::ruby::report_end(t);
+    return rb_assoc_new(groups_to_rows(snapshot.allocated), groups_to_rows(snapshot.retained));
+  });
+}
+
+VALUE native_site_of(VALUE, VALUE object) {
+  return guarded([&](Tracker& t) -> Result<VALUE> {
+    auto site = memprof::ruby::site_of(t, object);
+    if (!site) return Qnil;
+    return rb_assoc_new(rb_str_new(site->file.data(), static_cast<long>(site->file.size())),
+                        INT2NUM(site->line));
+  });
+}
+
+VALUE native_annotate_object_line(VALUE, VALUE object, VALUE line) {
+  return guarded([&](Tracker& t) -> Result<VALUE> {
+    std::string text(RSTRING_PTR(line), RSTRING_LEN(line));
+    return to_ruby(memprof::ruby::annotate_object_line(t, object, text));
+  });
+}
+
+VALUE native_annotate_dump_file(VALUE, VALUE raw_path, VALUE path) {
+  return guarded([&](Tracker& t) -> Result<VALUE> {
+    MEMPROF_TRY(counts, memprof::ruby::annotate_dump_file(t, StringValueCStr(raw_path),
+                                                          StringValueCStr(path)));
+    return ULL2NUM(counts.annotated);
+  });
+}
+
+VALUE native_compaction_window_begin(VALUE) {
+  Tracker::instance().begin_compaction_window();
+  return Qnil;
+}
+
+VALUE native_compaction_window_end(VALUE) {
+  Tracker::instance().end_compaction_window();
+  return Qnil;
+}
+
+VALUE native_set_auto_compaction(VALUE, VALUE on) {
+  Tracker::instance().set_auto_compaction(RTEST(on));
+  return on;
+}
+
+VALUE native_info(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    VALUE info = rb_hash_new();
+    auto set = [&](const char* key, VALUE value) { rb_hash_aset(info, ID2SYM(rb_intern(key)), value); };
+    set("entries", SIZET2NUM(t.table().size()));
+    set("table_bytes", SIZET2NUM(t.table().memory_bytes()));
+    set("sites", SIZET2NUM(t.sites().size()));
+    set("site_bytes", SIZET2NUM(t.sites().memory_bytes()));
+    set("hooked_slots", SIZET2NUM(t.hooked_slots()));
+    set("dropped", SIZET2NUM(t.table().dropped()));
+    set("lost_to_compaction", SIZET2NUM(t.lost_to_compaction()));
+    return info;
+  });
+}
+
+VALUE native_ignore_path_prefix(VALUE, VALUE prefix) {
+  memprof::ruby::ignore_path_prefix(StringValueCStr(prefix));
+  return Qnil;
+}
+
+// The coverage audit in progress (Memprof::Diagnostics.coverage); one at a time.
+std::unique_ptr<memprof::ruby::CoverageAudit> g_audit;
+
+VALUE native_coverage_begin(VALUE, VALUE capacity) {
+  return guarded([&](Tracker& t) -> Result<VALUE> {
+    if (g_audit) return memprof::err("a coverage audit is already running");
+    MEMPROF_TRY(audit, memprof::ruby::CoverageAudit::begin(t, NUM2SIZET(capacity)));
+    g_audit = std::move(audit);
+    return Qnil;
+  });
+}
+
+VALUE native_coverage_end(VALUE) {
+  return guarded([](Tracker&) -> Result<VALUE> {
+    if (!g_audit) return memprof::err("no coverage audit is running");
+    auto audit = std::move(g_audit);
+    MEMPROF_TRY(coverage, audit->finish());
+    VALUE out = rb_ary_new();
+    for (const auto& c : coverage)
+      rb_ary_push(out, rb_ary_new_from_args(3, INT2NUM(c.type), ULL2NUM(c.events),
+                                            ULL2NUM(c.hooked)));
+    return out;
+  });
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void Init_memprof() {
+  VALUE memprof = rb_define_module("Memprof");
+  g_error_class = rb_const_get(memprof, rb_intern("Error"));
+  rb_gc_register_mark_object(g_error_class);
+  VALUE native = rb_define_module_under(memprof, "Native");
+  memprof::ruby::install_compaction_watcher(Tracker::instance());
+
+  rb_define_module_function(native, "start", native_start, 1);
+  rb_define_module_function(native, "stop", native_stop, 0);
+  rb_define_module_function(native, "active?", native_active_p, 0);
+  rb_define_module_function(native, "mechanism", native_mechanism, 0);
+  rb_define_module_function(native, "stats_lines", native_stats_lines, 0);
+  rb_define_module_function(native, "clear", native_clear, 0);
+  rb_define_module_function(native, "prune", native_prune, 0);
+  rb_define_module_function(native, "report_begin", native_report_begin, 0);
+  rb_define_module_function(native, "report_end", native_report_end, 0);
+  rb_define_module_function(native, "site_of", native_site_of, 1);
+  rb_define_module_function(native, "annotate_object_line", native_annotate_object_line, 2);
+  rb_define_module_function(native, "annotate_dump_file", native_annotate_dump_file, 2);
+  rb_define_module_function(native, "compaction_window_begin", native_compaction_window_begin, 0);
+  rb_define_module_function(native, "compaction_window_end", native_compaction_window_end, 0);
+  rb_define_module_function(native, "auto_compaction=", native_set_auto_compaction, 1);
+  rb_define_module_function(native, "info", native_info, 0);
+  rb_define_module_function(native, "ignore_path_prefix", native_ignore_path_prefix, 1);
+  rb_define_module_function(native, "coverage_begin", native_coverage_begin, 1);
+  rb_define_module_function(native, "coverage_end", native_coverage_end, 0);
+}

@@ -1,0 +1,42 @@
+# frozen_string_literal: true
+
+module Memprof
+  # GC compaction can move an untracked object into the slot of a tracked one that died in the
+  # same GC; the tracker's type check cannot tell them apart (docs/ruby.md, "Frees"). So every
+  # way Ruby offers to compact runs with the tracker warned: frees are watched for its
+  # duration, and the survivors are rekeyed when objects move.
+  module Compaction
+    # Prepended to GC's singleton class.
+    module GuardedGC
+      def compact(*args, **kwargs)
+        Memprof::Native.compaction_window_begin
+        begin
+          super
+        ensure
+          Memprof::Native.compaction_window_end
+        end
+      end
+
+      def verify_compaction_references(*args, **kwargs)
+        Memprof::Native.compaction_window_begin
+        begin
+          super
+        ensure
+          Memprof::Native.compaction_window_end
+        end
+      end
+
+      def auto_compact=(flag)
+        result = super
+        Memprof::Native.auto_compaction = flag ? true : false
+        result
+      end
+    end
+
+    def self.sync_auto_compact
+      Memprof::Native.auto_compaction = GC.respond_to?(:auto_compact) && GC.auto_compact ? true : false
+    end
+
+    GC.singleton_class.prepend(GuardedGC)
+  end
+end

@@ -1,0 +1,96 @@
+# frozen_string_literal: true
+
+require "json"
+
+module Memprof
+  # What a block allocated and retained, by gem, file, location (file:line) and class.
+  # Built by Memprof.report from rows [file, line, class_name, count, bytes].
+  class Report
+    GROUPINGS = %i[gem file location class].freeze
+    Row = Struct.new(:file, :line, :class_name, :count, :bytes) do
+      def location = "#{file}:#{line}"
+      def gem = Report.gem_of(file)
+    end
+
+    attr_reader :allocated, :retained
+
+    def initialize(allocated_rows, retained_rows)
+      @allocated = allocated_rows.map { |r| Row.new(*r) }.freeze
+      @retained = retained_rows.map { |r| Row.new(*r) }.freeze
+    end
+
+    def total_allocated = @allocated.sum(&:count)
+    def total_allocated_memsize = @allocated.sum(&:bytes)
+    def total_retained = @retained.sum(&:count)
+    def total_retained_memsize = @retained.sum(&:bytes)
+
+    # The gem a file belongs to: NAME for .../gems/NAME-VERSION/..., the library directory
+    # for Debian's vendor_ruby and Ruby's standard library, else "other".
+    def self.gem_of(file)
+      case file
+      when %r{/gems/([^/]+?)-\d[^/]*/} then Regexp.last_match(1)
+      when %r{/(?:vendor_ruby|site_ruby)/(?:\d[^/]*/)?([^/.]+)} then Regexp.last_match(1)
+      when %r{/lib/ruby/\d+\.\d+\.\d+/([^/.]+)} then Regexp.last_match(1)
+      else "other"
+      end
+    end
+
+    # [{name:, count:, bytes:}] grouped by one of GROUPINGS, by count descending (by bytes
+    # with sort: :bytes); ties by name.
+    def group(kind, by:, sort: :count)
+      raise ArgumentError, "group by one of #{GROUPINGS.inspect}, not #{by.inspect}" unless GROUPINGS.include?(by)
+
+      rows = kind == :retained ? @retained : @allocated
+      sums = Hash.new { |h, k| h[k] = [0, 0] }
+      rows.each do |row|
+        name = by == :class ? row.class_name : row.public_send(by)
+        sums[name][0] += row.count
+        sums[name][1] += row.bytes
+      end
+      key = sort == :bytes ? 1 : 0
+      sums.map { |name, (count, bytes)| { name: name, count: count, bytes: bytes } }
+          .sort_by { |g| [-g[key == 1 ? :bytes : :count], g[:name]] }
+    end
+
+    def to_h
+      { "allocated" => section(@allocated, :allocated), "retained" => section(@retained, :retained) }
+    end
+
+    def to_json(*args)
+      to_h.to_json(*args)
+    end
+
+    # memory_profiler-style text: totals, then memory and objects by gem, file, location and
+    # class, allocated then retained, `top` lines each.
+    def print(io = $stdout, top: 50)
+      io.puts "Total allocated: #{total_allocated_memsize} bytes (#{total_allocated} objects)"
+      io.puts "Total retained:  #{total_retained_memsize} bytes (#{total_retained} objects)"
+      %i[allocated retained].each do |kind|
+        [[:bytes, "memory"], [:count, "objects"]].each do |metric, word|
+          GROUPINGS.each do |by|
+            title = "#{kind} #{word} by #{by}"
+            io.puts
+            io.puts title
+            io.puts "-" * 35
+            group(kind, by: by, sort: metric).first(top).each do |g|
+              io.puts format("%10d  %s", g[metric], g[:name])
+            end
+          end
+        end
+      end
+      nil
+    end
+
+    private
+
+    def section(rows, kind)
+      by_location = rows.map { |r| { "location" => r.location, "class" => r.class_name, "count" => r.count, "bytes" => r.bytes } }
+                        .sort_by { |h| [-h["count"], h["location"], h["class"]] }
+      out = { "objects" => rows.sum(&:count), "bytes" => rows.sum(&:bytes), "by_location" => by_location }
+      %i[gem file class].each do |by|
+        out["by_#{by}"] = group(kind, by: by).map { |g| { "name" => g[:name], "count" => g[:count], "bytes" => g[:bytes] } }
+      end
+      out
+    end
+  end
+end

@@ -1,0 +1,188 @@
+#include "ruby/allocation_hooks.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "ruby/tracker.h"
+
+namespace memprof::ruby {
+
+namespace {
+
+using Forwarded = VALUE (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t);
+
+constexpr std::array<const char*, 8> kHookedSymbols = {
+    "rb_wb_protected_newobj_of", "rb_wb_unprotected_newobj_of", "rb_ec_wb_protected_newobj_of",
+    "rb_newobj_of",              "rb_data_object_wrap",         "rb_data_object_zalloc",
+    "rb_data_typed_object_wrap", "rb_data_typed_object_zalloc",
+};
+
+// Written before the slot that leads to a forwarder is patched and never cleared, so a call
+// racing with uninstall still reaches the real function.
+std::array<Forwarded, kHookedSymbols.size()> g_originals{};
+Tracker* g_tracker = nullptr;
+rb_alloc_func_t g_original_allocator = nullptr;
+
+template <size_t I>
+VALUE forward_and_record(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d) {
+  VALUE object = g_originals[I](a, b, c, d);
+  g_tracker->record(object);
+  return object;
+}
+
+template <size_t... I>
+constexpr std::array<Forwarded, sizeof...(I)> make_forwarders(std::index_sequence<I...>) {
+  return {&forward_and_record<I>...};
+}
+constexpr auto kForwarders = make_forwarders(std::make_index_sequence<kHookedSymbols.size()>());
+
+VALUE allocate_and_record(VALUE klass) {
+  VALUE object = g_original_allocator(klass);
+  g_tracker->record(object);
+  return object;
+}
+
+bool no_slot_error(const Error& error) {
+  return std::string_view(error.message).starts_with("no GOT slot");
+}
+
+}  // namespace
+
+Result<std::string> libruby_path() {
+  MEMPROF_TRY(address, hook::GotHook::find_original("rb_wb_protected_newobj_of"));
+  Dl_info info{};
+  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr)
+    return err("rb_wb_protected_newobj_of at {} is in no loaded object", address);
+  return std::string(info.dli_fname);
+}
+
+Result<std::unique_ptr<AllocationHooks>> AllocationHooks::install(Tracker& tracker) {
+  MEMPROF_TRY(path, libruby_path());
+  if (std::string_view(path).find("libruby") == std::string_view::npos)
+    return err("the Ruby VM is linked into {} rather than a shared libruby: its internal "
+               "allocation calls do not go through a GOT",
+               path);
+  g_tracker = &tracker;
+  std::unique_ptr<AllocationHooks> hooks(new AllocationHooks());
+  // Our own extension must be patched too: objects it creates would otherwise be unseen
+  // allocations, which the liveness scheme does not allow. The loader and the vdso are never
+  // patched by the hook engine.
+  hook::GotHookOptions options;
+  options.object_filter = [](std::string_view) { return true; };
+  for (size_t i = 0; i < kHookedSymbols.size(); ++i) {
+    auto original = hook::GotHook::find_original(kHookedSymbols[i]);
+    if (!original.ok()) continue;  // not exported by this Ruby version
+    g_originals[i] = reinterpret_cast<Forwarded>(*original);
+    auto installed = hook::GotHook::install(kHookedSymbols[i],
+                                            reinterpret_cast<void*>(kForwarders[i]), options);
+    if (!installed.ok()) {
+      if (no_slot_error(installed.error())) continue;
+      return err("hooking {}: {}", kHookedSymbols[i], installed.message());
+    }
+    hooks->got_hooks_.push_back(std::move(*installed));
+  }
+  if (hooks->got_hooks_.empty())
+    return err("no GOT slot for Ruby's allocation functions in any loaded object");
+  MEMPROF_TRY_STATUS(hooks->swap_allocators());
+  return hooks;
+}
+
+namespace {
+
+// Plain (non-singleton, visible) classes in the heap, collected without allocating.
+int collect_classes(void* start, void* end, size_t stride, void* out) {
+  auto& classes = *static_cast<std::vector<VALUE>*>(out);
+  for (auto p = reinterpret_cast<uintptr_t>(start); p < reinterpret_cast<uintptr_t>(end);
+       p += stride) {
+    const auto* basic = reinterpret_cast<const struct RBasic*>(p);
+    if ((basic->flags & RUBY_T_MASK) == RUBY_T_CLASS && basic->klass != 0 &&
+        !(basic->flags & RUBY_FL_SINGLETON))
+      classes.push_back(static_cast<VALUE>(p));
+  }
+  return 0;
+}
+
+}  // namespace
+
+namespace {
+
+// Every plain class in the heap, superclasses before subclasses. No Ruby object is allocated.
+std::vector<VALUE> classes_from_the_top() {
+  std::vector<VALUE> classes;
+  rb_objspace_each_objects(&collect_classes, &classes);
+  std::vector<std::pair<size_t, VALUE>> by_depth;
+  by_depth.reserve(classes.size());
+  for (VALUE klass : classes) {
+    size_t depth = 0;
+    for (VALUE super = rb_class_superclass(klass); RB_TYPE_P(super, RUBY_T_CLASS);
+         super = rb_class_superclass(super))
+      ++depth;
+    by_depth.emplace_back(depth, klass);
+  }
+  std::stable_sort(by_depth.begin(), by_depth.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < by_depth.size(); ++i) classes[i] = by_depth[i].second;
+  return classes;
+}
+
+// Replaces `from` by `to` in every class whose own allocator field holds `from`. Visiting
+// superclasses first makes "resolves to `from`" mean "holds `from` itself": its ancestors have
+// been switched already. (Ruby copies the superclass's own allocator into a new class, so
+// many classes hold a copy, not just BasicObject.)
+void switch_allocators(rb_alloc_func_t from, rb_alloc_func_t to) {
+  if (rb_get_alloc_func(rb_cBasicObject) == from) rb_define_alloc_func(rb_cBasicObject, to);
+  for (VALUE klass : classes_from_the_top())
+    if (rb_get_alloc_func(klass) == from) rb_define_alloc_func(klass, to);
+}
+
+}  // namespace
+
+Status AllocationHooks::swap_allocators() {
+  g_original_allocator = rb_get_alloc_func(rb_cBasicObject);
+  if (g_original_allocator == nullptr) return err("BasicObject has no allocator");
+  switch_allocators(g_original_allocator, &allocate_and_record);
+  allocators_swapped_ = true;
+  return hook_direct_instance_calls();
+}
+
+// Installed at the first start and kept until the process exits: finding the call sites means
+// decoding all of libruby's code (~50 ms), too slow to repeat at every start (1,000 start/stop
+// cycles would take a minute). While tracking is off the redirected calls reach the original
+// allocator through allocate_and_record, whose record() returns at once.
+Status AllocationHooks::hook_direct_instance_calls() {
+  static hook::CallSiteHook* installed = nullptr;
+  static bool absent = false;
+  if (installed != nullptr || absent) return ok_status();
+  auto direct = hook::CallSiteHook::install(reinterpret_cast<void*>(g_original_allocator),
+                                            reinterpret_cast<void*>(&allocate_and_record));
+  if (direct.ok()) {
+    installed = direct->release();
+  } else if (std::string_view(direct.message()).starts_with("no call to ")) {
+    absent = true;
+  } else {
+    return err("hooking direct calls of the instance allocator: {}", direct.message());
+  }
+  return ok_status();
+}
+
+void AllocationHooks::restore_allocators() {
+  // Also restores classes created while tracking, which copied our allocator.
+  if (allocators_swapped_) switch_allocators(&allocate_and_record, g_original_allocator);
+  allocators_swapped_ = false;
+}
+
+AllocationHooks::~AllocationHooks() {
+  restore_allocators();
+  got_hooks_.clear();  // each GotHook restores its slots' exact bytes
+}
+
+size_t AllocationHooks::patched_slots() const {
+  size_t slots = 0;
+  for (const auto& hook : got_hooks_) slots += hook->patched_slots();
+  return slots;
+}
+
+}  // namespace memprof::ruby

@@ -1,0 +1,52 @@
+// Reading the tracker out: stats lines, the allocated/retained snapshot of a report, the
+// allocation site of one object, and site-annotated heap dumps. All of these run on a Ruby
+// thread, outside GC; they prune dead entries first.
+//
+// Objects without a class (hidden VM internals, klass == 0), objects allocated by memprof
+// itself and objects allocated in the files registered with ignore_path_prefix() (the gem's
+// own Ruby code) are tracked but never shown.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/track/aggregate.h"
+#include "core/track/dump_annotate.h"
+#include "core/util/result.h"
+#include "ruby/ruby_headers.h"
+
+namespace memprof::ruby {
+
+class Tracker;
+
+void ignore_path_prefix(std::string prefix);
+
+// Memprof.stats: one line per live (site, class) group, largest first.
+std::vector<std::string> stats_lines(Tracker& tracker);
+
+struct ReportSnapshot {
+  std::vector<track::NamedGroup> allocated;
+  std::vector<track::NamedGroup> retained;
+};
+
+// Memprof.report. begin: full GC, then GC disabled so that every object the block allocates
+// is still in the heap when the block ends (memory_profiler's semantics), then tracking.
+Status report_begin(Tracker& tracker);
+// end: stop tracking; allocated = the block's objects with their memsize; GC back to its
+// previous state; a full GC with immediate sweep; retained = those still alive.
+ReportSnapshot report_end(Tracker& tracker);
+
+// The allocation site of a live object, if memprof tracked it.
+std::optional<track::SourceLocation> site_of(Tracker& tracker, VALUE object);
+
+// ObjectSpace.dump(object)'s line with the object's allocation site added.
+std::string annotate_object_line(Tracker& tracker, VALUE object, const std::string& line);
+
+// Copies the dump_all file at `raw_path` to `path`, adding allocation sites. The caller makes
+// sure no tracked object was freed since the dump was written: GC disabled and dead entries
+// pruned (Tracker::prune finishes any lazy sweep) before ObjectSpace.dump_all runs.
+Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::string& raw_path,
+                                                 const std::string& path);
+
+}  // namespace memprof::ruby

@@ -1,0 +1,32 @@
+// The Ruby C API as the bridge uses it. Include this instead of <ruby.h> directly.
+//
+// Besides the public headers, the bridge calls a few functions that libruby exports (they are
+// in its dynamic symbol table, used by ext/objspace) but that no installed header declares for
+// every version we support; they are declared here (weak where a version may lack it).
+#pragma once
+
+// Ruby's config.h #defines uint128_t and int128_t, which breaks fmt if fmt is parsed after it;
+// fmt first, so every file that includes this header works whatever else it includes.
+#include <fmt/format.h>
+
+#include <ruby.h>
+#include <ruby/debug.h>
+
+extern "C" {
+// vm.c: the file and line of the innermost Ruby frame in one frame walk (2.x .. 3.4).
+__attribute__((weak)) const char* rb_source_location_cstr(int* pline);
+// gc.c, exported for ext/objspace in every version we support (declared in internal/gc.h).
+void rb_objspace_each_objects(int (*callback)(void* start, void* end, size_t stride, void* data),
+                              void* data);
+size_t rb_obj_memsize_of(VALUE object);
+}
+
+namespace memprof::ruby {
+
+// The builtin type of a heap object, read straight from its flags word (RB_BUILTIN_TYPE
+// asserts on special constants in debug builds of Ruby; callers here never pass one).
+inline int slot_type(uintptr_t address) {
+  return static_cast<int>(reinterpret_cast<const struct RBasic*>(address)->flags & RUBY_T_MASK);
+}
+
+}  // namespace memprof::ruby
