@@ -82,6 +82,22 @@ TEST_P(RemoteTarget, SymbolsAtTheAddressesTheProcessUses) {
 INSTANTIATE_TEST_SUITE_P(Variants, RemoteTarget,
                          ::testing::Values(TARGET_PIE, TARGET_NOPIE, TARGET_STATIC));
 
+// A deployment replaced the program after the process started: the file is gone, the process
+// still runs it. Its symbols come from /proc/PID/exe.
+TEST(RemoteTargetDeleted, ExecutableDeletedAfterStart) {
+  std::string copy = ::testing::TempDir() + "memprof_deleted_target_" + std::to_string(::getpid());
+  std::filesystem::copy_file(TARGET_PIE, copy, std::filesystem::copy_options::overwrite_existing);
+  ChildProcess child({copy});
+  ASSERT_TRUE(child.started());
+  TargetAddresses expected = read_ready_line(child);
+  std::filesystem::remove(copy);
+  auto index = SymbolIndex::for_process(child.pid());
+  ASSERT_TRUE(index.ok()) << index.message();
+  EXPECT_EQ(only_address(*index, "main"), expected.main);
+  EXPECT_EQ(only_address(*index, "proc_target_function"), expected.function);
+  EXPECT_EQ(index->objects().front().object.path, copy + " (deleted)");
+}
+
 // A ruby that has started and is sleeping; skipped when the machine has no ruby.
 class RubyProcess : public ::testing::Test {
  protected:
