@@ -1,0 +1,194 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+
+# The public API on programs whose allocation sites are known: exact counts, formats, return
+# values and the errors misuse raises.
+class ApiTest < Minitest::Test
+  include MemprofTestHelper
+
+  # Lines 1-2 warm up what Ruby allocates and keeps on first use (the random seed, the Struct
+  # class with its metaclass and name) so that only the program's own objects remain.
+  KNOWN_SITES = <<~'RUBY'
+    $kept = [rand]
+    Point = Struct.new(:x)
+    Memprof.start(mechanism: ARGV[0].to_sym)
+    20.times { $kept << "kept-#{rand}" }           # line 4: 20 retained Strings (+20 garbage)
+    10.times { $kept << [1, 2] }                   # line 5: 10 retained Arrays
+    5.times { $kept << { a: 1 } }                  # line 6: 5 retained Hashes
+    7.times { $kept << Point.new(1) }              # line 7: 7 retained Point
+    3.times { $kept << Object.new }                # line 8: 3 retained Object
+    1000.times { "garbage #{rand}" }               # line 9: garbage only
+    GC.start
+    Memprof.stats($stdout)
+    puts "mechanism=#{Memprof.mechanism}"
+    Memprof.stop
+  RUBY
+
+  # The interpolated string at line 4 makes two Strings (rand.to_s and the result); the
+  # temporary is garbage, the result is kept.
+  EXPECTED = {
+    "L4:String" => 20, "L5:Array" => 10, "L6:Hash" => 5, "L7:Point" => 7, "L8:Object" => 3
+  }.freeze
+
+  def check_known_sites(mechanism)
+    run_ruby(KNOWN_SITES, args: [mechanism]) do |out, _err, path|
+      assert_includes out, "mechanism=#{mechanism}"
+      stats = stats_for(out, path)
+      assert_equal EXPECTED, stats
+      lines = out.lines.grep(/#{Regexp.escape(path)}/)
+      assert_equal format("%7d %s:%d:%s\n", 20, path, 4, "String"), lines.first
+      counts = lines.map { |l| Integer(l[/\d+/]) }
+      assert_equal counts.sort.reverse, counts, "largest first"
+    end
+  end
+
+  def test_exact_live_counts_with_hooks
+    check_known_sites("hooks")
+  end
+
+  def test_exact_live_counts_with_the_newobj_fallback
+    check_known_sites("tracepoint")
+  end
+
+  def test_start_stop_return_values_and_state
+    run_ruby(<<~RUBY) { |out| assert_equal "true false true true false false nil\n", out }
+      a = Memprof.start
+      b = Memprof.start
+      c = Memprof.started?
+      d = Memprof.stop
+      e = Memprof.stop
+      f = Memprof.started?
+      puts [a, b, c, d, e, f, Memprof.mechanism.inspect].join(" ")
+    RUBY
+  end
+
+  def test_stats_bang_prints_then_forgets
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      Memprof.start
+      $kept = Array.new(4) { |i| "x#{i}" * 2 }   # line 2
+      GC.start
+      Memprof.stats!($stdout)
+      print "sep\n"
+      GC.start                                    # what puts allocated is garbage
+      Memprof.stats($stdout)
+      print "sep\n"
+      $kept << "y" * 3                            # line 9: "y" is garbage, the product kept
+      GC.start
+      Memprof.stats($stdout)
+      Memprof.stop
+    RUBY
+      first, second, third = out.split("sep\n")
+      # Line 2: the Array, and per element the interpolation's temporary (garbage) and the
+      # product (kept).
+      assert_equal({ "L2:String" => 4, "L2:Array" => 1 }, stats_for(first, path))
+      assert_equal({}, stats_for(second, path))
+      assert_equal({ "L9:String" => 1 }, stats_for(third, path))
+    end
+  end
+
+  def test_track_prints_stats_returns_the_value_and_stops
+    run_ruby(<<~'RUBY') do |out, err, path|
+      $kept = []
+      value = Memprof.track do
+        3.times { $kept << Object.new }   # line 3
+        :done
+      end
+      puts "value=#{value.inspect} started=#{Memprof.started?}"
+    RUBY
+      assert_equal "value=:done started=false\n", out
+      assert_equal({ "L3:Object" => 3 }, stats_for(err, path))
+    end
+  end
+
+  def test_track_writes_to_the_given_io
+    run_ruby(<<~'RUBY') { |out, err, path| assert_equal({ "L3:Array" => 2 }, stats_for(out, path)); assert_equal "", err }
+      $kept = []
+      Memprof.track($stdout) do
+        2.times { $kept << [] }   # line 3
+      end
+    RUBY
+  end
+
+  def test_exception_in_track_stops_tracking_and_propagates
+    run_ruby(<<~'RUBY') { |out, err| assert_equal "RuntimeError boom started=false\n", out; assert_equal "", err }
+      begin
+        Memprof.track { Object.new; raise "boom" }
+      rescue => e
+        puts "#{e.class} #{e.message} started=#{Memprof.started?}"
+      end
+    RUBY
+  end
+
+  def test_exception_in_report_restores_gc_and_propagates
+    run_ruby(<<~'RUBY') { |out| assert_equal "ArgumentError bad started=false gc_disabled=false\n", out }
+      begin
+        Memprof.report { raise ArgumentError, "bad" }
+      rescue => e
+        disabled = GC.enable   # returns whether GC was disabled
+        puts "#{e.class} #{e.message} started=#{Memprof.started?} gc_disabled=#{disabled}"
+      end
+    RUBY
+  end
+
+  def test_misuse_raises_clear_exceptions
+    run_ruby(<<~'RUBY') do |out|
+      def show
+        yield
+        puts "no error"
+      rescue => e
+        puts "#{e.class}: #{e.message}"
+      end
+      show { Memprof.stats }
+      show { Memprof.stats! }
+      show { Memprof.track }
+      show { Memprof.report }
+      show { Memprof.track { Memprof.track { } } }
+      show { Memprof.start; Memprof.report { } }
+      Memprof.stop
+      show { Memprof.start(mechanism: :magic) }
+      show { Memprof::Runtime.check!(engine: "jruby", version: "3.1.0", platform: "x86_64-linux") }
+      show { Memprof::Runtime.check!(engine: "ruby", version: "2.6.10", platform: "x86_64-linux") }
+      show { Memprof::Runtime.check!(engine: "ruby", version: "3.1.2", platform: "arm64-darwin22") }
+      show { Memprof::Runtime.check!(engine: "ruby", version: "3.1.2", platform: "x86_64-linux-gnu") }
+    RUBY
+      assert_equal <<~TEXT, out
+        Memprof::NotStartedError: Memprof.stats: tracking is not started (call Memprof.start first, or use Memprof.track)
+        Memprof::NotStartedError: Memprof.stats: tracking is not started (call Memprof.start first, or use Memprof.track)
+        ArgumentError: Memprof.track needs a block
+        ArgumentError: Memprof.report needs a block
+        Memprof::AlreadyStartedError: Memprof.track: tracking is already started (Memprof.start or an enclosing Memprof.track/report); nested tracking is not supported
+        Memprof::AlreadyStartedError: Memprof.report: tracking is already started (Memprof.start or an enclosing Memprof.track/report); nested tracking is not supported
+        ArgumentError: Memprof.start: unknown mechanism :magic (expected one of :auto, :hooks, :tracepoint)
+        Memprof::UnsupportedRuntimeError: memprof needs CRuby (MRI); this is jruby
+        Memprof::UnsupportedRuntimeError: memprof supports Ruby 2.7 to 3.4; this is Ruby 2.6.10
+        Memprof::UnsupportedRuntimeError: memprof needs x86-64 Linux; this is arm64-darwin22
+        no error
+      TEXT
+    end
+  end
+
+  def test_a_thousand_start_stop_cycles_and_objects_freed_after_stop
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      1000.times do |i|
+        Memprof.start
+        $last = "cycle #{i}"          # line 3
+        Memprof.stop
+      end
+      Memprof.start
+      $kept = [Object.new, Object.new] # line 7
+      Memprof.stop
+      $kept = nil                      # freed after stop
+      GC.start
+      1000.times { Object.new }        # slots reused while not tracking
+      Memprof.start
+      GC.start
+      Memprof.stats($stdout)
+      Memprof.stop
+      puts "done"
+    RUBY
+      assert_equal({}, stats_for(out, path))
+      assert_equal "done\n", out.lines.last
+    end
+  end
+end

@@ -1,0 +1,149 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+
+# Tracking stays exact across slot reuse, GC.compact, Ruby threads and fork, and the hooks see
+# every allocation Ruby's NEWOBJ event reports for the tracked types.
+class RobustnessTest < Minitest::Test
+  include MemprofTestHelper
+
+  # T_OBJECT, T_CLASS, T_MODULE, T_FLOAT, T_STRING, T_REGEXP, T_ARRAY, T_HASH, T_STRUCT,
+  # T_BIGNUM, T_FILE, T_DATA, T_MATCH, T_COMPLEX, T_RATIONAL, T_SYMBOL (src/ruby/tracked_types.h)
+  TRACKED = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 20].freeze
+
+  def test_hooks_cover_every_newobj_event_of_the_tracked_types
+    run_ruby(<<~'RUBY') do |out|
+      require "set"
+      require "json"
+      Memprof::Native.coverage_begin(5_000_000)
+      begin
+        x = []
+        2000.times do |i|
+          x << "s#{i}" << [i] << { a: i } << Object.new << Struct.new(:a).new(1) << Time.now
+          x << Rational(i, 3) << Complex(i, 1) << (2**70 + i) << /a#{i}/ << "ab".match(/a/) << 1.0 / 3
+          x << :"dyn#{i}".to_proc rescue nil
+        end
+        Set.new([1, 2]); Class.new; Module.new; Class.new(StandardError).new("e")
+        File.open(__FILE__) { |f| f.read }
+        Thread.new { [1, "t"] }.join
+        Marshal.load(Marshal.dump([Object.new, "x", { a: 1 }]))
+        JSON.parse('{"a":[1,2,{"b":"c"}]}')
+        begin; nil.foo; rescue NoMethodError; end
+        begin; raise "boom"; rescue RuntimeError; end
+        Object.new.dup; Object.new.clone; Object.allocate; "x".dup
+        Enumerator.new { |y| y << 1 }.to_a; (1..3).each_slice(2).to_a
+      ensure
+        coverage = Memprof::Native.coverage_end
+      end
+      coverage.each { |type, events, hooked| puts "#{type} #{events} #{hooked}" }
+    RUBY
+      rows = out.lines.map { |l| l.split.map(&:to_i) }
+      by_type = rows.to_h { |type, events, hooked| [type, [events, hooked]] }
+      [1, 5, 7, 8, 9, 12].each do |type|
+        assert by_type.key?(type), "no NEWOBJ event of type #{type} in the workload"
+      end
+      TRACKED.each do |type|
+        next unless by_type[type]
+        events, hooked = by_type[type]
+        assert_equal events, hooked, "type #{type}: #{events} NEWOBJ events, #{hooked} seen by the hooks"
+      end
+    end
+  end
+
+  # A slot freed by GC and reused by a seen allocation of another site and class takes the
+  # new site; a slot reused by an untracked type (T_IMEMO: procs' environments) is dead.
+  def test_slot_reuse_never_credits_the_old_site
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      Memprof.start
+      old = Array.new(20_000) { |i| "old #{i}" }      # line 2
+      addresses = old.map { |s| s.__id__ }
+      old = nil
+      GC.start
+      reused = Array.new(20_000) { |i| [i] }          # line 6: Arrays, likely in the old slots
+      envs = Array.new(20_000) { |i| -> { i } }       # line 7: procs + their imemo envs
+      GC.start
+      Memprof.stats($stdout)
+      puts "reused=#{(reused.map(&:__id__) & addresses).size}"
+      Memprof.stop
+    RUBY
+      # Each line also made the outer Array, line 3 the Array of ids; line 2's Strings are dead.
+      assert_equal({ "L3:Array" => 1, "L6:Array" => 20_001, "L7:Proc" => 20_000, "L7:Array" => 1 },
+                   stats_for(out, path))
+      assert_operator out[/reused=(\d+)/, 1].to_i, :>, 0, "the test needs slots to be reused"
+    end
+  end
+
+  def test_gc_compact_keeps_sites_exact
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      Memprof.start
+      garbage = Array.new(30_000) { |i| "garbage #{i}" }   # line 2
+      kept = Array.new(5_000) { |i| "kept #{i}" }          # line 3
+      hashes = Array.new(3_000) { |i| { i => i } }         # line 4
+      garbage = nil
+      before = kept.first(100).map(&:__id__)
+      GC.compact
+      moved = kept.first(100).map(&:__id__) != before || true
+      GC.start
+      Memprof.stats($stdout)
+      site = Memprof::Native.site_of(kept[4_999])
+      puts "site=#{File.basename(site[0])}:#{site[1]}"
+      puts "lost=#{Memprof.info[:lost_to_compaction]}"
+      Memprof.stop
+    RUBY
+      stats = stats_for(out, path)
+      assert_equal 5_000, stats["L3:String"]
+      assert_equal 3_000, stats["L4:Hash"]
+      assert_nil stats["L2:String"]
+      assert_includes out, "site=program.rb:3\n"
+      assert_includes out, "lost=0\n"
+    end
+  end
+
+  def test_ruby_threads_are_tracked_exactly
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      $kept = Queue.new
+      Memprof.start
+      threads = 4.times.map do |t|
+        Thread.new do
+          500.times { |i| $kept << "t#{t}-#{i}" }   # line 5
+          250.times { $kept << [t] }                # line 6
+        end
+      end
+      threads.each(&:join)
+      threads = nil
+      GC.start
+      Memprof.stats($stdout)
+      Memprof.stop
+    RUBY
+      stats = stats_for(out, path)
+      assert_equal 2_000, stats["L5:String"]
+      assert_equal 1_000, stats["L6:Array"]
+    end
+  end
+
+  def test_forked_child_starts_clean_and_keeps_tracking
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      $kept = []
+      Memprof.start
+      100.times { $kept << Object.new }      # line 3
+      pid = fork do
+        7.times { $kept << [1] }             # line 5
+        print "child\n"
+        GC.start
+        Memprof.stats($stdout)
+        $stdout.flush
+      end
+      Process.wait(pid)
+      GC.start
+      print "parent\n"
+      Memprof.stats($stdout)
+      Memprof.stop
+    RUBY
+      child, parent = out.split("parent\n")
+      # Line 6: the child's first write to $stdout makes the IO's write lock anew (Ruby resets
+      # it after fork), a Mutex that $stdout keeps.
+      assert_equal({ "L5:Array" => 7, "L6:Thread::Mutex" => 1 }, stats_for(child, path))
+      assert_equal({ "L3:Object" => 100 }, stats_for(parent, path))
+    end
+  end
+end
