@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   double load = seconds_since(start);
+  heap->release_index();  // as memprof analyze does
   start = std::chrono::steady_clock::now();
   cpu_start = cpu_seconds();
   Graph graph = Graph::build(*heap);

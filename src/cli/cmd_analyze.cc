@@ -18,6 +18,7 @@ struct AnalyzeOptions {
 int run_analyze(const AnalyzeOptions& options) {
   auto heap = heap::load_heap(options.dump, {.warnings = stderr});
   if (!heap) return fail(heap.message());
+  heap->release_index();  // no more lookups by address: its memory goes to the graph
   auto graph = heap::Graph::build(*heap);
   auto dominators = heap::DominatorTree::compute(graph, *heap);
   auto analysis = heap::analyze_heap(*heap, graph, dominators, options.top == 0 ? heap->size() : options.top);

@@ -18,6 +18,7 @@ int run_path(const PathOptions& options) {
   if (!heap) return fail(heap.message());
   auto target = heap::find_object_argument(*heap, options.address, options.dump);
   if (!target) return fail(target.message());
+  heap->release_index();  // no more lookups by address: its memory goes to the graph
   auto graph = heap::Graph::build(*heap);
   std::string out = heap::render_root_path(*heap, graph, *target);
   std::fwrite(out.data(), 1, out.size(), stdout);

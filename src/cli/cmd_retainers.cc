@@ -19,6 +19,7 @@ int run_retainers(const RetainersOptions& options) {
   if (!heap) return fail(heap.message());
   auto target = heap::find_object_argument(*heap, options.address, options.dump);
   if (!target) return fail(target.message());
+  heap->release_index();  // no more lookups by address: its memory goes to the graph
   auto graph = heap::Graph::build(*heap);
   auto dominators = heap::DominatorTree::compute(graph, *heap);
   std::string out = heap::render_retainers(*heap, graph, dominators, *target);

@@ -132,11 +132,15 @@ struct Heap {
   // "file:line" or "" when not traced.
   std::string site_label(ObjectId id) const;
 
+  // Frees the address index (~26 bytes per object) once no more lookups by address are
+  // needed; find() returns kNoObject afterwards. The commands call it before building the graph.
+  void release_index() { index = AddressIndex{}; }
+
   // Builds the address index find() uses (the loader calls it once); returns the number of
   // duplicate addresses (the first object keeps the address).
   uint64_t build_index();
 
-  // Open-addressing hash table address -> id, ~18 bytes per object.
+  // Open-addressing hash table address -> id: 12 bytes per slot, 1.5-3 slots per object.
   struct AddressIndex {
     std::vector<uint64_t> keys;  // open addressing, 0 = empty slot
     std::vector<ObjectId> values;
