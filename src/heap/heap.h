@@ -79,7 +79,10 @@ struct Heap {
   std::vector<uint64_t> memsize;     // "memsize" in bytes (0 when absent); includes the slot
   std::vector<SiteId> site;          // "file"/"line" as a SiteId (0: not traced)
   std::vector<uint32_t> generation;  // "generation": GC count at allocation, or kNoGeneration
-  std::vector<uint16_t> slot_size;   // "slot_size" (Ruby 3.2+), 0 when the dump has none
+  std::vector<uint16_t> slot_size;   // "slot_size" (Ruby 3.2+), 0 when the dump has none.
+                                     // Geometry hints: without it slots are one RVALUE (40
+                                     // bytes on 64-bit); heap pages are 16 KB-aligned on
+                                     // Ruby 2.x, 64 KB-aligned on 3.x (derive from addresses)
   std::vector<StringId> detail;      // "imemo_type" for IMEMO, "struct" for DATA, else 0
 
   // References in compressed sparse row form: the objects `id` references are
