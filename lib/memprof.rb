@@ -28,7 +28,7 @@ end
 require_relative "memprof/version"
 require_relative "memprof/runtime"
 Memprof::Runtime.check!
-require_relative "memprof/memprof"
+require "memprof/memprof"   # lib/memprof/memprof.so (the build copies it there; gem install too)
 require_relative "memprof/report"
 require_relative "memprof/compaction"
 
@@ -121,7 +121,7 @@ module Memprof
     # its allocation when memprof tracked it.
     def dump(obj, io = $stdout)
       require "objspace"
-      io.puts(Native.annotate_object_line(obj, ObjectSpace.dump(obj)))
+      io.puts(Native.annotate_object_line(obj, ObjectSpace.dump(obj).chomp))
       nil
     end
 

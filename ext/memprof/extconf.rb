@@ -1,0 +1,42 @@
+# frozen_string_literal: true
+
+# Builds memprof/memprof.so for `gem install`: the extension's glue (this directory) plus the
+# C++ it shares with the CMake build and the attach agent, compiled from the gem's src/:
+# src/ruby (the Ruby bridge), src/core/track (the tracker), src/core/hook (the hooking engine)
+# and the header-only parts of src/core/util. Zydis and fmt come from the system
+# (Debian: libzydis-dev, libfmt-dev).
+require "mkmf"
+
+root = File.expand_path("../..", __dir__)
+src = File.join(root, "src")
+source_dirs = [__dir__, "ruby", "core/track", "core/hook", "core/hook/x86_64"].map do |dir|
+  dir.start_with?("/") ? dir : File.join(src, dir)
+end
+missing = source_dirs.reject { |dir| File.directory?(dir) }
+abort "memprof: source directories missing from the gem: #{missing.join(', ')}" unless missing.empty?
+
+abort "memprof: needs the Zydis disassembler library (Debian: apt-get install libzydis-dev)" unless have_library("Zydis", "ZydisDecoderInit", "Zydis/Zydis.h")
+# Not have_header: mkmf's test program includes ruby.h first, whose config.h #defines
+# uint128_t and breaks fmt (src/ruby/ruby_headers.h includes fmt first for that reason).
+def fmt_available?
+  command = [*RbConfig::CONFIG["CXX"].split, "-std=c++20", "-fsyntax-only", "-x", "c++", "-"]
+  IO.popen(command, "r+", err: File::NULL) do |io|
+    io.write("#include <fmt/format.h>\n")
+    io.close_write
+    io.read
+  end
+  $?.success?
+end
+abort "memprof: needs fmt (Debian: apt-get install libfmt-dev)" unless fmt_available?
+
+$srcs = source_dirs.flat_map { |dir| Dir[File.join(dir, "*.cc")] }.map { |f| File.basename(f) }
+duplicates = $srcs.tally.select { |_, n| n > 1 }.keys
+abort "memprof: source files with the same name in two directories: #{duplicates.join(', ')}" unless duplicates.empty?
+$VPATH.concat(source_dirs)
+$INCFLAGS << " -I#{src}"
+# fmt as a header-only library, as the CMake build links fmt::fmt-header-only.
+$CXXFLAGS << " -std=c++20 -fvisibility=hidden -DFMT_HEADER_ONLY=1"
+$LDFLAGS << " -Wl,-z,relro,-z,now"
+$libs << " -ldl"
+
+create_makefile("memprof/memprof")
