@@ -57,6 +57,10 @@ bool encode_rows(const Image& image, EncodeState* state) {
     return false;
   }
   png_set_write_fn(png, state, on_write, on_flush);
+  // Our pictures are runs of equal pixels along each row (a cell spans its column's width), so
+  // the "Sub" filter alone turns most bytes into zeros. Measured on a 1.2M-object heap map
+  // (2298x3316): 424 KB in 290 ms, against 568 KB in 500 ms with libpng's adaptive choice.
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
   png_set_IHDR(png, info, static_cast<png_uint_32>(image.width()),
                static_cast<png_uint_32>(image.height()), 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
