@@ -36,6 +36,7 @@ MEMPROF_COMMAND("analyze", "Summarize a heap dump: counts, memsize and retained 
                       ->required();
                   sub.add_flag("--json", options->json, "One JSON object instead of text");
                   sub.add_option("--top", options->top, "Rows per list (0: all)")
+                      ->check(CLI::Range(0, 100000000))
                       ->capture_default_str();
                   return [options] { return run_analyze(*options); };
                 });
