@@ -1,6 +1,7 @@
 // The dump reader: fields of every Ruby version, compression, bad lines, bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -147,6 +148,25 @@ TEST(Reader, WarnsOnStreamWithDumpNameAndLine) {
   std::free(buffer);
   ASSERT_TRUE(heap.ok());
   EXPECT_EQ(printed, "memprof: x.json:2: invalid JSON (line skipped)\n");
+}
+
+TEST(Reader, PrintsTwentyWarningsThenOneSummaryLine) {
+  std::string text = object_line(0x10, "STRING", 0, {}, 40);
+  for (int i = 0; i < 30; ++i) text += "{broken\n";
+  char* buffer = nullptr;
+  size_t size = 0;
+  FILE* warnings = open_memstream(&buffer, &size);
+  auto heap = load_heap_from_bytes({reinterpret_cast<const unsigned char*>(text.data()), text.size()},
+                                   "x.json", {.warnings = warnings});
+  std::fclose(warnings);
+  std::string printed(buffer, size);
+  std::free(buffer);
+  ASSERT_TRUE(heap.ok());
+  EXPECT_EQ(heap->bad_line_count, 30u);
+  EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 21);
+  EXPECT_TRUE(printed.starts_with("memprof: x.json:2: invalid JSON (line skipped)\n"));
+  EXPECT_TRUE(printed.ends_with("memprof: x.json:21: invalid JSON (line skipped)\n"
+                                "memprof: x.json: more bad lines skipped, not shown\n"));
 }
 
 TEST(Reader, HandlesCrlfMissingFinalNewlineAndLinesLongerThanTheBuffer) {
