@@ -24,8 +24,8 @@
 namespace memprof::heap {
 namespace {
 
-// Blocks parsed at once: two parse while the main thread reads the next block and merges the
-// oldest one in file order.
+// Blocks in work at once (one worker thread each): with two cores, two parse while the main
+// thread prepares the next block and merges the oldest one in file order.
 constexpr size_t kBlocksInFlight = 3;
 
 struct Block {
