@@ -8,7 +8,8 @@
 // image copied out of memory) gets sections rebuilt from PT_DYNAMIC (.dynsym, .dynstr, .gnu.hash,
 // versions, .rela.dyn, .rela.plt), so its dynamic symbols and relocations read the same way. Errors name the file and what is wrong with it:
 // "libfoo.so: truncated section header table". Nothing here aborts or reads out of bounds on
-// malformed input (fuzz/fuzz_elf.cc keeps it that way).
+// malformed input (fuzz/fuzz_elf.cc keeps it that way). An ElfFile is immutable once parsed, so
+// its const methods may be called from several threads at once.
 #pragma once
 
 #include <cstdint>
