@@ -31,44 +31,50 @@ make_dump ruby-1.9M.json ruby "$here/make_dump.rb" "$work/ruby-1.9M.json" 200000
 make_dump ruby-1.9M.json.zst zstd -q -3 "$work/ruby-1.9M.json" -o "$work/ruby-1.9M.json.zst"
 make_dump rails.json ruby "$here/make_rails_dump.rb" "$work/rails.json" 2000
 
-# Runs a command with its output discarded; prints "SECONDS MAX_RSS_KB".
+# Runs a command with its output discarded; prints "WALL_SECONDS MAX_RSS_KB CPU_SECONDS".
 measure() {
-  /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || {
+  /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || {
     echo "run_vs_heapy: failed: $*" >&2; cat "$work/stderr.txt" >&2; exit 1; }
-  cat "$work/time.txt"
+  awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}' "$work/time.txt"
 }
 # Best of three runs (the machine is shared; the best run is the least disturbed).
 best_of_3() {
   best=""
   for _ in 1 2 3; do
     r=$(measure "$@")
-    if [ -z "$best" ] || [ "$(echo "$r $best" | awk '{print ($1 < $3)}')" = 1 ]; then best=$r; fi
+    if [ -z "$best" ] || [ "$(echo "$r $best" | awk '{print ($1 < $4)}')" = 1 ]; then best=$r; fi
   done
   echo "$best"
 }
 
+# "WALL s / CPU s, MB/s, RSS MB" for one tool on one dump.
+cell() {
+  awk -v t="$1" -v c="$2" -v r="$3" -v mb="$4" 'BEGIN{printf "%.2f / %.2f s %5.0f MB/s %4.0f MB", t, c, mb/t, r/1024}'
+}
+
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| %-18s | %8s | %9s | %-22s | %-22s | %8s |\n' dump "JSON MB" objects "memprof analyze" "heapy read" speedup
-printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------" "----------" "-----------" "------------------------" "------------------------" "----------"
+printf '| %-18s | %7s | %9s | %-31s | %-31s | %-13s |\n' dump "JSON MB" objects "memprof analyze" "heapy read" "speedup"
+printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------" "---------" "-----------" "---------------------------------" "---------------------------------" "---------------"
 for name in rails.json ruby-1.3M.json ruby-1.9M.json ruby-1.9M.json.zst; do
   dump="$work/$name"
   # Throughput counts the JSON read: for a compressed dump, the size of the plain one.
   mb=$(du -m --apparent-size "${dump%.zst}" | cut -f1)
   objects=$("$memprof" analyze "$dump" --json --top 1 | sed 's/.*"total":{"count":\([0-9]*\).*/\1/')
   set -- $(best_of_3 "$memprof" analyze "$dump" --json)
-  m_time=$1 m_rss=$2
+  m_time=$1 m_rss=$2 m_cpu=$3
+  m_cell=$(cell "$m_time" "$m_cpu" "$m_rss" "$mb")
   if [ "${name%.zst}" = "$name" ]; then
     set -- $(measure heapy read "$dump")
-    h_time=$1 h_rss=$2
-    h_cell=$(awk -v t="$h_time" -v r="$h_rss" -v mb="$mb" 'BEGIN{printf "%.2f s %4.0f MB/s %4.0f MB", t, mb/t, r/1024}')
-    speed=$(awk -v h="$h_time" -v m="$m_time" 'BEGIN{printf "%.1fx", h/m}')
+    h_time=$1 h_rss=$2 h_cpu=$3
+    h_cell=$(cell "$h_time" "$h_cpu" "$h_rss" "$mb")
+    speed=$(awk -v h="$h_time" -v m="$m_time" -v hc="$h_cpu" -v mc="$m_cpu" \
+      'BEGIN{printf "%.1fx (cpu %.1fx)", h/m, hc/mc}')
   else
     h_cell="(no compressed input)" speed="-"
   fi
-  m_cell=$(awk -v t="$m_time" -v r="$m_rss" -v mb="$mb" 'BEGIN{printf "%.2f s %4.0f MB/s %4.0f MB", t, mb/t, r/1024}')
-  printf '| %-18s | %8s | %9s | %-22s | %-22s | %8s |\n' "$name" "$mb" "$objects" "$m_cell" "$h_cell" "$speed"
+  printf '| %-18s | %7s | %9s | %-31s | %-31s | %-13s |\n' "$name" "$mb" "$objects" "$m_cell" "$h_cell" "$speed"
 done
-echo "(cells: wall time, JSON MB per second, peak RSS; memprof: best of 3 runs, heapy: 1 run)"
+echo "(cells: wall s, CPU s, JSON MB per wall second, peak RSS; memprof: best of 3 runs, heapy: 1 run)"
 echo
 echo "heap_phases $work/ruby-1.3M.json:"
 "$phases" "$work/ruby-1.3M.json"
