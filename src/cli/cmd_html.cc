@@ -34,6 +34,10 @@ int run_html(const HtmlOptions& options) {
   if (!heap) return fail(heap.message());
   auto report = report::render_html_report(options.dump, *heap, report_options);
   if (!report) return fail(fmt::format("{}: {}", options.dump, report.message()));
+  if (!report->heapmap_error.empty()) {
+    fmt::print(stderr, "memprof: warning: heap map left out of the page: {}\n",
+               report->heapmap_error);
+  }
   const std::string& html = report->html;
   if (auto written = report::write_output_file(
           options.output, {reinterpret_cast<const unsigned char*>(html.data()), html.size()});

@@ -78,6 +78,9 @@ Result<HtmlReport> render_html_report(std::string_view dump_name, const heap::He
     report.heapmap_png_bytes = png->size();
     png_base64 = base64_encode(*png);
     drawn = &*drawing;
+  } else {
+    // The rest of the report is still worth having (e.g. a heap too large to draw).
+    report.heapmap_error = drawing.message();
   }
   report.html = html_page({.title = dump_name,
                            .analysis_json = analysis_json,

@@ -25,7 +25,8 @@ struct HtmlReport {
   std::string html;
   uint64_t objects = 0;
   uint64_t treemap_groups = 0;
-  uint64_t heapmap_png_bytes = 0;  // 0: no heap map (no object could be drawn)
+  uint64_t heapmap_png_bytes = 0;  // 0: no heap map in the page, see heapmap_error
+  std::string heapmap_error;       // why the heap map was left out (draw_heap_map's error)
 };
 
 Result<HtmlReport> render_html_report(std::string_view dump_name, const heap::Heap& heap,
