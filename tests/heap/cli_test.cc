@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -70,7 +72,7 @@ TEST(Cli, AnalyzeJsonTotalsEqualTheDump) {
 
 TEST(Cli, PlainGzipAndZstdDumpsGiveTheSameReport) {
   // The plain file takes the parallel pread path, the compressed ones the streaming path.
-  std::string plain = ::testing::TempDir() + "memprof_leak_b.json";
+  std::string plain = ::testing::TempDir() + "memprof_leak_b." + std::to_string(::getpid()) + ".json";
   { std::ofstream(plain, std::ios::binary) << unzstd(read_file(fixture_path("leak_b.json.zst"))); }
   auto report = [](const std::string& dump) {
     CommandResult r = run_memprof("analyze " + dump + " --json --top 0");

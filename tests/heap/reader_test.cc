@@ -1,5 +1,6 @@
 // The dump reader: fields of every Ruby version, compression, bad lines, bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -253,7 +254,7 @@ TEST(Reader, PlainFilesReadInParallelBlocksGiveTheSameHeap) {
   }
   text.pop_back();
   Heap expected = load_text(text);
-  std::string path = ::testing::TempDir() + "memprof_blocks.json";
+  std::string path = ::testing::TempDir() + "memprof_blocks." + std::to_string(::getpid()) + ".json";
   { std::ofstream(path, std::ios::binary) << text; }
   for (size_t block_size : {size_t{1000}, size_t{4096}, size_t{65536}, size_t{4} << 20}) {
     auto heap = load_heap(path, {.block_size = block_size});

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -83,7 +84,9 @@ std::string fixture_address(const std::string& name) {
 
 CommandResult run_memprof(const std::string& args) {
   CommandResult result;
-  std::string err_path = ::testing::TempDir() + "memprof_heap_stderr.txt";
+  // Unique per process and call: ctest runs tests of this binary in parallel processes.
+  static int calls = 0;
+  std::string err_path = fmt::format("{}memprof_heap_stderr.{}.{}.txt", ::testing::TempDir(), ::getpid(), ++calls);
   std::string command = fmt::format("cd '{}' && '{}' {} 2>'{}'", MEMPROF_HEAP_FIXTURES,
                                     MEMPROF_BINARY, args, err_path);
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -97,6 +100,7 @@ CommandResult run_memprof(const std::string& args) {
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.err = read_file(err_path);
+  std::remove(err_path.c_str());
   return result;
 }
 
