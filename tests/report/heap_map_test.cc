@@ -5,6 +5,7 @@
 #include <string>
 
 #include "heap/loader.h"
+#include "report/html_report.h"
 
 namespace memprof::report {
 namespace {
@@ -42,24 +43,46 @@ TEST(HeapMap, OptionsFromTheCommandLine) {
             "--by must be 'type' or 'generation', not 'size'");
 }
 
-TEST(HeapMap, RefusesPicturesTooLargeToHoldInMemory) {
-  // 20,000 pages with one object each: 50 bands of 400 three-pixel columns.
+// 20,000 pages with one object each: 50 bands of 400 three-pixel columns.
+heap::Heap one_object_per_page(uint64_t pages) {
   std::string text;
-  for (uint64_t page = 0; page < 20000; ++page) {
+  for (uint64_t page = 0; page < pages; ++page) {
     const uint64_t body = 0x7f0000000000 + page * 0x10000;
     const uint64_t first = (body + 8 + 39) / 40 * 40;
     text += fmt::format("{{\"address\":\"{:#x}\", \"type\":\"STRING\", \"memsize\":40}}\n", first);
   }
-  const heap::Heap heap = load_text(text);
-  ASSERT_EQ(heap.size(), 20000u);
-  // Sparse pages like these fit 16 KiB pages too; the layout is given, as with --ruby-version.
+  return load_text(text);
+}
+
+// Sparse pages like these fit 16 KiB pages too; the layout is given, as with --ruby-version.
+HeapMapOptions ruby31() {
   HeapMapOptions options;
   options.layout = *layout_for_ruby_version("3.1");
-  const auto drawing = draw_heap_map(heap, options);
+  return options;
+}
+
+TEST(HeapMap, RefusesPicturesTooLargeToHoldInMemory) {
+  const heap::Heap heap = one_object_per_page(20000);
+  ASSERT_EQ(heap.size(), 20000u);
+  const auto drawing = draw_heap_map(heap, ruby31());
   ASSERT_FALSE(drawing);
   EXPECT_EQ(drawing.message(),
             "20000 pages would make a 1600x82684 picture; memprof draws at most 120 million "
             "pixels");
+}
+
+TEST(HeapMap, HtmlReportLeavesOutAMapTooLargeAndSaysWhy) {
+  const heap::Heap heap = one_object_per_page(20000);
+  HtmlReportOptions options;
+  options.heapmap = ruby31();
+  const auto report = render_html_report("big", heap, options);
+  ASSERT_TRUE(report) << report.message();
+  EXPECT_EQ(report->heapmap_png_bytes, 0u);
+  EXPECT_EQ(report->heapmap_error,
+            "20000 pages would make a 1600x82684 picture; memprof draws at most 120 million "
+            "pixels");
+  EXPECT_EQ(report->html.find("data:image/png"), std::string::npos);
+  EXPECT_EQ(report->objects, 20000u);
 }
 
 }  // namespace
