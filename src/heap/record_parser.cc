@@ -36,25 +36,23 @@ inline uint64_t raw_address(const char* p) {
   return *p == '"' ? value : 0;
 }
 
-// key == literal with the literal's length known at compile time, so the comparison inlines
-// to a few integer compares instead of a memcmp call (this runs ~12 times per dump line).
+// An object key as simdjson hands it: a pointer just after its opening quote, into the line,
+// which is followed by kLinePadding readable bytes.
+struct RawKey {
+  const char* text;
+};
+
+// key == literal, comparing the literal and the closing quote at once: no scan for the key's
+// length, and a compile-time length the compiler turns into a few integer compares (this runs
+// ~12 times per dump line). Reads at most 16 bytes from the key: within the line's padding.
+// Keys with escapes never match (none of ours has any).
 template <size_t N>
-inline bool eq(std::string_view key, const char (&literal)[N]) {
-  return key.size() == N - 1 && std::memcmp(key.data(), literal, N - 1) == 0;
+inline bool eq(RawKey key, const char (&literal)[N]) {
+  static_assert(N <= kLinePadding);
+  return std::memcmp(key.text, literal, N - 1) == 0 && key.text[N - 1] == '"';
 }
 
-// Object keys in dumps are plain ASCII; the raw bytes up to the closing quote are the key.
-inline std::string_view raw_key(od::raw_json_string key) {
-  const char* start = key.raw();
-  const char* p = start;
-  while (*p != '"') {
-    if (*p == '\\') return {};  // escaped keys are never ours
-    ++p;
-  }
-  return {start, static_cast<size_t>(p - start)};
-}
-
-uint16_t flag_bit(std::string_view key) {
+uint16_t flag_bit(RawKey key) {
   if (eq(key, "wb_protected")) return kFlagWbProtected;
   if (eq(key, "old")) return kFlagOld;
   if (eq(key, "uncollectible")) return kFlagUncollectible;
@@ -64,7 +62,7 @@ uint16_t flag_bit(std::string_view key) {
   return 0;
 }
 
-uint16_t top_level_flag_bit(std::string_view key) {
+uint16_t top_level_flag_bit(RawKey key) {
   if (eq(key, "frozen")) return kFlagFrozen;
   if (eq(key, "embedded")) return kFlagEmbedded;
   if (eq(key, "shared")) return kFlagShared;
@@ -85,7 +83,7 @@ constexpr std::string_view kBadFlags = "flags is not an object of booleans";
 
 // frozen, embedded, shared, fstring, singleton: booleans at the top level. A value of another
 // type is ignored (informational fields must not cost the whole line).
-void read_top_level_flag(od::value value, std::string_view key, uint16_t& flags) {
+void read_top_level_flag(od::value value, RawKey key, uint16_t& flags) {
   uint16_t bit = top_level_flag_bit(key);
   bool set = false;
   if (bit != 0 && value.get_bool().get(set) == simdjson::SUCCESS && set) flags |= bit;
@@ -111,7 +109,7 @@ std::string_view read_flags(od::value value, uint16_t& flags) {
     od::raw_json_string key;
     bool set = false;
     if (field.key().get(key) || field.value().get_bool().get(set)) return kBadFlags;
-    if (set) flags |= flag_bit(raw_key(key));
+    if (set) flags |= flag_bit(RawKey{key.raw()});
   }
   return {};
 }
@@ -175,13 +173,13 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
   for (auto field : object) {
     od::raw_json_string raw;
     if (field.key().get(raw)) return kInvalidJson;
-    std::string_view key = raw_key(raw);
+    RawKey key{raw.raw()};
     od::value value;
     if (field.value().get(value)) return kInvalidJson;
     std::string_view problem;
     // Dispatch on the first letter: the hot fields (address, type, class, references,
     // memsize, flags) are decided by one or two comparisons.
-    switch (key.empty() ? '\0' : key[0]) {
+    switch (key.text[0]) {
       case 'a':
         if (eq(key, "address")) {
           address_seen = true;
