@@ -12,28 +12,31 @@ constexpr std::array<std::string_view, kObjectTypeCount> kNames = {
     "ICLASS",  "ZOMBIE",  "MOVED",  "PAYLOAD",
 };
 
-// Names by length, so that one dump line costs a couple of fixed-length compares.
+// Type names are at most 8 bytes: packed into one integer each, a lookup is a few integer
+// compares per dump line instead of string compares.
 constexpr size_t kMaxNameLength = 8;
-struct ByLength {
-  std::array<std::array<ObjectType, 12>, kMaxNameLength + 1> types{};  // 10 names of 6 letters
-  std::array<size_t, kMaxNameLength + 1> count{};
-  constexpr ByLength() {
-    for (size_t i = 1; i < kNames.size(); ++i) {
-      size_t n = kNames[i].size();
-      types[n][count[n]++] = static_cast<ObjectType>(i);
-    }
+
+constexpr uint64_t pack(std::string_view name) {
+  uint64_t word = 0;
+  for (size_t i = 0; i < name.size(); ++i) word |= uint64_t{static_cast<unsigned char>(name[i])} << (8 * i);
+  return word;
+}
+
+struct PackedNames {
+  std::array<uint64_t, kObjectTypeCount> words{};
+  constexpr PackedNames() {
+    for (size_t i = 0; i < kNames.size(); ++i) words[i] = pack(kNames[i]);
   }
 };
-constexpr ByLength kByLength;
+constexpr PackedNames kPacked;
 
 }  // namespace
 
 ObjectType parse_object_type(std::string_view name) {
-  if (name.size() > kMaxNameLength) return ObjectType::kUnknown;
-  const auto& candidates = kByLength.types[name.size()];
-  for (size_t i = 0; i < kByLength.count[name.size()]; ++i) {
-    ObjectType type = candidates[i];
-    if (kNames[static_cast<size_t>(type)] == name) return type;
+  if (name.empty() || name.size() > kMaxNameLength) return ObjectType::kUnknown;
+  const uint64_t word = pack(name);
+  for (size_t i = 1; i < kPacked.words.size(); ++i) {
+    if (kPacked.words[i] == word) return static_cast<ObjectType>(i);
   }
   return ObjectType::kUnknown;
 }

@@ -255,9 +255,9 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
     if (!problem.empty()) return problem;
   }
 
-  if (record.type == "ROOT") {
+  if (record.type.size() == 4 && std::memcmp(record.type.data(), "ROOT", 4) == 0) {
     record.kind = DumpRecord::Kind::kRoot;
-  } else if (record.type == "SHAPE") {
+  } else if (record.type.size() == 5 && std::memcmp(record.type.data(), "SHAPE", 5) == 0) {
     record.kind = DumpRecord::Kind::kShape;
   } else {
     record.kind = DumpRecord::Kind::kObject;

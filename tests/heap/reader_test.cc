@@ -8,6 +8,7 @@
 
 #include "heap/byte_source.h"
 #include "heap/loader.h"
+#include "heap/object_type.h"
 #include "heap/record_parser.h"
 #include "test_support.h"
 
@@ -279,6 +280,16 @@ TEST(Reader, KeepsTheFirstOfDuplicateAddresses) {
   EXPECT_EQ(heap.size(), 3u);
   EXPECT_EQ(heap.duplicate_addresses, 1u);
   EXPECT_EQ(heap.references(2)[0], 0u);
+}
+
+TEST(Reader, ObjectTypeNamesRoundTrip) {
+  for (int t = 1; t < kObjectTypeCount; ++t) {
+    auto type = static_cast<ObjectType>(t);
+    EXPECT_EQ(parse_object_type(object_type_name(type)), type) << object_type_name(type);
+  }
+  for (std::string_view miss : {"", "STRIN", "STRINGS", "string", "UNKNOWN", "RATIONALS", "T_STRING"}) {
+    EXPECT_EQ(parse_object_type(miss), ObjectType::kUnknown) << miss;
+  }
 }
 
 TEST(Reader, ParsesAddressText) {
