@@ -26,7 +26,7 @@ make_dump() {  # name, generator command...
   name=$1; shift
   [ -s "$work/$name" ] || { echo "generating $name ..." >&2; "$@"; }
 }
-make_dump ruby-1.3M.json ruby "$here/make_dump.rb" "$work/ruby-1.3M.json" 130000
+make_dump ruby-1.3M.json ruby "$here/make_dump.rb" "$work/ruby-1.3M.json" 137000
 make_dump ruby-1.9M.json ruby "$here/make_dump.rb" "$work/ruby-1.9M.json" 200000
 make_dump ruby-1.9M.json.zst zstd -q -3 "$work/ruby-1.9M.json" -o "$work/ruby-1.9M.json.zst"
 make_dump rails.json ruby "$here/make_rails_dump.rb" "$work/rails.json" 2000
