@@ -242,6 +242,11 @@ TEST_F(GotHookTest, ErrorsAreClear) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.message(), "symbol 'fixture_add' is already hooked by another GotHook ('fixture_add')");
 
+  auto follower = GotHook::install("dlclose", reinterpret_cast<void*>(&counting_mul));
+  ASSERT_FALSE(follower.ok());
+  EXPECT_EQ(follower.message(),
+            "symbol 'dlclose' is hooked by the dlopen follower while a GotHook follows dlopen");
+
   auto none = GotHook::find_original("no_such_symbol_xyz");
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.message(), "symbol 'no_such_symbol_xyz' is not defined by any loaded object");

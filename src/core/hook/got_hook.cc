@@ -145,10 +145,15 @@ Result<std::shared_ptr<GotHook::State>> install_got_hook_locked(std::string symb
   SymbolRequest request = parse_symbol(symbol);
   if (request.name.empty()) return err("empty symbol name in '{}'", symbol);
   if (replacement == nullptr) return err("null replacement for symbol '{}'", symbol);
-  for (const auto& active : active_got_hooks())
-    if (active->name == request.name && versions_match(active->version, request.version))
-      return err("symbol '{}' is already hooked by another GotHook ('{}')", request.name,
-                 active->symbol);
+  for (const auto& active : active_got_hooks()) {
+    if (active->name != request.name || !versions_match(active->version, request.version))
+      continue;
+    if (active->internal)
+      return err("symbol '{}' is hooked by the dlopen follower while a GotHook follows dlopen",
+                 request.name);
+    return err("symbol '{}' is already hooked by another GotHook ('{}')", request.name,
+               active->symbol);
+  }
 
   auto state = std::make_shared<GotHook::State>();
   state->symbol = std::move(symbol);
