@@ -26,7 +26,7 @@ Tracker& Tracker::instance() {
 Tracker::Tracker() {
   newobj_event_ = std::make_unique<ObjectEventHook>(
       RUBY_INTERNAL_EVENT_NEWOBJ,
-      [](VALUE object, void* self) { static_cast<Tracker*>(self)->record(object); }, this);
+      [](VALUE object, void* self) { static_cast<Tracker*>(self)->record(object, true); }, this);
   freeobj_event_ = std::make_unique<ObjectEventHook>(
       RUBY_INTERNAL_EVENT_FREEOBJ,
       [](VALUE object, void* self) { static_cast<Tracker*>(self)->forget(object); }, this);

@@ -72,13 +72,16 @@ class Tracker {
   bool active() const { return active_; }
   Mechanism mechanism() const { return mechanism_; }
 
-  // Hot path: called after every hooked allocation returns.
-  void record(VALUE object) noexcept {
+  // Hot path: called after every hooked allocation returns. `from_event`: called from Ruby's
+  // NEWOBJ event, which has already adjusted the frame's program counter (see current_site).
+  void record(VALUE object, bool from_event = false) noexcept {
     if (!active_ || RB_SPECIAL_CONST_P(object)) return;
     int type = slot_type(object);
     if (!is_tracked_type(type)) return;
     if (audit_ != nullptr) [[unlikely]] audit_->add(object, type, false);
-    uint32_t site = paused_ ? track::SiteTable::kInternalSite : current_site();
+    uint32_t site = paused_    ? track::SiteTable::kInternalSite
+                    : from_event ? current_site()
+                                 : current_site_after_hook();
     table_.record(object, site, static_cast<uint8_t>(type));
     if (table_.wants_prune()) schedule_prune();
   }
@@ -122,6 +125,23 @@ class Tracker {
 
  private:
   Tracker();
+  // Ruby's "leaf" instructions (newarray, duparray, putstring, ...) advance the frame's
+  // program counter only after they finish, while line lookup assumes it already points past
+  // the current instruction; a leaf instruction that allocates would be charged to the line
+  // of the instruction before it. gc.c bumps the counter around its own NEWOBJ event for this
+  // reason (gc_event_hook_body); a hook does the same when the innermost frame is a Ruby
+  // frame (an allocation made by a C function sits under a C frame, and its caller's counter
+  // was saved past the call).
+  uint32_t current_site_after_hook() noexcept {
+    ExecutionContextHead* ec = current_execution_context();
+    ControlFrameHead* cfp = ec != nullptr ? ec->cfp : nullptr;
+    const VALUE* pc = cfp != nullptr ? cfp->pc : nullptr;
+    if (pc == nullptr || cfp->ep == nullptr || (cfp->ep[0] & kFrameFlagCFrame)) return current_site();
+    cfp->pc = pc + 1;
+    uint32_t site = current_site();
+    cfp->pc = pc;
+    return site;
+  }
   uint32_t current_site() noexcept {
     int line = 0;
     const char* file;

@@ -51,6 +51,31 @@ class ApiTest < Minitest::Test
     check_known_sites("tracepoint")
   end
 
+  # Literals made by Ruby's leaf instructions (newarray, duparray, putstring, duphash) right
+  # after a call on the previous line are charged to their own line, like Ruby's NEWOBJ event
+  # does (the frame's program counter lags behind during leaf instructions).
+  def test_literals_after_a_call_get_their_own_line
+    program = <<~'RUBY'
+      def f = nil
+      def g
+        f
+        a = []
+        f
+        b = "lit"
+        f
+        c = [1, 2]
+        f
+        d = { k: 1 }
+        [a, b, c, d]
+      end
+      Memprof.start(mechanism: ARGV[0].to_sym)
+      p g.map { |o| Memprof::Native.site_of(o).last }
+    RUBY
+    %w[hooks tracepoint].each do |mechanism|
+      run_ruby(program, args: [mechanism]) { |out| assert_equal "[4, 6, 8, 10]\n", out, mechanism }
+    end
+  end
+
   def test_start_stop_return_values_and_state
     run_ruby(<<~RUBY) { |out| assert_equal "true false true true false false nil\n", out }
       a = Memprof.start
