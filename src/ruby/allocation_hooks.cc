@@ -109,6 +109,18 @@ int collect_classes(void* start, void* end, size_t stride, void* out) {
 
 namespace {
 
+// rb_class_superclass raises for an uninitialized class (Class.allocate); such a class has
+// no superclass to inherit an allocator from. A raise must not unwind through install().
+VALUE superclass_or_nil(VALUE klass) {
+  int state = 0;
+  VALUE super = rb_protect([](VALUE k) { return rb_class_superclass(k); }, klass, &state);
+  if (state != 0) {
+    rb_set_errinfo(Qnil);
+    return Qnil;
+  }
+  return super;
+}
+
 // Every plain class in the heap, superclasses before subclasses. No Ruby object is allocated.
 std::vector<VALUE> classes_from_the_top() {
   std::vector<VALUE> classes;
@@ -117,8 +129,8 @@ std::vector<VALUE> classes_from_the_top() {
   by_depth.reserve(classes.size());
   for (VALUE klass : classes) {
     size_t depth = 0;
-    for (VALUE super = rb_class_superclass(klass); RB_TYPE_P(super, RUBY_T_CLASS);
-         super = rb_class_superclass(super))
+    for (VALUE super = superclass_or_nil(klass); RB_TYPE_P(super, RUBY_T_CLASS);
+         super = superclass_or_nil(super))
       ++depth;
     by_depth.emplace_back(depth, klass);
   }

@@ -76,6 +76,16 @@ class ApiTest < Minitest::Test
     end
   end
 
+  def test_uninitialized_classes_do_not_disturb_start
+    run_ruby(<<~'RUBY') { |out, _err, path| assert_equal({ "L3:Object" => 2, "L3:Array" => 1 }, stats_for(out, path)) }
+      $uninitialized = Class.allocate
+      Memprof.start
+      $kept = [Object.new, Object.new]   # line 3
+      GC.start
+      Memprof.stats($stdout)
+    RUBY
+  end
+
   def test_start_stop_return_values_and_state
     run_ruby(<<~RUBY) { |out| assert_equal "true false true true false false nil\n", out }
       a = Memprof.start
