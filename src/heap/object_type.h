@@ -1,4 +1,4 @@
-// Ruby object types as written in the "type" field of ObjectSpace.dump_all lines (the T_xxx names
+// Ruby object types as written in the "type" field of ObjectSpace.dump_all lines (the T_ names
 // without the prefix). The list covers Ruby 2.7-3.4; a name this table does not know is kept as
 // ObjectType::kUnknown so a newer Ruby never makes a dump unreadable.
 #pragma once
