@@ -21,6 +21,7 @@
 // allocation and GC paths: they never allocate Ruby objects, raise, or call into Ruby.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -132,14 +133,24 @@ class Tracker {
   // reason (gc_event_hook_body); a hook does the same when the innermost frame is a Ruby
   // frame (an allocation made by a C function sits under a C frame, and its caller's counter
   // was saved past the call).
+  //
+  // An allocation made by an instruction also has a cheap name for its site: the program
+  // counter. Same counter, same instruction, same file and line -- as long as the iseq that
+  // holds it is alive, and iseqs are only freed by a GC, so cached answers are tagged with
+  // rb_gc_count(). This skips the frame walk and line-table search of rb_source_location_cstr
+  // for most allocations of a loop.
   uint32_t current_site_after_hook() noexcept {
     ExecutionContextHead* ec = current_execution_context();
     ControlFrameHead* cfp = ec != nullptr ? ec->cfp : nullptr;
     const VALUE* pc = cfp != nullptr ? cfp->pc : nullptr;
     if (pc == nullptr || cfp->ep == nullptr || (cfp->ep[0] & kFrameFlagCFrame)) return current_site();
+    size_t gc_count = rb_gc_count();
+    PcSite& cached = pc_sites_[(reinterpret_cast<uintptr_t>(pc) >> 3) % pc_sites_.size()];
+    if (cached.pc == pc && cached.gc_count == gc_count) return cached.site;
     cfp->pc = pc + 1;
     uint32_t site = current_site();
     cfp->pc = pc;
+    cached = PcSite{pc, gc_count, site};
     return site;
   }
   uint32_t current_site() noexcept {
@@ -157,6 +168,13 @@ class Tracker {
   static void run_scheduled_prune(void* tracker);
   void update_free_watch();
   void after_fork_in_child() noexcept;
+
+  struct PcSite {
+    const VALUE* pc = nullptr;
+    size_t gc_count = 0;
+    uint32_t site = track::SiteTable::kUnknownSite;
+  };
+  std::array<PcSite, 256> pc_sites_{};
 
   bool active_ = false;
   bool paused_ = false;
