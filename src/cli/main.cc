@@ -33,10 +33,16 @@ int main(int argc, char** argv) {
     sub->callback([&chosen, run] { chosen = run; });
   }
 
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(all.begin(), all.end(), [&](const Command& c) { return c.name == argv[1]; })) {
+    return fail(fmt::format("unknown command '{}' (see memprof --help)", argv[1]));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "errors" with exit code 0: let CLI11 print them.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return fail(fmt::format("{} (see memprof --help)", e.what()));
   }
   if (!chosen) return fail("no command given (see memprof --help)");
   return chosen();
