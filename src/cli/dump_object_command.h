@@ -1,0 +1,44 @@
+// Shared shape of the commands that answer a question about one object of a heap dump
+// (`memprof path`, `memprof retainers`): DUMP and ADDRESS arguments, the dump loaded and the
+// object found, then the command's own rendering.
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "heap/graph.h"
+#include "heap/loader.h"
+#include "heap/object_query.h"
+
+namespace memprof::cli {
+
+// Renders the answer for `target`; the heap's address index is already released and the graph
+// built.
+using DumpObjectRenderer =
+    std::function<std::string(const heap::Heap&, const heap::Graph&, heap::ObjectId target)>;
+
+inline std::function<int()> setup_dump_object_command(CLI::App& sub, DumpObjectRenderer render) {
+  struct Arguments {
+    std::string dump;
+    std::string address;
+  };
+  auto args = std::make_shared<Arguments>();
+  sub.add_option("dump", args->dump, "ObjectSpace.dump_all file (plain, gzip or zstd)")->required();
+  sub.add_option("address", args->address, "Object address, e.g. 0x7f35c85e0010")->required();
+  return [args, render = std::move(render)] {
+    auto heap = heap::load_heap(args->dump, {.warnings = stderr});
+    if (!heap) return fail(heap.message());
+    auto target = heap::find_object_argument(*heap, args->address, args->dump);
+    if (!target) return fail(target.message());
+    heap->release_index();  // no more lookups by address: its memory goes to the graph
+    auto graph = heap::Graph::build(*heap);
+    std::string out = render(*heap, graph, *target);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  };
+}
+
+}  // namespace memprof::cli
