@@ -6,24 +6,24 @@ module Memprof
   # way Ruby offers to compact runs with the tracker warned: frees are watched for its
   # duration, and the survivors are rekeyed when objects move.
   module Compaction
+    # Runs the block (a compaction) with the tracker watching frees and ready to rekey.
+    def self.window
+      Memprof::Native.compaction_window_begin
+      begin
+        yield
+      ensure
+        Memprof::Native.compaction_window_end
+      end
+    end
+
     # Prepended to GC's singleton class.
     module GuardedGC
       def compact(*args, **kwargs)
-        Memprof::Native.compaction_window_begin
-        begin
-          super
-        ensure
-          Memprof::Native.compaction_window_end
-        end
+        Compaction.window { super }
       end
 
       def verify_compaction_references(*args, **kwargs)
-        Memprof::Native.compaction_window_begin
-        begin
-          super
-        ensure
-          Memprof::Native.compaction_window_end
-        end
+        Compaction.window { super }
       end
 
       def auto_compact=(flag)
