@@ -19,12 +19,10 @@ int run_analyze(const AnalyzeOptions& options) {
   auto heap = heap::load_heap(options.dump, {.warnings = stderr});
   if (!heap) return fail(heap.message());
   heap->release_index();  // no more lookups by address: its memory goes to the graph
-  auto graph = heap::Graph::build(*heap);
-  auto dominators = heap::DominatorTree::compute(graph, *heap);
-  auto analysis = heap::analyze_heap(*heap, graph, dominators, options.top == 0 ? heap->size() : options.top);
-  heap::ReportContext context{options.dump, *heap, dominators, options.top};
-  std::string out = options.json ? heap::render_analysis_json(context, analysis)
-                                 : heap::render_analysis_text(context, analysis);
+  auto analyzed = heap::analyze_loaded_heap(*heap, options.top == 0 ? heap->size() : options.top);
+  heap::ReportContext context{options.dump, *heap, analyzed.dominators, options.top};
+  std::string out = options.json ? heap::render_analysis_json(context, analyzed.analysis)
+                                 : heap::render_analysis_text(context, analyzed.analysis);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -180,6 +180,26 @@ Grouping group_by_generation(const Heap& heap) {
   return grouping;
 }
 
+std::vector<Grouping> group_objects(const Heap& heap) {
+  std::vector<Grouping> groupings;
+  groupings.push_back(group_by_type(heap));
+  groupings.push_back(group_by_class(heap));
+  groupings.push_back(group_by_location(heap));
+  groupings.push_back(group_by_gem(heap));
+  groupings.push_back(group_by_generation(heap));
+  return groupings;
+}
+
+// Runs `work` on another thread, or at get() when no thread can be started.
+template <typename Work>
+auto run_async(Work work) {
+  try {
+    return std::async(std::launch::async, std::move(work));
+  } catch (const std::system_error&) {
+    return std::async(std::launch::deferred, std::move(work));
+  }
+}
+
 template <typename Key>
 std::vector<ObjectId> top_objects(const Heap& heap, size_t top, Key key) {
   std::vector<ObjectId> ids(heap.size());
@@ -219,8 +239,11 @@ std::string gem_of_file(std::string_view file) {
   return "(app)";
 }
 
-Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
-                      size_t top) {
+namespace {
+
+Analysis analyze_grouped_heap(const Heap& heap, const Graph& graph,
+                              const DominatorTree& dominators, size_t top,
+                              const std::vector<Grouping>& groupings) {
   Analysis analysis;
   std::vector<uint8_t> reachable(heap.size(), 0);
   for (ObjectId id = 0; id < heap.size(); ++id) {
@@ -234,13 +257,7 @@ Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree&
   }
   // The second reachability pass (without machine_context) needs only the graph: it runs on
   // another thread while this one groups objects and walks the dominator tree.
-  auto mc_pass = [&] { return machine_context_only(graph, heap, reachable); };
-  std::future<MachineContextOnly> mc_future;
-  try {
-    mc_future = std::async(std::launch::async, mc_pass);
-  } catch (const std::system_error&) {
-    mc_future = std::async(std::launch::deferred, mc_pass);  // no thread: run it at get()
-  }
+  auto mc_future = run_async([&] { return machine_context_only(graph, heap, reachable); });
 
   std::vector<std::pair<StringId, uint64_t>> roots;
   for (const RootSet& root : heap.roots) {
@@ -251,12 +268,6 @@ Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree&
   for (auto& [kind, count] : roots) analysis.roots.push_back({std::string(heap.str(kind)), count});
 
   DominatorChildren children(graph, dominators);
-  std::vector<Grouping> groupings;
-  groupings.push_back(group_by_type(heap));
-  groupings.push_back(group_by_class(heap));
-  groupings.push_back(group_by_location(heap));
-  groupings.push_back(group_by_gem(heap));
-  groupings.push_back(group_by_generation(heap));
   auto rows = rollup(heap, graph, dominators, children, groupings);
   analysis.by_type = std::move(rows[0]);
   analysis.by_class = std::move(rows[1]);
@@ -269,6 +280,21 @@ Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree&
   analysis.machine_context_only_count = mc.count;
   analysis.machine_context_only_memsize = mc.memsize;
   return analysis;
+}
+
+}  // namespace
+
+Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
+                      size_t top) {
+  return analyze_grouped_heap(heap, graph, dominators, top, group_objects(heap));
+}
+
+AnalyzedHeap analyze_loaded_heap(const Heap& heap, size_t top) {
+  auto groupings = run_async([&] { return group_objects(heap); });
+  Graph graph = Graph::build(heap);
+  DominatorTree dominators = DominatorTree::compute(graph, heap);
+  Analysis analysis = analyze_grouped_heap(heap, graph, dominators, top, groupings.get());
+  return {std::move(graph), std::move(dominators), std::move(analysis)};
 }
 
 }  // namespace memprof::heap

@@ -50,6 +50,16 @@ struct Analysis {
 Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
                       size_t top);
 
+// The graph, the dominator tree and the analysis of a loaded heap, as `memprof analyze` needs
+// them. Grouping objects by type, class, site, gem and generation needs only the heap, so it
+// runs on a second thread while this one builds the graph and the dominator tree.
+struct AnalyzedHeap {
+  Graph graph;
+  DominatorTree dominators;
+  Analysis analysis;
+};
+AnalyzedHeap analyze_loaded_heap(const Heap& heap, size_t top);
+
 // The gem a source file belongs to: "rack-2.2.4" for .../gems/rack-2.2.4/lib/rack.rb, "rack"
 // for Debian's /usr/lib/ruby/vendor_ruby/rack/..., "ruby" for Ruby's own library
 // (/usr/lib/ruby/3.1.0/set.rb), "(app)" for anything else, "(no allocation site)" for "".
