@@ -1,0 +1,26 @@
+#!/bin/sh
+# memprof's front end: usage errors are one "memprof: ..." line on stderr with exit status 1;
+# --help and --version succeed. Usage: cli_errors_test.sh PATH/TO/memprof
+set -u
+memprof=$1
+failures=0
+
+expect() {  # description, expected status, expected stderr ("" = empty), command...
+  what=$1 status=$2 stderr=$3; shift 3
+  err=$("$@" 2>&1 >/dev/null); got=$?
+  if [ "$got" != "$status" ] || [ "$err" != "$stderr" ]; then
+    echo "FAIL $what: status $got (want $status), stderr [$err] (want [$stderr])"
+    failures=$((failures + 1))
+  fi
+}
+
+expect "unknown command" 1 "memprof: unknown command 'bogus' (see memprof --help)" "$memprof" bogus
+expect "no command" 1 "memprof: A subcommand is required (see memprof --help)" "$memprof"
+expect "missing argument" 1 "memprof: TARGET is required (see memprof --help)" "$memprof" symbols
+expect "unknown option" 1 "memprof: The following argument was not expected: --bogus (see memprof --help)" "$memprof" symbols /bin/true --bogus
+expect "help" 0 "" "$memprof" --help
+expect "command help" 0 "" "$memprof" frames --help
+expect "version" 0 "" "$memprof" --version
+
+echo "$failures failed"
+[ "$failures" -eq 0 ]
