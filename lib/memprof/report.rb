@@ -8,8 +8,13 @@ module Memprof
   class Report
     GROUPINGS = %i[gem file location class].freeze
     Row = Struct.new(:file, :line, :class_name, :count, :bytes) do
-      def location = "#{file}:#{line}"
-      def gem = Report.gem_of(file)
+      def location
+        "#{file}:#{line}"
+      end
+
+      def gem
+        Report.gem_of(file)
+      end
     end
 
     attr_reader :allocated, :retained
@@ -19,10 +24,22 @@ module Memprof
       @retained = retained_rows.map { |r| Row.new(*r) }.freeze
     end
 
-    def total_allocated = @allocated.sum(&:count)
-    def total_allocated_memsize = @allocated.sum(&:bytes)
-    def total_retained = @retained.sum(&:count)
-    def total_retained_memsize = @retained.sum(&:bytes)
+    # (Plain method bodies: endless `def x = ...` needs Ruby 3.0 and the gem supports 2.7.)
+    def total_allocated
+      @allocated.sum(&:count)
+    end
+
+    def total_allocated_memsize
+      @allocated.sum(&:bytes)
+    end
+
+    def total_retained
+      @retained.sum(&:count)
+    end
+
+    def total_retained_memsize
+      @retained.sum(&:bytes)
+    end
 
     # The gem a file belongs to: NAME for .../gems/NAME-VERSION/..., the library directory
     # for Debian's vendor_ruby and Ruby's standard library, else "other".
