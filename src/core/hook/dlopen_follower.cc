@@ -62,10 +62,7 @@ void forget_unloaded_objects() {
     std::lock_guard lock(got_registry_mutex());
     auto objects = loaded_objects();
     if (objects.ok()) {
-      auto gone = [&](const ObjectKey& key) {
-        return std::none_of(objects->begin(), objects->end(),
-                            [&](const LoadedObject& o) { return o.key() == key; });
-      };
+      auto gone = [&](const ObjectKey& key) { return !is_loaded(*objects, key); };
       for (const auto& state : active_got_hooks()) {
         std::erase_if(state->slots, [&](const GotHook::State::Slot& s) { return gone(s.object); });
         std::erase_if(state->seen, gone);

@@ -75,11 +75,6 @@ Status write_slot(void** slot, void* value) {
   return patch_memory(slot, {reinterpret_cast<const uint8_t*>(&value), sizeof value});
 }
 
-bool still_loaded(const std::vector<LoadedObject>& objects, const ObjectKey& key) {
-  return std::any_of(objects.begin(), objects.end(),
-                     [&](const LoadedObject& o) { return o.key() == key; });
-}
-
 Result<void*> lookup_definition(const SymbolRequest& request,
                                 const std::vector<LoadedObject>& objects) {
   for (const auto& object : objects) {
@@ -129,7 +124,7 @@ void unpatch_all_locked(GotHook::State& state) {
     // An object unloaded behind our back (a dlclose we did not see) may have been replaced by
     // another mapping: never write there. A slot that no longer holds our replacement was
     // changed by someone else (another hooking layer, the lazy resolver): leave it to them.
-    if (!objects.ok() || !still_loaded(*objects, it->object)) continue;
+    if (!objects.ok() || !is_loaded(*objects, it->object)) continue;
     if (__atomic_load_n(it->slot.address, __ATOMIC_ACQUIRE) != state.replacement) continue;
     // A failed restore cannot be undone here; the slot keeps the replacement, which stays valid.
     (void)write_slot(it->slot.address, it->slot.previous);

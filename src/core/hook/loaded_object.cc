@@ -297,11 +297,14 @@ Result<std::vector<LoadedObject>> loaded_objects() {
   return objects;
 }
 
+bool is_loaded(const std::vector<LoadedObject>& objects, const ObjectKey& key) {
+  return std::any_of(objects.begin(), objects.end(),
+                     [&](const LoadedObject& o) { return o.key() == key; });
+}
+
 bool is_loaded(const ObjectKey& key) {
   auto objects = loaded_objects();
-  if (!objects.ok()) return false;
-  return std::any_of(objects->begin(), objects->end(),
-                     [&](const LoadedObject& o) { return o.key() == key; });
+  return objects.ok() && is_loaded(*objects, key);
 }
 
 Result<LoadedObject> object_containing(const void* address) {

@@ -83,5 +83,7 @@ Result<LoadedObject> object_containing(const void* address);
 
 // Whether the object `key` names is still loaded (false also when the snapshot fails).
 bool is_loaded(const ObjectKey& key);
+// Whether `objects` (one snapshot) holds the object `key` names.
+bool is_loaded(const std::vector<LoadedObject>& objects, const ObjectKey& key);
 
 }  // namespace memprof::hook
