@@ -128,10 +128,8 @@ class DynamicReader {
 
   Result<size_t> symbol_count() {
     const auto& t = object_.tables;
-    if (t.sysv_hash) {
-      if (!inside(reinterpret_cast<uintptr_t>(t.sysv_hash), 8)) return err("DT_HASH is truncated");
-      return static_cast<size_t>(t.sysv_hash[1]);  // nchain == number of symbols
-    }
+    // table() has checked that DT_HASH's two header words are inside the object.
+    if (t.sysv_hash) return static_cast<size_t>(t.sysv_hash[1]);  // nchain == number of symbols
     if (t.gnu_hash) {
       const uint32_t* h = t.gnu_hash;
       uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
@@ -188,6 +186,12 @@ LoadedObject read_object(const RawObject& raw, size_t index) {
   return object;
 }
 
+// Whether `size` bytes at `p` lie inside `object` (both ends in one of its segments).
+bool holds(const LoadedObject& object, const void* p, size_t size) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  return object.contains(a) && object.contains(a + size - 1);
+}
+
 }  // namespace
 
 bool LoadedObject::contains(uintptr_t address) const {
@@ -208,15 +212,11 @@ std::string_view LoadedObject::needed_version(uint32_t symbol_index) const {
   if (tables.versym == nullptr || symbol_index >= tables.symbol_count) return {};
   uint16_t version = tables.versym[symbol_index] & 0x7fff;
   if (version < 2) return {};  // local or global (unversioned)
-  auto in_bounds = [&](const void* p, size_t size) {
-    auto a = reinterpret_cast<uintptr_t>(p);
-    return contains(a) && contains(a + size - 1);
-  };
   const auto* need = tables.verneed;
-  for (size_t i = 0; need && i < tables.verneed_count && in_bounds(need, sizeof *need); ++i) {
+  for (size_t i = 0; need && i < tables.verneed_count && holds(*this, need, sizeof *need); ++i) {
     const auto* aux = reinterpret_cast<const Elf64_Vernaux*>(
         reinterpret_cast<const char*>(need) + need->vn_aux);
-    for (size_t j = 0; j < need->vn_cnt && in_bounds(aux, sizeof *aux); ++j) {
+    for (size_t j = 0; j < need->vn_cnt && holds(*this, aux, sizeof *aux); ++j) {
       if (aux->vna_other == version && aux->vna_name < tables.strsz)
         return tables.strtab + aux->vna_name;
       aux = reinterpret_cast<const Elf64_Vernaux*>(reinterpret_cast<const char*>(aux) + aux->vna_next);
@@ -231,15 +231,11 @@ std::string_view LoadedObject::defined_version(uint32_t symbol_index) const {
   if (tables.versym == nullptr || symbol_index >= tables.symbol_count) return {};
   uint16_t version = tables.versym[symbol_index] & 0x7fff;
   if (version < 2) return {};
-  auto in_bounds = [&](const void* p, size_t size) {
-    auto a = reinterpret_cast<uintptr_t>(p);
-    return contains(a) && contains(a + size - 1);
-  };
   const auto* def = tables.verdef;
-  for (size_t i = 0; def && i < tables.verdef_count && in_bounds(def, sizeof *def); ++i) {
+  for (size_t i = 0; def && i < tables.verdef_count && holds(*this, def, sizeof *def); ++i) {
     const auto* aux = reinterpret_cast<const Elf64_Verdaux*>(
         reinterpret_cast<const char*>(def) + def->vd_aux);
-    if (def->vd_ndx == version && in_bounds(aux, sizeof *aux) && aux->vda_name < tables.strsz)
+    if (def->vd_ndx == version && holds(*this, aux, sizeof *aux) && aux->vda_name < tables.strsz)
       return tables.strtab + aux->vda_name;
     if (def->vd_next == 0) break;
     def = reinterpret_cast<const Elf64_Verdef*>(reinterpret_cast<const char*>(def) + def->vd_next);
