@@ -299,8 +299,12 @@ bool is_loaded(const std::vector<LoadedObject>& objects, const ObjectKey& key) {
 }
 
 bool is_loaded(const ObjectKey& key) {
-  auto objects = loaded_objects();
-  return objects.ok() && is_loaded(*objects, key);
+  // Only objects at the key's bias can match: the others' dynamic sections are not read.
+  std::vector<RawObject> raw;
+  ::dl_iterate_phdr(collect, &raw);
+  for (size_t i = 0; i < raw.size(); ++i)
+    if (raw[i].bias == key.bias && read_object(raw[i], i).key() == key) return true;
+  return false;
 }
 
 Result<LoadedObject> object_containing(const void* address) {
