@@ -24,27 +24,29 @@ Result<std::vector<DynamicEntry>> ElfFile::dynamic_entries() const {
   return entries;
 }
 
-Result<std::string_view> ElfFile::dynamic_string(uint64_t offset) const {
-  MEMPROF_TRY(entries, dynamic_entries());
+Result<Bytes> ElfFile::dynamic_strings(const std::vector<DynamicEntry>& entries) const {
   std::optional<uint64_t> table, size;
   for (const auto& entry : entries) {
     if (entry.tag == DT_STRTAB) table = entry.value;
     if (entry.tag == DT_STRSZ) size = entry.value;
   }
   if (!table || !size) return err("{}: dynamic section has no DT_STRTAB/DT_STRSZ", name_);
-  MEMPROF_TRY(strings, bytes_at_address(*table, *size));
-  auto text = cstring_at(strings, offset);
-  if (!text) return err("{}: bad dynamic string offset {}", name_, offset);
-  return *text;
+  return bytes_at_address(*table, *size);
 }
 
 Result<std::vector<std::string_view>> ElfFile::needed_libraries() const {
   MEMPROF_TRY(entries, dynamic_entries());
   std::vector<std::string_view> needed;
+  std::optional<Bytes> strings;  // located at the first DT_NEEDED, then reused
   for (const auto& entry : entries) {
     if (entry.tag != DT_NEEDED) continue;
-    MEMPROF_TRY(text, dynamic_string(entry.value));
-    needed.push_back(text);
+    if (!strings) {
+      MEMPROF_TRY(table, dynamic_strings(entries));
+      strings = table;
+    }
+    auto text = cstring_at(*strings, entry.value);
+    if (!text) return err("{}: bad dynamic string offset {}", name_, entry.value);
+    needed.push_back(*text);
   }
   return needed;
 }
@@ -53,8 +55,10 @@ Result<std::optional<std::string_view>> ElfFile::soname() const {
   MEMPROF_TRY(entries, dynamic_entries());
   for (const auto& entry : entries) {
     if (entry.tag != DT_SONAME) continue;
-    MEMPROF_TRY(text, dynamic_string(entry.value));
-    return std::optional<std::string_view>(text);
+    MEMPROF_TRY(strings, dynamic_strings(entries));
+    auto text = cstring_at(strings, entry.value);
+    if (!text) return err("{}: bad dynamic string offset {}", name_, entry.value);
+    return std::optional<std::string_view>(*text);
   }
   return std::optional<std::string_view>{};
 }

@@ -90,7 +90,8 @@ class ElfFile {
   // For files without section headers: describes the tables PT_DYNAMIC locates as sections.
   void add_sections_from_dynamic();
   Result<std::vector<Symbol>> read_symbol_table(const Section& table, SymbolTable kind) const;
-  Result<std::string_view> dynamic_string(uint64_t offset) const;
+  // The DT_STRTAB/DT_STRSZ string table named by `entries` (from dynamic_entries()).
+  Result<Bytes> dynamic_strings(const std::vector<DynamicEntry>& entries) const;
   Result<std::vector<std::string_view>> read_version_names() const;
 
   // Owner of bytes_ (a MappedFile or a byte vector) unless the caller owns them. Shared so that
