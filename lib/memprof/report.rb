@@ -64,9 +64,9 @@ module Memprof
         sums[name][0] += row.count
         sums[name][1] += row.bytes
       end
-      key = sort == :bytes ? 1 : 0
+      metric = sort == :bytes ? :bytes : :count
       sums.map { |name, (count, bytes)| { name: name, count: count, bytes: bytes } }
-          .sort_by { |g| [-g[key == 1 ? :bytes : :count], g[:name]] }
+          .sort_by { |g| [-g[metric], g[:name]] }
     end
 
     def to_h
