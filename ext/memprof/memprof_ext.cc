@@ -4,6 +4,7 @@
 //
 // The public API and its argument checks live in lib/memprof.rb; these functions assume them.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ruby/compaction_watcher.h"
@@ -39,7 +40,7 @@ VALUE guarded(Body&& body) {
   return result;
 }
 
-VALUE to_ruby(const std::string& s) { return rb_str_new(s.data(), static_cast<long>(s.size())); }
+VALUE to_ruby(std::string_view s) { return rb_str_new(s.data(), static_cast<long>(s.size())); }
 
 Result<Mechanism> parse_mechanism(VALUE name) {
   if (NIL_P(name)) return Mechanism::kAuto;
@@ -128,8 +129,7 @@ VALUE native_site_of(VALUE, VALUE object) {
   return guarded([&](Tracker& t) -> Result<VALUE> {
     auto site = memprof::ruby::site_of(t, object);
     if (!site) return Qnil;
-    return rb_assoc_new(rb_str_new(site->file.data(), static_cast<long>(site->file.size())),
-                        INT2NUM(site->line));
+    return rb_assoc_new(to_ruby(site->file), INT2NUM(site->line));
   });
 }
 
@@ -183,7 +183,8 @@ VALUE native_ignore_path_prefix(VALUE, VALUE prefix) {
   return Qnil;
 }
 
-// The coverage audit in progress (Memprof::Diagnostics.coverage); one at a time.
+// The coverage audit in progress (Native.coverage_begin/_end, used by
+// tests/ruby/robustness_test.rb); one at a time.
 std::unique_ptr<memprof::ruby::CoverageAudit> g_audit;
 
 VALUE native_coverage_begin(VALUE, VALUE capacity) {

@@ -1,5 +1,5 @@
 // The builtin types memprof tracks. The free-event-less liveness scheme (see tracker.h) is only
-// sound for a type whose every allocation the hooks see: tests/ruby/coverage_test.rb checks
+// sound for a type whose every allocation the hooks see: tests/ruby/robustness_test.rb checks
 // each of these against Ruby's NEWOBJ event. T_IMEMO and T_NODE (VM internals allocated inside
 // gc.c without an exported entry point) and T_ICLASS are not tracked; T_NONE, T_ZOMBIE and
 // T_MOVED are slot states, never allocation results.
