@@ -71,6 +71,15 @@ std::vector<FoundSlot> find_slots(const LoadedObject& object, std::string_view n
   return found;
 }
 
+// The slots of `object` that `state` patches: none when the object is not selected.
+std::vector<FoundSlot> slots_to_patch(const GotHook::State& state, const LoadedObject& object) {
+  std::vector<FoundSlot> slots;
+  if (!selected(state, object)) return slots;
+  for (const FoundSlot& found : find_slots(object, state.name))
+    if (versions_match(state.version, found.version)) slots.push_back(found);
+  return slots;
+}
+
 Status write_slot(void** slot, void* value) {
   return patch_memory(slot, {reinterpret_cast<const uint8_t*>(&value), sizeof value});
 }
@@ -104,18 +113,27 @@ std::string display_name(const SymbolRequest& request) {
 
 }  // namespace
 
-Status patch_object_locked(GotHook::State& state, const LoadedObject& object) {
+namespace {
+
+// Marks `object` seen and writes the replacement into `slots` (from slots_to_patch).
+Status patch_slots_locked(GotHook::State& state, const LoadedObject& object,
+                          const std::vector<FoundSlot>& slots) {
   ObjectKey key = object.key();
-  if (std::find(state.seen.begin(), state.seen.end(), key) != state.seen.end()) return ok_status();
   state.seen.push_back(key);
-  if (!selected(state, object)) return ok_status();
-  for (const FoundSlot& found : find_slots(object, state.name)) {
-    if (!versions_match(state.version, found.version)) continue;
+  for (const FoundSlot& found : slots) {
     void* previous = __atomic_load_n(found.address, __ATOMIC_ACQUIRE);
     MEMPROF_TRY_STATUS(write_slot(found.address, state.replacement));
     state.slots.push_back({{found.address, previous, object.path, found.jump_slot}, key});
   }
   return ok_status();
+}
+
+}  // namespace
+
+Status patch_object_locked(GotHook::State& state, const LoadedObject& object) {
+  if (std::find(state.seen.begin(), state.seen.end(), object.key()) != state.seen.end())
+    return ok_status();
+  return patch_slots_locked(state, object, slots_to_patch(state, object));
 }
 
 void unpatch_all_locked(GotHook::State& state) {
@@ -160,12 +178,13 @@ Result<std::shared_ptr<GotHook::State>> install_got_hook_locked(std::string symb
 
   MEMPROF_TRY(objects, loaded_objects());
   // First find every slot, so that an error leaves the process untouched.
+  std::vector<std::vector<FoundSlot>> object_slots;  // one entry per object, in `objects` order
+  object_slots.reserve(objects.size());
   std::set<std::string, std::less<>> versions;
   size_t slot_count = 0;
   for (const auto& object : objects) {
-    if (!selected(*state, object)) continue;
-    for (const FoundSlot& found : find_slots(object, request.name)) {
-      if (!versions_match(request.version, found.version)) continue;
+    object_slots.push_back(slots_to_patch(*state, object));
+    for (const FoundSlot& found : object_slots.back()) {
       ++slot_count;
       if (!found.version.empty()) versions.emplace(found.version);
     }
@@ -192,10 +211,11 @@ Result<std::shared_ptr<GotHook::State>> install_got_hook_locked(std::string symb
   if (state->options.publish_original)
     __atomic_store_n(state->options.publish_original, original, __ATOMIC_RELEASE);
 
-  for (const auto& object : objects) {
-    if (Status status = patch_object_locked(*state, object); !status.ok()) {
+  // The slots found above: narrowing state->version to their one version excludes none of them.
+  for (size_t i = 0; i < objects.size(); ++i) {
+    if (Status status = patch_slots_locked(*state, objects[i], object_slots[i]); !status.ok()) {
       unpatch_all_locked(*state);
-      return err("hooking '{}' in {}: {}", state->symbol, object.path, status.message());
+      return err("hooking '{}' in {}: {}", state->symbol, objects[i].path, status.message());
     }
   }
   active_got_hooks().push_back(state);
