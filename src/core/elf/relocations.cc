@@ -18,14 +18,17 @@ Result<std::vector<Relocation>> ElfFile::relocations() const {
   std::stable_partition(tables.begin(), tables.end(),
                         [](const Section* s) { return s->name != ".rela.plt"; });
 
+  // .rela.dyn and .rela.plt normally link the same .dynsym: read it once.
+  std::vector<Symbol> symbols;
+  uint32_t symbols_link = 0;  // section index `symbols` came from; 0 for none
   for (const Section* table : tables) {
     if (table->entsize != sizeof(Elf64_Rela)) {
       return err("{}: {} has bad entry size {}", name_, table->name, table->entsize);
     }
     MEMPROF_TRY(data, section_data(*table));
     // sh_link names the symbol table; 0 means the relocations use no symbols.
-    std::vector<Symbol> symbols;
-    if (table->link != 0) {
+    if (table->link != symbols_link) symbols.clear();
+    if (table->link != 0 && table->link != symbols_link) {
       if (table->link >= sections_.size()) return err("{}: {} has a bad symbol table link", name_, table->name);
       const Section& symtab = sections_[table->link];
       if (symtab.type != SHT_DYNSYM && symtab.type != SHT_SYMTAB) {
@@ -35,6 +38,7 @@ Result<std::vector<Relocation>> ElfFile::relocations() const {
                                                                             : SymbolTable::kStatic));
       symbols = std::move(read);
     }
+    symbols_link = table->link;
     uint64_t count = data.size() / sizeof(Elf64_Rela);
     for (uint64_t i = 0; i < count; ++i) {
       auto rela = *read_at<Elf64_Rela>(data, i * sizeof(Elf64_Rela));
