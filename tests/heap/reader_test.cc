@@ -26,6 +26,23 @@ Result<Heap> load_bytes(const std::string& bytes) {
                               "test.json");
 }
 
+// Loads `text` as "x.json", keeping what the reader printed to its warnings stream.
+struct LoadedWithWarnings {
+  Result<Heap> heap;
+  std::string printed;
+};
+LoadedWithWarnings load_with_warnings(const std::string& text) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  FILE* warnings = open_memstream(&buffer, &size);
+  auto heap = load_heap_from_bytes({reinterpret_cast<const unsigned char*>(text.data()), text.size()},
+                                   "x.json", {.warnings = warnings});
+  std::fclose(warnings);
+  LoadedWithWarnings loaded{std::move(heap), std::string(buffer, size)};
+  std::free(buffer);
+  return loaded;
+}
+
 // Lines as Ruby 3.1 writes them (taken from a real dump, addresses shortened).
 const std::string kRuby31 =
     R"({"type":"ROOT", "root":"vm", "references":["0x1000", "0x1028"]})" "\n"
@@ -140,14 +157,7 @@ TEST(Reader, ReportsBadLinesWithNumbersAndGoesOn) {
 
 TEST(Reader, WarnsOnStreamWithDumpNameAndLine) {
   std::string text = object_line(0x10, "STRING", 0, {}, 40) + "{oops\n";
-  char* buffer = nullptr;
-  size_t size = 0;
-  FILE* warnings = open_memstream(&buffer, &size);
-  auto heap = load_heap_from_bytes({reinterpret_cast<const unsigned char*>(text.data()), text.size()},
-                                   "x.json", {.warnings = warnings});
-  std::fclose(warnings);
-  std::string printed(buffer, size);
-  std::free(buffer);
+  auto [heap, printed] = load_with_warnings(text);
   ASSERT_TRUE(heap.ok());
   EXPECT_EQ(printed, "memprof: x.json:2: invalid JSON (line skipped)\n");
 }
@@ -155,14 +165,7 @@ TEST(Reader, WarnsOnStreamWithDumpNameAndLine) {
 TEST(Reader, PrintsTwentyWarningsThenOneSummaryLine) {
   std::string text = object_line(0x10, "STRING", 0, {}, 40);
   for (int i = 0; i < 30; ++i) text += "{broken\n";
-  char* buffer = nullptr;
-  size_t size = 0;
-  FILE* warnings = open_memstream(&buffer, &size);
-  auto heap = load_heap_from_bytes({reinterpret_cast<const unsigned char*>(text.data()), text.size()},
-                                   "x.json", {.warnings = warnings});
-  std::fclose(warnings);
-  std::string printed(buffer, size);
-  std::free(buffer);
+  auto [heap, printed] = load_with_warnings(text);
   ASSERT_TRUE(heap.ok());
   EXPECT_EQ(heap->bad_line_count, 30u);
   EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 21);
