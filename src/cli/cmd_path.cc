@@ -6,10 +6,7 @@ namespace {
 
 MEMPROF_COMMAND("path", "Shortest path from a root (vm, machine_context, ...) to an object in a heap dump",
                 [](CLI::App& sub) {
-                  return setup_dump_object_command(
-                      sub, [](const heap::Heap& heap, const heap::Graph& graph, heap::ObjectId target) {
-                        return heap::render_root_path(heap, graph, target);
-                      });
+                  return setup_dump_object_command(sub, heap::render_root_path);
                 });
 
 }  // namespace
