@@ -1,14 +1,13 @@
 #include "heap/analysis.h"
 
 #include <algorithm>
-#include <future>
 #include <limits>
-#include <system_error>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "heap/reachability.h"
+#include "heap/run_async.h"
 
 namespace memprof::heap {
 namespace {
@@ -188,16 +187,6 @@ std::vector<Grouping> group_objects(const Heap& heap) {
   groupings.push_back(group_by_gem(heap));
   groupings.push_back(group_by_generation(heap));
   return groupings;
-}
-
-// Runs `work` on another thread, or at get() when no thread can be started.
-template <typename Work>
-auto run_async(Work work) {
-  try {
-    return std::async(std::launch::async, std::move(work));
-  } catch (const std::system_error&) {
-    return std::async(std::launch::deferred, std::move(work));
-  }
 }
 
 template <typename Key>

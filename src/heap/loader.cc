@@ -19,6 +19,7 @@
 #include "heap/byte_source.h"
 #include "heap/chunk_parser.h"
 #include "heap/file_blocks.h"
+#include "heap/run_async.h"
 #include "core/util/scoped_fd.h"
 
 namespace memprof::heap {
@@ -262,12 +263,7 @@ class Loader {
       }
       std::vector<uint64_t>().swap(raw_classes_);
     };
-    std::future<void> classes;
-    try {
-      classes = std::async(std::launch::async, resolve_classes);
-    } catch (const std::system_error&) {
-      classes = std::async(std::launch::deferred, resolve_classes);
-    }
+    std::future<void> classes = run_async(resolve_classes);
 
     // References: looked up in two halves on two threads, then compacted (dangling ones
     // dropped) in one linear pass.
@@ -280,12 +276,7 @@ class Loader {
       }
     };
     const size_t total = raw_references_.size(), half = total / 2;
-    std::future<void> second_half;
-    try {
-      second_half = std::async(std::launch::async, lookup, half, total);
-    } catch (const std::system_error&) {
-      second_half = std::async(std::launch::deferred, lookup, half, total);
-    }
+    std::future<void> second_half = run_async([&lookup, half, total] { lookup(half, total); });
     lookup(0, half);
     second_half.get();
     std::vector<uint64_t>().swap(raw_references_);
