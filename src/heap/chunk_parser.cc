@@ -1,7 +1,6 @@
 #include "heap/chunk_parser.h"
 
 #include <cstring>
-#include <deque>
 #include <limits>
 
 #include "heap/line.h"
@@ -12,30 +11,9 @@ namespace {
 
 bool blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
 
-// Chunk-local interning of the few strings a dump repeats (files, details, names, root kinds).
-class LocalStrings {
- public:
-  explicit LocalStrings(ParsedChunk& chunk) : chunk_(chunk) {}
-  uint32_t intern(std::string_view text) {
-    if (text.empty()) return 0;
-    auto found = ids_.find(text);
-    if (found != ids_.end()) return found->second;
-    auto id = static_cast<uint32_t>(chunk_.strings.size());
-    chunk_.strings.emplace_back(text);
-    // Keys view strings owned by a node-stable container copy: keep them in `keys_`.
-    ids_.emplace(keys_.emplace_back(text), id);
-    return id;
-  }
-
- private:
-  ParsedChunk& chunk_;
-  std::deque<std::string> keys_;
-  std::unordered_map<std::string_view, uint32_t> ids_;
-};
-
 class ChunkBuilder {
  public:
-  explicit ChunkBuilder(ParsedChunk& chunk) : chunk_(chunk), strings_(chunk) {}
+  explicit ChunkBuilder(ParsedChunk& chunk) : chunk_(chunk) {}
 
   void line(const Line& line) {
     ++chunk_.lines;
@@ -56,7 +34,7 @@ class ChunkBuilder {
   std::string_view add(size_t mark) {
     switch (record_.kind) {
       case DumpRecord::Kind::kRoot:
-        chunk_.roots.push_back({strings_.intern(record_.root_kind),
+        chunk_.roots.push_back({chunk_.strings.intern(record_.root_kind),
                                 {chunk_.references.begin() + static_cast<ptrdiff_t>(mark),
                                  chunk_.references.end()}});
         chunk_.references.resize(mark);
@@ -75,7 +53,7 @@ class ChunkBuilder {
     ObjectType type = parse_object_type(record_.type);
     if (!record_.name.empty() && (type == ObjectType::kClass || type == ObjectType::kModule)) {
       chunk_.class_names.emplace_back(static_cast<uint32_t>(chunk_.address.size()),
-                                      strings_.intern(record_.name));
+                                      chunk_.strings.intern(record_.name));
     }
     chunk_.address.push_back(record_.address);
     chunk_.type.push_back(type);
@@ -85,7 +63,7 @@ class ChunkBuilder {
     chunk_.site.push_back(site_of(record_.file, record_.line));
     chunk_.generation.push_back(record_.generation);
     chunk_.slot_size.push_back(record_.slot_size);
-    chunk_.detail.push_back(strings_.intern(record_.detail));
+    chunk_.detail.push_back(chunk_.strings.intern(record_.detail));
     chunk_.ref_count.push_back(static_cast<uint32_t>(chunk_.references.size() - mark));
     return {};
   }
@@ -95,7 +73,7 @@ class ChunkBuilder {
     // Objects from one loop are often neighbours in the dump: remember the last file.
     if (file != last_file_) {
       last_file_.assign(file);
-      last_file_id_ = strings_.intern(file);
+      last_file_id_ = chunk_.strings.intern(file);
     }
     uint64_t key = (uint64_t{last_file_id_} << 32) | line;
     auto [it, inserted] = site_ids_.try_emplace(key, static_cast<uint32_t>(chunk_.sites.size()));
@@ -104,7 +82,6 @@ class ChunkBuilder {
   }
 
   ParsedChunk& chunk_;
-  LocalStrings strings_;
   RecordParser parser_;
   DumpRecord record_;
   std::string last_file_;
@@ -126,7 +103,7 @@ void ParsedChunk::clear() {
   detail.clear();
   ref_count.clear();
   references.clear();
-  strings.resize(1);
+  strings = StringPool();
   sites.resize(1);
   class_names.clear();
   roots.clear();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "heap/heap.h"
+#include "heap/string_pool.h"
 
 namespace memprof::heap {
 
@@ -28,7 +29,7 @@ struct ParsedChunk {
   std::vector<uint32_t> ref_count;   // references per object, in order in `references`
   std::vector<uint64_t> references;
 
-  std::vector<std::string> strings{std::string()};          // chunk-local pool, [0] = ""
+  StringPool strings;                                       // chunk-local, 0 = ""
   std::vector<std::pair<uint32_t, uint32_t>> sites{{0, 0}};  // (file string, line)
   std::vector<std::pair<uint32_t, uint32_t>> class_names;   // (object index in chunk, string)
   struct Root {

@@ -186,7 +186,7 @@ class Loader {
       return err("{}: too many objects or references for one dump (limit 4G each)", name_);
     }
     std::vector<StringId> strings(chunk.strings.size(), 0);
-    for (size_t i = 1; i < chunk.strings.size(); ++i) strings[i] = heap_.strings.intern(chunk.strings[i]);
+    for (size_t i = 1; i < chunk.strings.size(); ++i) strings[i] = heap_.strings.intern(chunk.strings.view(i));
     std::vector<SiteId> sites(chunk.sites.size(), 0);
     for (size_t i = 1; i < chunk.sites.size(); ++i) {
       sites[i] = global_site(strings[chunk.sites[i].first], chunk.sites[i].second);
