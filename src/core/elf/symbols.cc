@@ -194,7 +194,7 @@ Result<std::optional<Symbol>> ElfFile::find_dynamic_symbol(std::string_view name
   auto consider = [&](uint64_t index) -> Status {
     if (auto candidate = view.name_at(index); candidate && *candidate != name) return ok_status();
     MEMPROF_TRY(symbol, view.at(index));
-    if (symbol.name != name || !symbol.defined()) return ok_status();
+    if (!symbol.defined()) return ok_status();  // the name matched above (or at() failed)
     if (!version.empty() && symbol.version != version) return ok_status();
     if (!found || (!found->default_version && symbol.default_version)) found = symbol;
     return ok_status();
