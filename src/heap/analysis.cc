@@ -234,9 +234,9 @@ Analysis analyze_grouped_heap(const Heap& heap, const Graph& graph,
                               const DominatorTree& dominators, size_t top,
                               const std::vector<Grouping>& groupings) {
   Analysis analysis;
+  analysis.count = heap.size();
   std::vector<uint8_t> reachable(heap.size(), 0);
   for (ObjectId id = 0; id < heap.size(); ++id) {
-    analysis.count += 1;
     analysis.memsize += heap.memsize[id];
     if (dominators.reachable(id)) {
       reachable[id] = 1;
