@@ -86,6 +86,13 @@ class ClassNames {
   std::unordered_map<uint64_t, std::string> names_;
 };
 
+// The site of a table entry as shown to the user: none for memprof's own objects.
+std::optional<track::SourceLocation> shown_location(const Tracker& tracker,
+                                                    const track::LiveEntry& entry) {
+  if (entry.site == track::SiteTable::kInternalSite) return std::nullopt;
+  return track::SourceLocation{tracker.sites().file(entry.site), tracker.sites().line(entry.site)};
+}
+
 }  // namespace
 
 void ignore_path_prefix(std::string prefix) { g_ignored_prefixes.push_back(std::move(prefix)); }
@@ -144,11 +151,8 @@ ReportSnapshot report_end(Tracker& tracker) {
 std::optional<track::SourceLocation> site_of(Tracker& tracker, VALUE object) {
   if (RB_SPECIAL_CONST_P(object)) return std::nullopt;
   auto entry = tracker.table().find(object);
-  if (!entry || slot_type(object) != entry->type ||
-      entry->site == track::SiteTable::kInternalSite)
-    return std::nullopt;
-  return track::SourceLocation{tracker.sites().file(entry->site),
-                               tracker.sites().line(entry->site)};
+  if (!entry || slot_type(object) != entry->type) return std::nullopt;
+  return shown_location(tracker, *entry);
 }
 
 std::string annotate_object_line(Tracker& tracker, VALUE object, const std::string& line) {
@@ -165,13 +169,11 @@ Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::st
   if (!in) return err("{}: cannot open the raw dump", raw_path);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return err("{}: cannot open for writing", path);
-  const track::LiveTable& table = tracker.table();
   auto counts = track::annotate_dump(in, out, [&](uintptr_t address)
                                                   -> std::optional<track::SourceLocation> {
-    auto entry = table.find(address);
-    if (!entry || entry->site == track::SiteTable::kInternalSite) return std::nullopt;
-    return track::SourceLocation{tracker.sites().file(entry->site),
-                                 tracker.sites().line(entry->site)};
+    auto entry = tracker.table().find(address);
+    if (!entry) return std::nullopt;
+    return shown_location(tracker, *entry);
   });
   if (!counts.ok()) return err("{}: {}", path, counts.message());
   out.close();
