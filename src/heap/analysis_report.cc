@@ -34,14 +34,6 @@ void text_objects(std::string& out, std::string_view title, const ReportContext&
   }
 }
 
-void json_count(JsonWriter& json, std::string_view name, uint64_t count, uint64_t memsize) {
-  json.key(name);
-  json.begin_object();
-  json.field("count", count);
-  json.field("memsize", memsize);
-  json.end_object();
-}
-
 void json_groups(JsonWriter& json, std::string_view name, const std::vector<GroupRow>& rows,
                  size_t top) {
   json.key(name);

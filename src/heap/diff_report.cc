@@ -39,16 +39,8 @@ std::string render_diff_json(const DiffNames& names, const DiffResult& diff, siz
   json.field("a", names.a);
   json.field("b", names.b);
   if (diff.has_third) json.field("c", names.c);
-  json.key("new");
-  json.begin_object();
-  json.field("count", diff.new_count);
-  json.field("memsize", diff.new_memsize);
-  json.end_object();
-  json.key("kept");
-  json.begin_object();
-  json.field("count", diff.kept_count);
-  json.field("memsize", diff.kept_memsize);
-  json.end_object();
+  json_count(json, "new", diff.new_count, diff.new_memsize);
+  json_count(json, "kept", diff.kept_count, diff.kept_memsize);
   json.key("generations");
   json.raw(diff.generations ? "true" : "false");
   json.field("old_by_generation", diff.old_by_generation);

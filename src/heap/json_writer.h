@@ -40,4 +40,13 @@ class JsonWriter {
   bool need_comma_ = false;
 };
 
+// "name":{"count":N,"memsize":M}, the shape of every total in analyze and diff.
+inline void json_count(JsonWriter& json, std::string_view name, uint64_t count, uint64_t memsize) {
+  json.key(name);
+  json.begin_object();
+  json.field("count", count);
+  json.field("memsize", memsize);
+  json.end_object();
+}
+
 }  // namespace memprof::heap
