@@ -6,11 +6,11 @@ namespace memprof::track {
 
 LiveTable::~LiveTable() { clear(); }
 
-LiveTable::Chunk* LiveTable::chunk_for(uintptr_t key, bool create) noexcept {
+LiveTable::Chunk* LiveTable::chunk_for(uintptr_t key) noexcept {
   Chunk* chunk = nullptr;
   if (auto it = chunks_.find(key); it != chunks_.end()) {
     chunk = it->second;
-  } else if (create) {
+  } else {
     chunk = static_cast<Chunk*>(calloc(1, sizeof(Chunk)));
     if (chunk == nullptr) return nullptr;
     // Position 0 is the slot straddling (or starting at) the window's first byte.
@@ -21,8 +21,6 @@ LiveTable::Chunk* LiveTable::chunk_for(uintptr_t key, bool create) noexcept {
       free(chunk);
       return nullptr;
     }
-  } else {
-    return nullptr;
   }
   last_key_ = key;
   last_chunk_ = chunk;

@@ -54,7 +54,7 @@ class LiveTable {
       return;
     }
     uintptr_t key = address >> kChunkShift;
-    Chunk* chunk = key == last_key_ ? last_chunk_ : chunk_for(key, true);
+    Chunk* chunk = key == last_key_ ? last_chunk_ : chunk_for(key);
     if (chunk == nullptr) [[unlikely]] {
       ++dropped_;
       return;
@@ -116,7 +116,8 @@ class LiveTable {
     const uint8_t* types() const { return types_; }
   };
 
-  Chunk* chunk_for(uintptr_t key, bool create) noexcept;
+  // The chunk for `key`, created if missing (nullptr when out of memory); becomes the last one.
+  Chunk* chunk_for(uintptr_t key) noexcept;
   void free_chunk(uintptr_t key) noexcept;
   void after_prune() noexcept;
 
