@@ -20,7 +20,8 @@ uint32_t SiteTable::intern(const char* file, int line) noexcept {
   if (cached.pointer == file && cached.line == line && same_name(file, sites_[cached.site].file))
     return cached.site;
   try {
-    PointerCacheSlot& slot = pointer_cache_[(reinterpret_cast<uintptr_t>(file) >> 4) % 64];
+    PointerCacheSlot& slot =
+        pointer_cache_[(reinterpret_cast<uintptr_t>(file) >> 4) % pointer_cache_.size()];
     uint32_t file_id;
     if (slot.pointer == file && same_name(file, slot.file)) {
       file_id = slot.file;
