@@ -16,10 +16,13 @@ expect() {  # description, expected status, expected stderr ("" = empty), comman
 
 expect "unknown command" 1 "memprof: unknown command 'bogus' (see memprof --help)" "$memprof" bogus
 expect "no command" 1 "memprof: A subcommand is required (see memprof --help)" "$memprof"
-expect "missing argument" 1 "memprof: TARGET is required (see memprof --help)" "$memprof" symbols
-expect "unknown option" 1 "memprof: The following argument was not expected: --bogus (see memprof --help)" "$memprof" symbols /bin/true --bogus
+# Builds restricted with MEMPROF_AREAS may leave the symbols command out.
+if "$memprof" --help | grep -q "^  symbols "; then
+  expect "missing argument" 1 "memprof: TARGET is required (see memprof --help)" "$memprof" symbols
+  expect "command help" 0 "" "$memprof" symbols --help
+  expect "unknown option" 1 "memprof: The following argument was not expected: --bogus (see memprof --help)" "$memprof" symbols /bin/true --bogus
+fi
 expect "help" 0 "" "$memprof" --help
-expect "command help" 0 "" "$memprof" frames --help
 expect "version" 0 "" "$memprof" --version
 
 echo "$failures failed"
