@@ -32,7 +32,7 @@ namespace memprof::ruby {
 
 // The first members of rb_execution_context_t and rb_control_frame_t (vm_core.h), unchanged
 // from Ruby 2.5 to 3.4. Only the frame's program counter and its flags word are used, to do
-// what gc.c does around its own NEWOBJ event (see Tracker::current_site).
+// what gc.c does around its own NEWOBJ event (see Tracker::current_site_after_hook).
 struct ControlFrameHead {
   const VALUE* pc;
   VALUE* sp;
