@@ -1,6 +1,7 @@
 #include "heap/analysis.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <unordered_map>
 
@@ -12,10 +13,16 @@
 namespace memprof::heap {
 namespace {
 
-// Objects assigned to dense groups, with a name per group.
-struct Grouping {
-  std::vector<uint32_t> group_of;  // by ObjectId
-  std::vector<std::string> names;
+// The five ways `analyze` groups objects, in the order of Analysis' lists.
+enum GroupingKind : size_t { kByType, kByClass, kByLocation, kByGem, kByGeneration, kGroupingKinds };
+
+// Every object's group in each grouping, and each group's row (name, count, memsize; retained
+// comes from rollup()). The groups of one object sit together, so that rollup's walk of the
+// dominator tree, which visits objects in no useful memory order, loads one record per object
+// instead of one per grouping.
+struct Groupings {
+  std::vector<std::array<uint32_t, kGroupingKinds>> group_of;  // by ObjectId
+  std::array<std::vector<GroupRow>, kGroupingKinds> rows;      // by group id
 };
 
 // The dominator tree's children in CSR form, for the top-down walk of rollup().
@@ -23,54 +30,54 @@ struct DominatorChildren {
   std::vector<uint32_t> begin;
   std::vector<ObjectId> children;
 
-  DominatorChildren(const Graph& graph, const DominatorTree& tree) {
-    begin.assign(size_t{graph.node_count} + 1, 0);
+  explicit DominatorChildren(const DominatorTree& tree) {
+    const size_t nodes = tree.idom.size();
+    begin.assign(nodes + 1, 0);
     for (ObjectId node : tree.preorder) {
-      if (node != graph.super_root) ++begin[tree.idom[node] + 1];
+      if (node != tree.super_root) ++begin[tree.idom[node] + 1];
     }
-    for (uint32_t i = 0; i < graph.node_count; ++i) begin[i + 1] += begin[i];
-    children.resize(begin[graph.node_count]);
+    for (size_t i = 0; i < nodes; ++i) begin[i + 1] += begin[i];
+    children.resize(begin[nodes]);
     std::vector<uint32_t> cursor(begin.begin(), begin.end() - 1);
     for (ObjectId node : tree.preorder) {
-      if (node != graph.super_root) children[cursor[tree.idom[node]]++] = node;
+      if (node != tree.super_root) children[cursor[tree.idom[node]]++] = node;
     }
   }
 };
 
-// Counts, memsizes and retained sizes of every grouping, with one walk of the dominator tree for
-// all of them: per grouping and group, how many of the current node's ancestors are in the
-// group; a node adds its retained size to its group only when none is.
-std::vector<std::vector<GroupRow>> rollup(const Heap& heap, const Graph& graph,
-                                          const DominatorTree& tree, const DominatorChildren& dom,
-                                          const std::vector<Grouping>& groupings) {
-  const size_t kinds = groupings.size();
-  std::vector<std::vector<GroupRow>> rows(kinds);
-  std::vector<std::vector<uint32_t>> active(kinds);
-  for (size_t k = 0; k < kinds; ++k) {
-    const Grouping& grouping = groupings[k];
-    rows[k].resize(grouping.names.size());
-    active[k].assign(grouping.names.size(), 0);
-    for (size_t g = 0; g < rows[k].size(); ++g) rows[k][g].name = grouping.names[g];
-    for (ObjectId id = 0; id < heap.size(); ++id) {
-      GroupRow& row = rows[k][grouping.group_of[id]];
-      ++row.count;
-      row.memsize += heap.memsize[id];
-    }
-  }
-  std::vector<std::pair<ObjectId, uint32_t>> stack{{graph.super_root, dom.begin[graph.super_root]}};
+// Adds the retained sizes to every grouping's rows, with one walk of the dominator tree for all
+// of them: per grouping and group, how many of the current node's ancestors are in the group; a
+// node adds its retained size to its group only when none is. Then sorts the rows.
+std::array<std::vector<GroupRow>, kGroupingKinds> rollup(const DominatorTree& tree, Groupings groupings) {
+  const DominatorChildren dom(tree);
+  auto& rows = groupings.rows;
+  std::array<std::vector<uint32_t>, kGroupingKinds> active;
+  for (size_t k = 0; k < kGroupingKinds; ++k) active[k].assign(rows[k].size(), 0);
+  // Frames: a node and the index in `children` of its next child to visit.
+  std::vector<std::pair<ObjectId, uint32_t>> stack{{tree.super_root, dom.begin[tree.super_root]}};
+  constexpr uint32_t kAhead = 4;
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next == dom.begin[node + 1]) {
-      if (node != graph.super_root) {
-        for (size_t k = 0; k < kinds; ++k) --active[k][groupings[k].group_of[node]];
+      if (node != tree.super_root) {
+        const auto& groups = groupings.group_of[node];
+        for (size_t k = 0; k < kGroupingKinds; ++k) --active[k][groups[k]];
       }
       stack.pop_back();
       continue;
     }
+    // Most nodes of a heap's dominator tree are leaves: the siblings a few places ahead are
+    // visited soon after this child, and their records are cache misses worth starting now.
+    if (next + kAhead < dom.begin[node + 1]) {
+      ObjectId ahead = dom.children[next + kAhead];
+      __builtin_prefetch(&groupings.group_of[ahead]);
+      __builtin_prefetch(&tree.retained[ahead]);
+      __builtin_prefetch(&dom.begin[ahead]);
+    }
     ObjectId child = dom.children[next++];
-    for (size_t k = 0; k < kinds; ++k) {
-      uint32_t group = groupings[k].group_of[child];
-      if (active[k][group]++ == 0) rows[k][group].retained += tree.retained[child];
+    const auto& groups = groupings.group_of[child];
+    for (size_t k = 0; k < kGroupingKinds; ++k) {
+      if (active[k][groups[k]]++ == 0) rows[k][groups[k]].retained += tree.retained[child];
     }
     stack.emplace_back(child, dom.begin[child]);
   }
@@ -81,44 +88,46 @@ std::vector<std::vector<GroupRow>> rollup(const Heap& heap, const Graph& graph,
       return a.name < b.name;
     });
   }
-  return rows;
+  return std::move(rows);
 }
 
-// Assigns group ids by name, so that keys with the same label share a group.
+// Fills one grouping: assigns group ids by name, so that keys with the same label share a group.
 class GroupNamer {
  public:
-  explicit GroupNamer(Grouping& grouping) : grouping_(grouping) {}
+  GroupNamer(Groupings& groupings, GroupingKind kind) : groupings_(groupings), kind_(kind) {}
+
   uint32_t group(std::string name) {
-    auto [it, inserted] = ids_.try_emplace(std::move(name), static_cast<uint32_t>(grouping_.names.size()));
-    if (inserted) grouping_.names.push_back(it->first);
+    std::vector<GroupRow>& rows = groupings_.rows[kind_];
+    auto [it, inserted] = ids_.try_emplace(std::move(name), static_cast<uint32_t>(rows.size()));
+    if (inserted) rows.push_back({.name = it->first});
     return it->second;
   }
+  void assign(ObjectId id, uint32_t group) { groupings_.group_of[id][kind_] = group; }
 
  private:
-  Grouping& grouping_;
+  Groupings& groupings_;
+  GroupingKind kind_;
   std::unordered_map<std::string, uint32_t> ids_;
 };
 
-Grouping group_by_type(const Heap& heap) {
-  Grouping grouping;
+void group_by_type(const Heap& heap, Groupings& groupings) {
+  // Type values are the group ids.
   for (int t = 0; t < kObjectTypeCount; ++t) {
-    grouping.names.emplace_back(object_type_name(static_cast<ObjectType>(t)));
+    groupings.rows[kByType].push_back({.name = std::string(object_type_name(static_cast<ObjectType>(t)))});
   }
-  grouping.group_of.resize(heap.size());
-  for (ObjectId id = 0; id < heap.size(); ++id) grouping.group_of[id] = static_cast<uint32_t>(heap.type[id]);
-  return grouping;
+  for (ObjectId id = 0; id < heap.size(); ++id) {
+    groupings.group_of[id][kByType] = static_cast<uint32_t>(heap.type[id]);
+  }
 }
 
-Grouping group_by_class(const Heap& heap) {
-  Grouping grouping;
-  GroupNamer namer(grouping);
+void group_by_class(const Heap& heap, Groupings& groupings) {
+  GroupNamer namer(groupings, kByClass);
   // The label depends only on the class object, or on the IMEMO type, or on the object type:
   // compute it once per distinct one, cached in flat arrays (no hashing per object).
   constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
   std::vector<uint32_t> by_class(heap.size(), kUnset);
   std::vector<uint32_t> by_detail(heap.strings.size(), kUnset);
   std::vector<uint32_t> by_type(kObjectTypeCount, kUnset);
-  grouping.group_of.resize(heap.size());
   for (ObjectId id = 0; id < heap.size(); ++id) {
     uint32_t* slot;
     if (heap.type[id] == ObjectType::kImemo) {
@@ -129,63 +138,66 @@ Grouping group_by_class(const Heap& heap) {
       slot = &by_type[static_cast<size_t>(heap.type[id])];
     }
     if (*slot == kUnset) *slot = namer.group(heap.class_label(id));
-    grouping.group_of[id] = *slot;
+    namer.assign(id, *slot);
   }
-  return grouping;
 }
 
-Grouping group_by_location(const Heap& heap) {
-  Grouping grouping;
-  grouping.names.reserve(heap.sites.size());
-  grouping.names.emplace_back(kNoSite);
+void group_by_location(const Heap& heap, Groupings& groupings) {
+  // Sites are distinct file:line pairs already: their ids are the group ids.
+  std::vector<GroupRow>& rows = groupings.rows[kByLocation];
+  rows.reserve(heap.sites.size());
+  rows.push_back({.name = std::string(kNoSite)});
   for (size_t s = 1; s < heap.sites.size(); ++s) {
-    grouping.names.push_back(fmt::format("{}:{}", heap.str(heap.sites[s].file), heap.sites[s].line));
+    rows.push_back({.name = fmt::format("{}:{}", heap.str(heap.sites[s].file), heap.sites[s].line)});
   }
-  grouping.group_of.assign(heap.site.begin(), heap.site.end());
-  return grouping;
+  for (ObjectId id = 0; id < heap.size(); ++id) groupings.group_of[id][kByLocation] = heap.site[id];
 }
 
-Grouping group_by_gem(const Heap& heap) {
-  Grouping grouping;
-  GroupNamer namer(grouping);
+void group_by_gem(const Heap& heap, Groupings& groupings) {
+  GroupNamer namer(groupings, kByGem);
   std::vector<uint32_t> gem_of_site(heap.sites.size());
   for (size_t s = 0; s < heap.sites.size(); ++s) {
     gem_of_site[s] = namer.group(gem_of_file(heap.str(heap.sites[s].file)));
   }
-  grouping.group_of.resize(heap.size());
-  for (ObjectId id = 0; id < heap.size(); ++id) grouping.group_of[id] = gem_of_site[heap.site[id]];
-  return grouping;
+  for (ObjectId id = 0; id < heap.size(); ++id) namer.assign(id, gem_of_site[heap.site[id]]);
 }
 
-Grouping group_by_generation(const Heap& heap) {
-  Grouping grouping;
-  GroupNamer namer(grouping);
+void group_by_generation(const Heap& heap, Groupings& groupings) {
+  GroupNamer namer(groupings, kByGeneration);
   // Generations are GC counts: small numbers, cached in a flat array; the rare huge ones (and
   // "no generation") go through the namer's hash map.
   constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
   constexpr uint32_t kDense = 1u << 20;
   std::vector<uint32_t> dense;
-  grouping.group_of.resize(heap.size());
   for (ObjectId id = 0; id < heap.size(); ++id) {
     uint32_t generation = heap.generation[id];
     if (generation < kDense) {
       if (generation >= dense.size()) dense.resize(generation + 1, kUnset);
       if (dense[generation] == kUnset) dense[generation] = namer.group(std::to_string(generation));
-      grouping.group_of[id] = dense[generation];
+      namer.assign(id, dense[generation]);
     } else {
-      grouping.group_of[id] = namer.group(generation == kNoGeneration ? "(none)" : std::to_string(generation));
+      namer.assign(id, namer.group(generation == kNoGeneration ? "(none)" : std::to_string(generation)));
     }
   }
-  return grouping;
 }
 
-std::vector<Grouping> group_objects(const Heap& heap) {
-  std::vector<Grouping> groupings;
-  groupings.push_back(group_by_type(heap));
-  groupings.push_back(group_by_class(heap));
-  groupings.push_back(group_by_location(heap));
-  groupings.push_back(group_by_gem(heap));
-  groupings.push_back(group_by_generation(heap));
+// All groupings with their counts and memsizes: everything but the retained sizes, which need
+// the dominator tree.
+Groupings group_objects(const Heap& heap) {
+  Groupings groupings;
+  groupings.group_of.resize(heap.size());
+  group_by_type(heap, groupings);
+  group_by_class(heap, groupings);
+  group_by_location(heap, groupings);
+  group_by_gem(heap, groupings);
+  group_by_generation(heap, groupings);
+  for (ObjectId id = 0; id < heap.size(); ++id) {
+    for (size_t k = 0; k < kGroupingKinds; ++k) {
+      GroupRow& row = groupings.rows[k][groupings.group_of[id][k]];
+      ++row.count;
+      row.memsize += heap.memsize[id];
+    }
+  }
   return groupings;
 }
 
@@ -200,8 +212,7 @@ std::vector<ObjectId> top_objects(const Heap& heap, size_t top, Key key) {
   };
   size_t n = std::min(top, ids.size());
   std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(), before);
-  ids.resize(n);
-  return ids;
+  return {ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n)};
 }
 
 }  // namespace
@@ -230,10 +241,24 @@ std::string gem_of_file(std::string_view file) {
 
 namespace {
 
-Analysis analyze_grouped_heap(const Heap& heap, const Graph& graph,
-                              const DominatorTree& dominators, size_t top,
-                              const std::vector<Grouping>& groupings) {
+// `without_machine_context`: reachable_without_root_kind(graph, heap, "machine_context").
+Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
+                              size_t top, Groupings groupings,
+                              const std::vector<uint8_t>& without_machine_context) {
   Analysis analysis;
+  // The top lists need only the heap and the retained sizes: sorted on another thread while this
+  // one walks the dominator tree.
+  auto tops = run_async([&] {
+    analysis.biggest = top_objects(heap, top, [&](ObjectId id) { return heap.memsize[id]; });
+    analysis.top_retained = top_objects(heap, top, [&](ObjectId id) { return dominators.retained[id]; });
+  });
+  auto rows = rollup(dominators, std::move(groupings));
+  analysis.by_type = std::move(rows[kByType]);
+  analysis.by_class = std::move(rows[kByClass]);
+  analysis.by_location = std::move(rows[kByLocation]);
+  analysis.by_gem = std::move(rows[kByGem]);
+  analysis.by_generation = std::move(rows[kByGeneration]);
+
   analysis.count = heap.size();
   std::vector<uint8_t> reachable(heap.size(), 0);
   for (ObjectId id = 0; id < heap.size(); ++id) {
@@ -244,9 +269,9 @@ Analysis analyze_grouped_heap(const Heap& heap, const Graph& graph,
       analysis.reachable_memsize += heap.memsize[id];
     }
   }
-  // The second reachability pass (without machine_context) needs only the graph: it runs on
-  // another thread while this one groups objects and walks the dominator tree.
-  auto mc_future = run_async([&] { return machine_context_only(graph, heap, reachable); });
+  MachineContextOnly mc = machine_context_only(heap, reachable, without_machine_context);
+  analysis.machine_context_only_count = mc.count;
+  analysis.machine_context_only_memsize = mc.memsize;
 
   std::vector<std::pair<StringId, uint64_t>> roots;
   for (const RootSet& root : heap.roots) {
@@ -255,34 +280,30 @@ Analysis analyze_grouped_heap(const Heap& heap, const Graph& graph,
     found->second += root.targets.size();
   }
   for (auto& [kind, count] : roots) analysis.roots.push_back({std::string(heap.str(kind)), count});
-
-  DominatorChildren children(graph, dominators);
-  auto rows = rollup(heap, graph, dominators, children, groupings);
-  analysis.by_type = std::move(rows[0]);
-  analysis.by_class = std::move(rows[1]);
-  analysis.by_location = std::move(rows[2]);
-  analysis.by_gem = std::move(rows[3]);
-  analysis.by_generation = std::move(rows[4]);
-  analysis.biggest = top_objects(heap, top, [&](ObjectId id) { return heap.memsize[id]; });
-  analysis.top_retained = top_objects(heap, top, [&](ObjectId id) { return dominators.retained[id]; });
-  MachineContextOnly mc = mc_future.get();
-  analysis.machine_context_only_count = mc.count;
-  analysis.machine_context_only_memsize = mc.memsize;
+  tops.get();
   return analysis;
 }
+
+constexpr std::string_view kMachineContext = "machine_context";
 
 }  // namespace
 
 Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
                       size_t top) {
-  return analyze_grouped_heap(heap, graph, dominators, top, group_objects(heap));
+  return analyze_grouped_heap(heap, dominators, top, group_objects(heap),
+                              reachable_without_root_kind(graph, heap, kMachineContext));
 }
 
 AnalyzedHeap analyze_loaded_heap(const Heap& heap, size_t top) {
+  // The second core: groupings need only the heap, the reachability without machine_context
+  // only the graph; both run while this thread computes the dominator tree.
   auto groupings = run_async([&] { return group_objects(heap); });
   Graph graph = Graph::build(heap);
+  auto without_machine_context =
+      run_async([&] { return reachable_without_root_kind(graph, heap, kMachineContext); });
   DominatorTree dominators = DominatorTree::compute(graph, heap);
-  Analysis analysis = analyze_grouped_heap(heap, graph, dominators, top, groupings.get());
+  Analysis analysis =
+      analyze_grouped_heap(heap, dominators, top, groupings.get(), without_machine_context.get());
   return {std::move(graph), std::move(dominators), std::move(analysis)};
 }
 

@@ -96,18 +96,21 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
     idom_number[w] = d;
   }
 
+  // Retained sizes bottom-up by preorder number: a node's idom has a smaller number, so it is
+  // summed after the node. Number order keeps these passes sequential; each node's results are
+  // then written to its slot once.
+  std::vector<uint64_t> retained(n, 0);
+  for (uint32_t w = 1; w < n; ++w) retained[w] = heap.memsize[order.node[w]];
+  for (uint32_t w = n - 1; w >= 1; --w) retained[idom_number[w]] += retained[w];
   DominatorTree tree;
   tree.super_root = graph.super_root;
   tree.idom.assign(graph.node_count, kNoObject);
   tree.retained.assign(graph.node_count, 0);
-  for (uint32_t w = 1; w < n; ++w) tree.idom[order.node[w]] = order.node[idom_number[w]];
-  for (uint32_t w = 0; w < n; ++w) {
+  tree.retained[graph.super_root] = retained[0];
+  for (uint32_t w = 1; w < n; ++w) {
     ObjectId node = order.node[w];
-    tree.retained[node] = node == graph.super_root ? 0 : heap.memsize[node];
-  }
-  // Bottom-up: a node's idom has a smaller preorder number, so it is summed after the node.
-  for (uint32_t w = n - 1; w >= 1; --w) {
-    tree.retained[order.node[idom_number[w]]] += tree.retained[order.node[w]];
+    tree.idom[node] = order.node[idom_number[w]];
+    tree.retained[node] = retained[w];
   }
   tree.preorder = std::move(order.node);
   return tree;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -143,11 +144,12 @@ struct Heap {
   // duplicate addresses (the first object keeps the address).
   uint64_t build_index();
 
-  // Open-addressing hash table address -> id: 12 bytes per slot, 1.5-3 slots per object.
+  // Open-addressing hash table address -> id: 12 bytes per slot, 1.5-3 slots per object, cut
+  // by the top bits of the hash into parts that build_index() fills on separate threads.
   struct AddressIndex {
-    std::vector<uint64_t> keys;  // open addressing, 0 = empty slot
-    std::vector<ObjectId> values;
-    uint64_t mask = 0;
+    std::unique_ptr<uint64_t[]> keys;  // 0 = empty slot
+    std::unique_ptr<ObjectId[]> values;
+    uint64_t part_mask = 0;  // slots per part - 1; probing wraps within a part
     unsigned shift = 64;
   } index;
 };
