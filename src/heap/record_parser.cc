@@ -4,10 +4,12 @@
 #include <limits>
 
 #include "heap/heap.h"
+#include "heap/hex_address.h"
 
 namespace memprof::heap {
 
 static_assert(kLinePadding == simdjson::SIMDJSON_PADDING);
+static_assert(kLinePadding >= 19);  // parse_hex_address reads 19 bytes from a string in the line
 
 namespace {
 
@@ -18,22 +20,6 @@ inline int hex_digit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-// A raw JSON string (pointer just after the opening quote) holding "0x<hex>". simdjson has
-// validated the string, so a closing quote follows; a backslash or any other character makes it
-// not an address.
-inline uint64_t raw_address(const char* p) {
-  if (p[0] != '0' || (p[1] != 'x' && p[1] != 'X')) return 0;
-  uint64_t value = 0;
-  int digits = 0;
-  for (p += 2;; ++p) {
-    int d = hex_digit(*p);
-    if (d < 0) break;
-    if (++digits > 16) return 0;
-    value = (value << 4) | static_cast<uint64_t>(d);
-  }
-  return *p == '"' ? value : 0;
 }
 
 // An object key as simdjson hands it: a pointer just after its opening quote, into the line,
@@ -95,7 +81,7 @@ std::string_view read_references(od::value value, std::vector<uint64_t>& referen
   for (auto element : array) {
     od::raw_json_string raw;
     if (element.get_raw_json_string().get(raw)) return kBadReferences;
-    uint64_t address = raw_address(raw.raw());
+    uint64_t address = parse_hex_address(raw.raw());
     if (address == 0) return kBadReferences;
     references.push_back(address);
   }
@@ -185,7 +171,7 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
           address_seen = true;
           od::raw_json_string text;
           if (value.get_raw_json_string().get(text)) return kBadAddress;
-          record.address = raw_address(text.raw());
+          record.address = parse_hex_address(text.raw());
           if (record.address == 0) return kBadAddress;
         }
         break;
@@ -197,7 +183,7 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
           od::raw_json_string text;
           // A class that is not an address (never written by Ruby) is ignored, not fatal.
           if (value.get_raw_json_string().get(text) == simdjson::SUCCESS) {
-            record.class_address = raw_address(text.raw());
+            record.class_address = parse_hex_address(text.raw());
           }
         }
         break;
