@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <limits>
 #include <unordered_map>
 
@@ -45,41 +46,79 @@ struct DominatorChildren {
   }
 };
 
-// Adds the retained sizes to every grouping's rows, with one walk of the dominator tree for all
-// of them: per grouping and group, how many of the current node's ancestors are in the group; a
-// node adds its retained size to its group only when none is. Then sorts the rows.
-std::array<std::vector<GroupRow>, kGroupingKinds> rollup(const DominatorTree& tree, Groupings groupings) {
-  const DominatorChildren dom(tree);
-  auto& rows = groupings.rows;
+// Retained bytes per group, for each grouping.
+using RetainedByGroup = std::array<std::vector<uint64_t>, kGroupingKinds>;
+
+// Walks subtrees of the dominator tree hanging from the super-root, taking them in batches from
+// `next_subtree` (shared by the walking threads), and sums, per grouping and group, the retained
+// size of the nodes none of whose ancestors is in the same group: it keeps, per grouping and
+// group, the number of the current node's ancestors in the group. The super-root is in no
+// group, so the subtrees are independent and any thread may walk any of them.
+RetainedByGroup walk_subtrees(const DominatorTree& tree, const DominatorChildren& dom,
+                              const Groupings& groupings, std::atomic<uint32_t>& next_subtree) {
+  RetainedByGroup retained;
   std::array<std::vector<uint32_t>, kGroupingKinds> active;
-  for (size_t k = 0; k < kGroupingKinds; ++k) active[k].assign(rows[k].size(), 0);
-  // Frames: a node and the index in `children` of its next child to visit.
-  std::vector<std::pair<ObjectId, uint32_t>> stack{{tree.super_root, dom.begin[tree.super_root]}};
+  for (size_t k = 0; k < kGroupingKinds; ++k) {
+    retained[k].assign(groupings.rows[k].size(), 0);
+    active[k].assign(groupings.rows[k].size(), 0);
+  }
   constexpr uint32_t kAhead = 4;
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (next == dom.begin[node + 1]) {
-      if (node != tree.super_root) {
-        const auto& groups = groupings.group_of[node];
-        for (size_t k = 0; k < kGroupingKinds; ++k) --active[k][groups[k]];
-      }
-      stack.pop_back();
-      continue;
-    }
-    // Most nodes of a heap's dominator tree are leaves: the siblings a few places ahead are
-    // visited soon after this child, and their records are cache misses worth starting now.
-    if (next + kAhead < dom.begin[node + 1]) {
-      ObjectId ahead = dom.children[next + kAhead];
+  // Most nodes of a heap's dominator tree are leaves: the siblings a few places ahead are
+  // visited soon after the current one, and their records are cache misses worth starting now.
+  auto prefetch_sibling = [&](uint32_t position, uint32_t end) {
+    if (position + kAhead < end) {
+      ObjectId ahead = dom.children[position + kAhead];
       __builtin_prefetch(&groupings.group_of[ahead]);
       __builtin_prefetch(&tree.retained[ahead]);
       __builtin_prefetch(&dom.begin[ahead]);
     }
-    ObjectId child = dom.children[next++];
-    const auto& groups = groupings.group_of[child];
+  };
+  // Frames: a node and the index in `children` of its next child to visit.
+  std::vector<std::pair<ObjectId, uint32_t>> stack;
+  auto enter = [&](ObjectId node) {
+    const auto& groups = groupings.group_of[node];
     for (size_t k = 0; k < kGroupingKinds; ++k) {
-      if (active[k][groups[k]]++ == 0) rows[k][groups[k]].retained += tree.retained[child];
+      if (active[k][groups[k]]++ == 0) retained[k][groups[k]] += tree.retained[node];
     }
-    stack.emplace_back(child, dom.begin[child]);
+    stack.emplace_back(node, dom.begin[node]);
+  };
+  const uint32_t first = dom.begin[tree.super_root];
+  const uint32_t last = dom.begin[tree.super_root + 1];
+  constexpr uint32_t kBatch = 64;
+  for (uint32_t batch; (batch = first + next_subtree.fetch_add(kBatch)) < last;) {
+    const uint32_t batch_end = std::min(batch + kBatch, last);
+    for (uint32_t top = batch; top < batch_end; ++top) {
+      prefetch_sibling(top, batch_end);
+      enter(dom.children[top]);
+      while (!stack.empty()) {
+        auto& [node, next] = stack.back();
+        const uint32_t end = dom.begin[node + 1];
+        if (next == end) {
+          const auto& groups = groupings.group_of[node];
+          for (size_t k = 0; k < kGroupingKinds; ++k) --active[k][groups[k]];
+          stack.pop_back();
+          continue;
+        }
+        prefetch_sibling(next, end);
+        enter(dom.children[next++]);  // may reallocate the stack: `node` and `next` are dead
+      }
+    }
+  }
+  return retained;
+}
+
+// Adds the retained sizes to every grouping's rows, walking the dominator tree on two threads,
+// then sorts the rows.
+std::array<std::vector<GroupRow>, kGroupingKinds> rollup(const DominatorTree& tree, Groupings groupings) {
+  const DominatorChildren dom(tree);
+  std::atomic<uint32_t> next_subtree{0};
+  auto walk = [&] { return walk_subtrees(tree, dom, groupings, next_subtree); };
+  auto other = run_async(walk);
+  RetainedByGroup sums = walk();
+  RetainedByGroup other_sums = other.get();
+  auto& rows = groupings.rows;
+  for (size_t k = 0; k < kGroupingKinds; ++k) {
+    for (size_t g = 0; g < rows[k].size(); ++g) rows[k][g].retained = sums[k][g] + other_sums[k][g];
   }
   for (auto& list : rows) {
     std::erase_if(list, [](const GroupRow& row) { return row.count == 0; });
