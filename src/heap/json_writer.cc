@@ -1,27 +1,12 @@
 #include "heap/json_writer.h"
 
-#include <fmt/format.h>
+#include "core/util/json_escape.h"
 
 namespace memprof::heap {
 
 void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
-  for (char c : text) {
-    auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (byte < 0x20) {
-      switch (c) {
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        default: out += fmt::format("\\u{:04x}", byte); break;
-      }
-    } else {
-      out.push_back(c);
-    }
-  }
+  append_json_escaped(out, text);
   out.push_back('"');
 }
 

@@ -8,8 +8,9 @@
 
 namespace memprof::heap {
 
-// Appends `text` as a JSON string literal (quotes included) to `out`; bytes below 0x20, '"' and
-// '\\' are escaped, everything else (UTF-8 included) is copied.
+// Appends `text` as a JSON string literal (quotes included) to `out`, escaped as
+// core/util/json_escape.h says: bytes below 0x20, '"' and '\\' escaped, everything else (UTF-8
+// included) copied.
 void append_json_string(std::string& out, std::string_view text);
 
 class JsonWriter {

@@ -38,12 +38,6 @@ TEST(DumpAnnotate, LeavesUnknownRootAndAlreadyAnnotatedLinesAlone) {
   EXPECT_EQ(annotate_dump_line(traced, known), traced);
 }
 
-TEST(DumpAnnotate, EscapesControlCharacters) {
-  std::string out;
-  append_json_escaped(out, std::string("a\\b\n\x01", 5));
-  EXPECT_EQ(out, "a\\\\b\\n\\u0001");
-}
-
 TEST(DumpAnnotate, StreamsAndCounts) {
   std::istringstream in(
       "{\"type\":\"ROOT\", \"root\":\"vm\"}\n"

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/util/json_escape.h"
+
 namespace memprof::track {
 
 std::optional<uintptr_t> dump_line_address(std::string_view line) {
@@ -15,23 +17,6 @@ std::optional<uintptr_t> dump_line_address(std::string_view line) {
   if (ec != std::errc() || end == rest.data() || end == rest.data() + rest.size() || *end != '"')
     return std::nullopt;
   return address;
-}
-
-void append_json_escaped(std::string& out, std::string_view text) {
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        else
-          out += c;
-    }
-  }
 }
 
 std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup) {

@@ -29,9 +29,6 @@ std::optional<uintptr_t> dump_line_address(std::string_view line);
 // Returns the annotated line (or the line itself).
 std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup);
 
-// JSON string escaping (quotes, backslashes, control characters) without the quotes.
-void append_json_escaped(std::string& out, std::string_view text);
-
 struct AnnotateCounts {
   uint64_t lines = 0;
   uint64_t annotated = 0;
