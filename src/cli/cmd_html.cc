@@ -7,61 +7,52 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
-#include "heap/loader.h"
+#include "cli/heap_map_command.h"
 #include "report/html_report.h"
 #include "report/output_file.h"
 
 namespace memprof::cli {
 namespace {
 
-struct HtmlOptions {
-  std::string dump;
-  std::string output;
+struct HtmlArguments {
+  HeapMapCommandArguments common;
   size_t top = 100;
-  std::string by = "type";
-  std::string ruby_version;
 };
 
-int run_html(const HtmlOptions& options) {
-  // Options first: a typo fails before a large dump is read.
-  auto map_options = report::heap_map_options(options.by, options.ruby_version);
-  if (!map_options) return fail(map_options.message());
+int run_html(const HtmlArguments& args) {
+  auto dump = load_dump_for_heap_map(args.common);
+  if (!dump) return fail(dump.message());
   report::HtmlReportOptions report_options;
-  report_options.top = options.top;
-  report_options.heapmap = *map_options;
+  report_options.top = args.top;
+  report_options.heapmap = dump->map_options;
 
-  auto heap = heap::load_heap(options.dump, {.warnings = stderr});
-  if (!heap) return fail(heap.message());
-  auto report = report::render_html_report(options.dump, *heap, report_options);
-  if (!report) return fail(fmt::format("{}: {}", options.dump, report.message()));
+  auto report = report::render_html_report(args.common.dump, dump->heap, report_options);
+  if (!report) return fail(fmt::format("{}: {}", args.common.dump, report.message()));
   if (!report->heapmap_error.empty()) {
     fmt::print(stderr, "memprof: warning: heap map left out of the page: {}\n",
                report->heapmap_error);
   }
   const std::string& html = report->html;
   if (auto written = report::write_output_file(
-          options.output, {reinterpret_cast<const unsigned char*>(html.data()), html.size()});
+          args.common.output, {reinterpret_cast<const unsigned char*>(html.data()), html.size()});
       !written) {
     return fail(written.message());
   }
   fmt::print("{}: {} bytes; {} objects, {} treemap groups, heap map {} bytes of PNG\n",
-             options.output, html.size(), report->objects, report->treemap_groups,
+             args.common.output, html.size(), report->objects, report->treemap_groups,
              report->heapmap_png_bytes);
   return 0;
 }
 
 MEMPROF_COMMAND(
     "html", "Write a self-contained HTML report of a heap dump", [](CLI::App& sub) {
-      auto options = std::make_shared<HtmlOptions>();
-      sub.add_option("dump", options->dump, "ObjectSpace.dump_all file (plain, gzip or zstd)")
-          ->required();
-      sub.add_option("-o,--output", options->output, "HTML file to write")->required();
-      sub.add_option("--top", options->top, "Rows in the class, site and retained lists (0: all; at least 28)")
-          ->capture_default_str();
-      sub.add_option("--by", options->by, "Heap map colors: 'type' (default) or 'generation'");
-      sub.add_option("--ruby-version", options->ruby_version,
-                     "Ruby version that wrote the dump, when the page layout cannot be derived");
-      return [options] { return run_html(*options); };
+      auto args = std::make_shared<HtmlArguments>();
+      add_heap_map_command_arguments(sub, args->common, "HTML file to write", [&sub, args] {
+        sub.add_option("--top", args->top,
+                       "Rows in the class, site and retained lists (0: all; at least 28)")
+            ->capture_default_str();
+      });
+      return [args] { return run_html(*args); };
     });
 
 }  // namespace
