@@ -1,12 +1,9 @@
 #include "test_support.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -83,25 +80,9 @@ std::string fixture_address(const std::string& name) {
 }
 
 CommandResult run_memprof(const std::string& args) {
-  CommandResult result;
-  // Unique per process and call: ctest runs tests of this binary in parallel processes.
-  static int calls = 0;
-  std::string err_path = fmt::format("{}memprof_heap_stderr.{}.{}.txt", ::testing::TempDir(), ::getpid(), ++calls);
-  std::string command = fmt::format("cd '{}' && '{}' {} 2>'{}'", MEMPROF_HEAP_FIXTURES,
-                                    MEMPROF_BINARY, args, err_path);
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed";
-    return result;
-  }
-  char buffer[65536];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = read_file(err_path);
-  std::remove(err_path.c_str());
-  return result;
+  return memprof::testing::run_command(
+      {"/bin/sh", "-c",
+       fmt::format("cd '{}' && exec '{}' {}", MEMPROF_HEAP_FIXTURES, MEMPROF_BINARY, args)});
 }
 
 void expect_golden(const std::string& name, const std::string& actual) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "heap/heap.h"
+#include "support/command_runner.h"
 
 namespace memprof::heap::testing {
 
@@ -21,12 +22,9 @@ std::string fixture_path(const std::string& name);
 // The address recorded for `name` in fixtures/addresses.txt.
 std::string fixture_address(const std::string& name);
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-// Runs `memprof ARGS` in the fixtures directory (so dump names in the output are relative).
+using memprof::testing::CommandResult;
+// Runs `memprof ARGS` in the fixtures directory (so dump names in the output are relative). ARGS
+// is split into words by the shell, as typed on a command line.
 CommandResult run_memprof(const std::string& args);
 
 // Compares `actual` with golden/NAME; with MEMPROF_UPDATE_GOLDEN=1 in the environment, writes it.

@@ -4,12 +4,12 @@
 
 namespace memprof::report::testing {
 
-CommandResult render_dom(const std::string& html_path) {
-  TempDir profile;
-  return run_command({"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                      "--disable-quic", "--no-first-run", "--disable-background-networking",
-                      "--disable-component-update", "--disable-sync",
-                      "--user-data-dir=" + profile.path(), "--dump-dom", "file://" + html_path});
+memprof::testing::CommandResult render_dom(const std::string& html_path) {
+  memprof::testing::TempDir profile;
+  return memprof::testing::run_command(
+      {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+       "--no-first-run", "--disable-background-networking", "--disable-component-update",
+       "--disable-sync", "--user-data-dir=" + profile.path(), "--dump-dom", "file://" + html_path});
 }
 
 ElementView element_by_id(const std::string& dom, const std::string& id,

@@ -4,12 +4,12 @@
 
 #include <string>
 
-#include "command_runner.h"
+#include "support/command_runner.h"
 
 namespace memprof::report::testing {
 
 // Chromium's serialized DOM (--dump-dom) of a local file, or the failed command's result.
-CommandResult render_dom(const std::string& html_path);
+memprof::testing::CommandResult render_dom(const std::string& html_path);
 
 // Attribute `attribute` and the text of the element with id `id` in a serialized DOM:
 // {"", ""} when the element or attribute is missing. Text stops at the first child element.

@@ -4,7 +4,7 @@
 // its malloc reserve, which rules out the Ruby 2.x-3.0 layout).
 #include <gtest/gtest.h>
 
-#include "command_runner.h"
+#include "support/command_runner.h"
 #include "png_decode.h"
 #include "report/heap_map_renderer.h"
 
@@ -12,8 +12,8 @@ namespace memprof::report {
 namespace {
 
 using testing::decode_png_file;
-using testing::run_command;
-using testing::TempDir;
+using memprof::testing::run_command;
+using memprof::testing::TempDir;
 
 const std::string kMemprof = MEMPROF_BINARY;
 const std::string kFixture = std::string(FIXTURE_DIR) + "/small_heap.json";

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "browser.h"
-#include "command_runner.h"
+#include "support/command_runner.h"
 #include "heap/loader.h"
 #include "png_decode.h"
 #include "report/heap_map_coloring.h"
@@ -16,14 +16,15 @@
 namespace memprof::report {
 namespace {
 
-using testing::run_command;
+using memprof::testing::run_command;
+using memprof::testing::TempDir;
 
 const std::string kMemprof = MEMPROF_BINARY;
 
 class RubyDump : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
+    dir_ = new TempDir();
     const auto run = run_command(
         {"ruby", std::string(FIXTURE_DIR) + "/make_heap_dump.rb", dir_->file("dump.json")});
     ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -35,10 +36,10 @@ class RubyDump : public ::testing::Test {
   }
   static std::string dump() { return dir_->file("dump.json"); }
 
-  static testing::TempDir* dir_;
+  static TempDir* dir_;
   static std::string ruby_version_;
 };
-testing::TempDir* RubyDump::dir_ = nullptr;
+TempDir* RubyDump::dir_ = nullptr;
 std::string RubyDump::ruby_version_;
 
 TEST_F(RubyDump, EveryObjectIsInItsSlotInItsColor) {
@@ -106,7 +107,7 @@ TEST_F(RubyDump, EveryObjectIsInItsSlotInItsColor) {
 
 TEST_F(RubyDump, HtmlPageCountsEveryObjectLine) {
   // Counted from the file itself, independently of memprof's reader.
-  const std::string text = testing::read_file(dump());
+  const std::string text = memprof::testing::read_file(dump());
   size_t object_lines = 0;
   for (size_t at = text.find("{\"address\":"); at != std::string::npos;
        at = text.find("\n{\"address\":", at + 1)) {

@@ -6,7 +6,7 @@
 #include <regex>
 
 #include "browser.h"
-#include "command_runner.h"
+#include "support/command_runner.h"
 #include "png_decode.h"
 
 namespace memprof::report {
@@ -14,8 +14,8 @@ namespace {
 
 using testing::element_by_id;
 using testing::render_dom;
-using testing::run_command;
-using testing::TempDir;
+using memprof::testing::run_command;
+using memprof::testing::TempDir;
 
 const std::string kMemprof = MEMPROF_BINARY;
 const std::string kFixture = std::string(FIXTURE_DIR) + "/small_heap.json";
@@ -32,7 +32,7 @@ TEST(HtmlInChromium, ShowsTheFixtureNumbers) {
   const auto run = run_command({kMemprof, "html", kFixture, "-o", html});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.err, "");
-  const std::string written = testing::read_file(html);
+  const std::string written = memprof::testing::read_file(html);
   EXPECT_TRUE(run.out.starts_with(html + ": " + std::to_string(written.size()) +
                                   " bytes; 12 objects, 4 treemap groups, heap map "))
       << run.out;
@@ -101,12 +101,12 @@ TEST(HtmlInChromium, ShortListsKeepEveryTypeRow) {
 
 TEST(HtmlInChromium, HostileClassNamesStayText) {
   TempDir dir;
-  std::string dump = testing::read_file(kFixture);
+  std::string dump = memprof::testing::read_file(kFixture);
   const std::string hostile = "Foo</script><script>document.body.dataset.rendered='hacked'</script>";
   const size_t at = dump.find("\"name\":\"Foo\"");
   ASSERT_NE(at, std::string::npos);
   dump.replace(at, 12, "\"name\":\"" + hostile + "\"");
-  testing::write_file(dir.file("hostile.json"), dump);
+  memprof::testing::write_file(dir.file("hostile.json"), dump);
   const std::string html = dir.file("report.html");
   const auto run = run_command({kMemprof, "html", dir.file("hostile.json"), "-o", html});
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -15,10 +15,10 @@
 
 extern char** environ;
 
-namespace memprof::report::testing {
+namespace memprof::testing {
 
 TempDir::TempDir() {
-  std::string pattern = ::testing::TempDir() + "/memprof_report_XXXXXX";
+  std::string pattern = ::testing::TempDir() + "/memprof_test_XXXXXX";
   if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
 }
 
@@ -67,4 +67,4 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   return result;
 }
 
-}  // namespace memprof::report::testing
+}  // namespace memprof::testing
