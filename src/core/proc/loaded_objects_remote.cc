@@ -69,13 +69,6 @@ std::optional<uint64_t> bias_from_maps(const std::vector<MapEntry>& maps, const 
   return std::nullopt;
 }
 
-const MapEntry* find_map(const std::vector<MapEntry>& maps, uint64_t address) {
-  for (const auto& entry : maps) {
-    if (entry.contains(address)) return &entry;
-  }
-  return nullptr;
-}
-
 std::vector<elf::Segment> segments_of(const std::string& path) {
   auto file = elf::ElfFile::open(path);
   return file ? file->segments() : std::vector<elf::Segment>{};
@@ -139,7 +132,7 @@ Result<std::vector<LoadedObject>> walk_link_map(const RemoteMemory& memory, uint
       MEMPROF_TRY(name, memory.read_cstring(link.l_name));
       object.path = std::move(name);
     }
-    const MapEntry* dynamic_map = link.l_ld != 0 ? find_map(maps, link.l_ld) : nullptr;
+    const MapEntry* dynamic_map = link.l_ld != 0 ? find_mapping(maps, link.l_ld) : nullptr;
     object.is_vdso = dynamic_map != nullptr && dynamic_map->path == "[vdso]";
     // The loader knows the main executable by an empty name.
     if (object.is_main && object.path.empty()) object.path = exe_path;

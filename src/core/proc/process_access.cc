@@ -7,7 +7,7 @@
 #include <charconv>
 #include <string_view>
 
-#include "core/proc/proc_file.h"
+#include "core/util/proc_file.h"
 
 namespace memprof::proc {
 

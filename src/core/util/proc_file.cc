@@ -1,4 +1,4 @@
-#include "core/proc/proc_file.h"
+#include "core/util/proc_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "core/util/scoped_fd.h"
 
-namespace memprof::proc {
+namespace memprof {
 
 Result<std::string> read_proc_file(const std::string& path, int* error_number) {
   auto failure = [&]() -> Error {
@@ -29,4 +29,4 @@ Result<std::string> read_proc_file(const std::string& path, int* error_number) {
   return text;
 }
 
-}  // namespace memprof::proc
+}  // namespace memprof
