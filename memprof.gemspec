@@ -23,6 +23,6 @@ Gem::Specification.new do |s|
   s.files = Dir.chdir(root) do
     Dir["lib/memprof.rb", "lib/memprof/*.rb", "ext/memprof/*.{rb,cc,h}", "docs/ruby.md",
         "src/ruby/*.{h,cc}", "src/core/track/*.{h,cc}", "src/core/hook/*.{h,cc}",
-        "src/core/hook/x86_64/*.{h,cc}", "src/core/util/*.h"]
+        "src/core/hook/x86_64/*.{h,cc}", "src/core/util/*.{h,cc}"]
   end
 end

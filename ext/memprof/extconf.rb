@@ -3,13 +3,13 @@
 # Builds memprof/memprof.so for `gem install`: the extension's glue (this directory) plus the
 # C++ it shares with the CMake build and the attach agent, compiled from the gem's src/:
 # src/ruby (the Ruby bridge), src/core/track (the tracker), src/core/hook (the hooking engine)
-# and the header-only parts of src/core/util. Zydis and fmt come from the system
-# (Debian: libzydis-dev, libfmt-dev).
+# and src/core/util (errors, RAII, the /proc maps parser the hooking engine reads its pages
+# with). Zydis and fmt come from the system (Debian: libzydis-dev, libfmt-dev).
 require "mkmf"
 
 root = File.expand_path("../..", __dir__)
 src = File.join(root, "src")
-source_dirs = [__dir__, "ruby", "core/track", "core/hook", "core/hook/x86_64"].map do |dir|
+source_dirs = [__dir__, "ruby", "core/track", "core/hook", "core/hook/x86_64", "core/util"].map do |dir|
   dir.start_with?("/") ? dir : File.join(src, dir)
 end
 missing = source_dirs.reject { |dir| File.directory?(dir) }

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/hook/self_maps.h"
+#include "core/util/proc_maps.h"
 #include "core/util/scoped_fd.h"
 
 namespace memprof::hook {

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <vector>
 
-#include "core/hook/self_maps.h"
 #include "core/hook/x86_64/atomic_store.h"
+#include "core/util/proc_maps.h"
 
 namespace memprof::hook {
 namespace {
@@ -112,25 +112,25 @@ Result<size_t> thread_count() {
 }
 
 Result<int> page_protection(const void* address) {
-  MEMPROF_TRY(ranges, read_self_maps());
-  const MappedRange* range = find_range(ranges, reinterpret_cast<uintptr_t>(address));
-  if (range == nullptr) return err("address {} is not mapped", address);
-  return range->protection;
+  MEMPROF_TRY(mappings, read_self_maps());
+  const MapEntry* mapping = find_mapping(mappings, reinterpret_cast<uintptr_t>(address));
+  if (mapping == nullptr) return err("address {} is not mapped", address);
+  return mapping->protection();
 }
 
 Status patch_memory(void* address, std::span<const uint8_t> bytes) {
   if (bytes.empty()) return ok_status();
   std::lock_guard lock(patch_mutex());
-  MEMPROF_TRY(ranges, read_self_maps());
+  MEMPROF_TRY(mappings, read_self_maps());
   auto begin = reinterpret_cast<uintptr_t>(address);
   std::vector<PageProtection> pages;
   for (uintptr_t page = begin & ~(page_size() - 1); page < begin + bytes.size();
        page += page_size()) {
-    const MappedRange* range = find_range(ranges, page);
-    if (range == nullptr)
+    const MapEntry* mapping = find_mapping(mappings, page);
+    if (mapping == nullptr)
       return err("cannot patch {} bytes at {:#x}: page {:#x} is not mapped", bytes.size(), begin,
                  page);
-    pages.push_back({page, range->protection});
+    pages.push_back({page, mapping->protection()});
   }
   for (auto& p : pages) {
     int writable = p.original | PROT_READ | PROT_WRITE;
