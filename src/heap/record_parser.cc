@@ -15,13 +15,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-inline int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // An object key as simdjson hands it: a pointer just after its opening quote, into the line,
 // which is followed by kLinePadding readable bytes.
 struct RawKey {
@@ -155,16 +148,14 @@ std::string_view not_object_reason(const Line& line) {
 }  // namespace
 
 uint64_t parse_address_text(std::string_view text) {
-  if (text.size() < 3 || text.size() > 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
-    return 0;
-  }
-  uint64_t value = 0;
-  for (char c : text.substr(2)) {
-    int d = hex_digit(c);
-    if (d < 0) return 0;
-    value = (value << 4) | static_cast<uint64_t>(d);
-  }
-  return value;
+  // The dump reader's parser, on a copy laid out as it expects: the text, then a closing quote
+  // (so a quote inside the text would end it early). It reads 19 bytes; 18 characters is "0x"
+  // and 16 digits.
+  if (text.size() > 18 || text.find('"') != std::string_view::npos) return 0;
+  char quoted[20] = {};
+  std::memcpy(quoted, text.data(), text.size());
+  quoted[text.size()] = '"';
+  return parse_hex_address(quoted);
 }
 
 std::string_view RecordParser::parse(const Line& line, DumpRecord& record,

@@ -1,11 +1,12 @@
-// parse_hex_address (the SWAR reader of dump addresses) against the plain digit loop of
-// parse_address_text, on every length, every digit value in every position and every byte
-// after the digits.
+// parse_hex_address (the SWAR reader of dump addresses) against std::from_chars, on every
+// length, every digit value in every position and every byte after the digits; and
+// parse_address_text, which runs it on text that is not in a dump line.
 #include "heap/hex_address.h"
 
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <charconv>
 #include <random>
 #include <string>
 
@@ -13,6 +14,16 @@
 
 namespace memprof::heap {
 namespace {
+
+// What an address string means: "0x" or "0X" and 1 to 16 hex digits, else 0.
+uint64_t reference_address(std::string_view text) {
+  if (text.size() < 3 || text.size() > 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
+    return 0;
+  }
+  uint64_t value = 0;
+  auto [end, error] = std::from_chars(text.data() + 2, text.data() + text.size(), value, 16);
+  return error == std::errc() && end == text.data() + text.size() ? value : 0;
+}
 
 // The string "text" as it sits in a dump line: opening quote, text, closing quote, then the
 // rest of the line and its padding. Returns what parse_hex_address reads from it.
@@ -25,7 +36,7 @@ TEST(HexAddress, ReadsEveryLengthFromOneToSixteenDigits) {
   const std::string digits = "7fd92f8de428aB3c";
   for (size_t n = 1; n <= 16; ++n) {
     std::string text = "0x" + digits.substr(0, n);
-    EXPECT_EQ(parse_in_line(text), parse_address_text(text)) << text;
+    EXPECT_EQ(parse_in_line(text), reference_address(text)) << text;
     EXPECT_NE(parse_in_line(text), 0u) << text;
   }
   EXPECT_EQ(parse_in_line("0x7fd92f8de428"), 0x7fd92f8de428u);
@@ -40,7 +51,8 @@ TEST(HexAddress, EveryDigitValueInEveryPosition) {
       for (char c : hex) {
         std::string text = "0x" + std::string(length, '5');
         text[2 + position] = c;
-        ASSERT_EQ(parse_in_line(text), parse_address_text(text)) << text;
+        ASSERT_EQ(parse_in_line(text), reference_address(text)) << text;
+        ASSERT_EQ(parse_address_text(text), reference_address(text)) << text;
       }
     }
   }
@@ -69,7 +81,12 @@ TEST(HexAddress, RejectsWhatIsNotAnAddress) {
   }
 }
 
-TEST(HexAddress, AgreesWithTheDigitLoopOnRandomStrings) {
+TEST(HexAddress, TextOutsideALineRejectsAQuoteInside) {
+  EXPECT_EQ(parse_address_text("0x12\"34"), 0u);
+  EXPECT_EQ(parse_address_text("0x1234"), 0x1234u);
+}
+
+TEST(HexAddress, AgreesWithFromCharsOnRandomStrings) {
   std::mt19937_64 random(7);
   const std::string alphabet = "0123456789abcdefABCDEFxXg\" \\";
   for (int trial = 0; trial < 200000; ++trial) {
@@ -80,7 +97,8 @@ TEST(HexAddress, AgreesWithTheDigitLoopOnRandomStrings) {
       if (c == '"') break;  // the string ends at its closing quote
       text += c;
     }
-    ASSERT_EQ(parse_in_line(text), parse_address_text(text)) << text;
+    ASSERT_EQ(parse_in_line(text), reference_address(text)) << text;
+    ASSERT_EQ(parse_address_text(text), reference_address(text)) << text;
   }
 }
 
