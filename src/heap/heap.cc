@@ -59,11 +59,15 @@ uint64_t Heap::build_index() {
     std::fill_n(keys + first, part_size, 0);
     uint64_t duplicates = 0;
     constexpr ObjectId kAhead = 16;  // random writes into a table far larger than the caches
+    auto in_part = [&](uint64_t slot) { return (slot & ~index.part_mask) == first; };
     for (ObjectId id = 0; id < size(); ++id) {
-      if (id + kAhead < size()) prefetch(address[id + kAhead]);
+      if (id + kAhead < size()) {
+        const uint64_t ahead = slot_of(address[id + kAhead], index.shift);
+        if (in_part(ahead)) __builtin_prefetch(&keys[ahead]);  // the other parts are not ours
+      }
       const uint64_t target = address[id];
       const uint64_t home = slot_of(target, index.shift);
-      if ((home & ~index.part_mask) != first) continue;
+      if (!in_part(home)) continue;
       for (uint64_t slot = home;; slot = first | ((slot + 1) & index.part_mask)) {
         if (keys[slot] == 0) {
           keys[slot] = target;
