@@ -1,6 +1,10 @@
 # frozen_string_literal: true
 
-require "rack"
+begin
+  require "rack"
+rescue LoadError
+  raise LoadError, "Memprof::Middleware needs the rack gem (add it to your Gemfile, or: gem install rack)"
+end
 require "stringio"
 
 module Memprof
@@ -11,14 +15,23 @@ module Memprof
   # - without a logger, the response is replaced by the report (text/plain, or
   #   application/json for `json`);
   # - with `logger:`, the report is logged (one #info call) and the app's response is returned.
-  # Requests that do not ask are passed through untouched. While Memprof is already tracking
-  # (Memprof.start), requests are passed through too, with an `X-Memprof-Error` header.
+  # The response the middleware hands back (its header Hash and Strings, the body chunks) is
+  # the middleware's to return, not something the request leaked, so it is not counted as
+  # retained.
+  #
+  # Requests that do not ask are passed to the app untouched: the env is not parsed or changed.
+  # While Memprof is already tracking (Memprof.start), requests are passed through too, with an
+  # `x-memprof-error` header. Response headers are lowercase, as Rack 3 requires.
   #
   #   use Memprof::Middleware                     # report in the response
   #   use Memprof::Middleware, logger: Logger.new($stderr), top: 20
   class Middleware
     HEADER = "HTTP_X_MEMPROF"
     PARAM = "memprof"
+    # `memprof=VALUE` as a whole parameter of a raw query string (a separator or the start
+    # before it). The query string is not decoded: an unrelated malformed parameter must not
+    # make the request fail, and the values that turn profiling on are plain words.
+    PARAM_PATTERN = /(?:\A|[&;])memprof=([^&;]*)/.freeze
 
     def initialize(app, logger: nil, top: 50)
       @app = app
@@ -31,12 +44,15 @@ module Memprof
       return @app.call(env) unless format
       if Memprof.started?
         status, headers, body = @app.call(env)
-        headers = headers.merge("X-Memprof-Error" => "memprof is already tracking; request not profiled")
+        headers = headers.merge("x-memprof-error" => "memprof is already tracking; request not profiled")
         return [status, headers, body]
       end
 
       response = nil
-      report = Memprof.report { response = buffered(@app.call(env)) }
+      report = Memprof.send(:profile) do
+        response = buffered(@app.call(env))
+        parts_of(response)
+      end
       return respond_with(report, format) unless @logger
 
       @logger.info(render(report, format))
@@ -47,7 +63,7 @@ module Memprof
 
     # "text", "json" or nil (not asked).
     def requested_format(env)
-      value = env[HEADER] || Rack::Request.new(env).GET[PARAM]
+      value = env[HEADER] || env["QUERY_STRING"].to_s[PARAM_PATTERN, 1]
       return nil if value.nil? || value.empty? || value == "0" || value == "false"
 
       value == "json" ? "json" : "text"
@@ -58,6 +74,11 @@ module Memprof
       body.each { |chunk| chunks << chunk }
       body.close if body.respond_to?(:close)
       [status, headers, chunks]
+    end
+
+    # The objects of a buffered response: what the middleware keeps on purpose.
+    def parts_of((_status, headers, chunks))
+      [headers, *headers.to_a.flatten, *chunks]
     end
 
     def render(report, format)
@@ -71,7 +92,7 @@ module Memprof
     def respond_with(report, format)
       type = format == "json" ? "application/json" : "text/plain; charset=utf-8"
       text = render(report, format)
-      [200, { "Content-Type" => type, "Content-Length" => text.bytesize.to_s }, [text]]
+      [200, { "content-type" => type, "content-length" => text.bytesize.to_s }, [text]]
     end
   end
 end

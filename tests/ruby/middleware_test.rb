@@ -25,10 +25,10 @@ class MiddlewareTest < Minitest::Test
       plain = mock.get("/a")
       puts "plain=#{plain.status} #{plain.body} #{plain.headers['Content-Type']}"
       text = mock.get("/b?memprof=1")
-      puts "text=#{text.headers['Content-Type']}"
+      puts "text=#{text.headers['content-type']}"
       puts text.body
       json = mock.get("/c", "HTTP_X_MEMPROF" => "json")
-      puts "json=#{json.headers['Content-Type']}"
+      puts "json=#{json.headers['content-type']}"
       puts json.body
       off = mock.get("/d?memprof=0")
       puts "off=#{off.body}"
@@ -63,9 +63,66 @@ class MiddlewareTest < Minitest::Test
     run_ruby(APP + <<~'RUBY') do |out|
       Memprof.start
       response = Rack::MockRequest.new(Memprof::Middleware.new(app)).get("/?memprof=1")
-      puts "#{response.body} #{response.headers['X-Memprof-Error']}"
+      puts "#{response.body} #{response.headers['x-memprof-error']}"
     RUBY
       assert_equal "hello memprof is already tracking; request not profiled\n", out
+    end
+  end
+
+  # Requests that do not ask are the app's alone: no parsing (a malformed query string is the
+  # app's business), no keys added to the env.
+  def test_unprofiled_requests_pass_through_untouched
+    run_ruby(APP + <<~'RUBY') do |out|
+      seen = nil
+      spy = lambda do |env|
+        seen = env.keys.sort
+        [200, { "content-type" => "text/plain" }, ["#{env['QUERY_STRING']} ok"]]
+      end
+      env = -> { Rack::MockRequest.env_for("/").merge("QUERY_STRING" => "a=%%%&memprofx=1&xmemprof=1") }
+      spy.call(env.call)
+      alone = seen
+      status, _headers, body = Memprof::Middleware.new(spy).call(env.call)
+      puts "#{status} #{body.join}"
+      puts seen == alone
+    RUBY
+      assert_equal "200 a=%%%&memprofx=1&xmemprof=1 ok\ntrue\n", out
+    end
+  end
+
+  # The response the middleware returns (headers, body chunks) is not a leak of the request;
+  # what the app kept is.
+  def test_the_response_is_not_counted_as_retained
+    run_ruby(APP + <<~'RUBY') do |out, _err, path|
+      app = lambda do |env|
+        LEAK << "leak"                                                        # line 11
+        [200, { "content-type" => "text/plain", "x-id" => "id #{env['PATH_INFO']}" },    # line 12
+         Rack::BodyProxy.new(["chunk #{env['PATH_INFO']}", "more #{env['PATH_INFO']}"]) { }]  # line 13
+      end
+      log = StringIO.new
+      middleware = Memprof::Middleware.new(app, logger: Logger.new(log))
+      response = Rack::MockRequest.new(middleware).get("/?memprof=json")
+      report = JSON.parse(log.string[/\{"allocated".*\}/])
+      mine = report["retained"]["by_location"].select { |r| r["location"].start_with?("#{__FILE__}:") }
+      puts mine.map { |r| "#{r['location'].sub("#{__FILE__}:", 'L')} #{r['class']} #{r['count']}" }.join(", ")
+      puts response.body
+    RUBY
+      retained, body = out.split("\n", 2)
+      assert_equal "L11 String 1", retained
+      assert_equal "chunk /more /\n", body
+    end
+  end
+
+  # Rack 3's Lint rejects mixed-case response headers; the report's headers are lowercase.
+  def test_report_response_passes_rack_lint
+    run_ruby(APP + <<~'RUBY') do |out|
+      require "rack/lint"
+      inner = Rack::Lint.new(lambda { |env| [200, { "content-type" => "text/plain" }, ["x"]] })
+      status, headers, body = Rack::Lint.new(Memprof::Middleware.new(inner)).call(Rack::MockRequest.env_for("/?memprof=1"))
+      body.each { |chunk| chunk }
+      body.close
+      puts status, headers.keys.sort.inspect
+    RUBY
+      assert_equal "200\n[\"content-length\", \"content-type\"]\n", out
     end
   end
 end
