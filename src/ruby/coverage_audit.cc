@@ -11,7 +11,7 @@ Result<std::unique_ptr<CoverageAudit>> CoverageAudit::begin(Tracker& tracker, si
   std::unique_ptr<CoverageAudit> audit(new CoverageAudit(tracker));
   audit->log_.records.reserve(capacity);
   // Created before tracking starts: the tracepoint object itself is not part of the audit.
-  audit->newobj_ = std::make_unique<ObjectEventHook>(
+  audit->newobj_ = std::make_unique<InternalEventHook>(
       RUBY_INTERNAL_EVENT_NEWOBJ,
       [](VALUE object, void* log) {
         static_cast<AuditLog*>(log)->add(object, slot_type(object), true);

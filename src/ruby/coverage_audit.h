@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/util/result.h"
-#include "ruby/object_events.h"
+#include "ruby/internal_events.h"
 #include "ruby/tracker.h"
 
 namespace memprof::ruby {
@@ -38,7 +38,7 @@ class CoverageAudit {
 
   Tracker& tracker_;
   AuditLog log_;
-  std::unique_ptr<ObjectEventHook> newobj_;
+  std::unique_ptr<InternalEventHook> newobj_;
   bool running_ = false;
 };
 

@@ -2,9 +2,11 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+
 #include "ruby/allocation_hooks.h"
 #include "ruby/heap_liveness.h"
-#include "ruby/object_events.h"
+#include "ruby/internal_events.h"
 
 namespace memprof::ruby {
 
@@ -17,6 +19,8 @@ const char* mechanism_name(Mechanism mechanism) {
   return "auto";
 }
 
+thread_local bool Tracker::paused_ = false;
+
 Tracker& Tracker::instance() {
   // Leaked on purpose: hooks and events may call in until the process is gone.
   static Tracker* tracker = new Tracker();
@@ -24,19 +28,27 @@ Tracker& Tracker::instance() {
 }
 
 Tracker::Tracker() {
-  newobj_event_ = std::make_unique<ObjectEventHook>(
+  newobj_event_ = std::make_unique<InternalEventHook>(
       RUBY_INTERNAL_EVENT_NEWOBJ,
       [](VALUE object, void* self) { static_cast<Tracker*>(self)->record(object, true); }, this);
-  freeobj_event_ = std::make_unique<ObjectEventHook>(
+  freeobj_event_ = std::make_unique<InternalEventHook>(
       RUBY_INTERNAL_EVENT_FREEOBJ,
       [](VALUE object, void* self) { static_cast<Tracker*>(self)->forget(object); }, this);
-  // The child of a fork starts with an empty table; tracking goes on if it was on.
+  end_mark_event_ = std::make_unique<InternalEventHook>(
+      RUBY_INTERNAL_EVENT_GC_END_MARK,
+      [](VALUE, void* self) { ++static_cast<Tracker*>(self)->marks_ended_; }, this);
   pthread_atfork(nullptr, nullptr, [] { instance().after_fork_in_child(); });
 }
 
 Status Tracker::start(Mechanism mechanism) {
-  if (active_) return err("already started");
-  table_.clear();
+  if (active()) return err("already started");
+  // Ractors started before tracking: the Ractor objects were allocated unseen. (Only the
+  // NEWOBJ event needs them ended: allow those that are ending a moment.)
+  bool ractors_running =
+      mechanism == Mechanism::kTracepoint ? !main_ractor_alone(kRactorPatienceMs) : living_ractors() > 1;
+  if (ractors_running) note_ractor_start();
+  ractor_started_while_tracking_ = false;
+  clear();
   if (mechanism != Mechanism::kTracepoint) {
     auto hooks = AllocationHooks::install(*this);
     if (hooks.ok()) {
@@ -49,8 +61,14 @@ Status Tracker::start(Mechanism mechanism) {
     }
   }
   if (mechanism == Mechanism::kTracepoint) {
+    if (ractors_running)
+      return err("Ractors are running, and Ruby's NEWOBJ event (mechanism :tracepoint) fires "
+                 "only in the main Ractor: their objects would go uncounted");
     newobj_event_->enable();
     mechanism_ = Mechanism::kTracepoint;
+  } else {
+    ++marks_ended_;  // no program-counter answer of an earlier session is trusted
+    end_mark_event_->enable();
   }
   active_ = true;
   update_free_watch();
@@ -58,19 +76,45 @@ Status Tracker::start(Mechanism mechanism) {
 }
 
 void Tracker::stop() {
-  if (!active_) return;
+  if (!active()) return;
   active_ = false;
   hooks_.reset();
   newobj_event_->disable();
+  end_mark_event_->disable();
   update_free_watch();
   mechanism_ = Mechanism::kAuto;
 }
 
 size_t Tracker::hooked_slots() const { return hooks_ ? hooks_->patched_slots() : 0; }
 
-size_t Tracker::prune() {
+Status Tracker::exactness() const {
+  if (mechanism_ == Mechanism::kTracepoint && ractor_started_while_tracking_)
+    return err("a Ractor was started while memprof tracked through Ruby's NEWOBJ event "
+               "(mechanism :tracepoint), which Ruby fires only in the main Ractor: objects "
+               "made in other Ractors were not counted and their slots may have been taken "
+               "for the main Ractor's objects");
+  return ok_status();
+}
+
+void Tracker::record_among_ractors(VALUE object, int type, bool from_event) noexcept {
+  RactorLock::Scope lock(lock_);
+  uint32_t site = paused_      ? track::SiteTable::kInternalSite
+                  : from_event ? current_site()
+                               : current_site_after_hook(false);
+  table_.record(object, site, static_cast<uint8_t>(type));
+  if (table_.wants_prune()) schedule_prune();
+}
+
+Result<size_t> Tracker::prune() {
+  if (several_ractors() && !main_ractor_alone(kRactorPatienceMs))
+    return err("{} Ractors are running: Ruby offers no safe way to walk the heap while other "
+               "Ractors allocate (its page walk races with their page allocation), so memprof "
+               "cannot tell which tracked objects are alive; read the results once they have "
+               "finished",
+               living_ractors());
   Pause pause(*this);
   track::HeapRanges ranges = collect_heap_ranges();
+  RactorLock::Scope lock(lock_);
   return table_.retain_if([&](const track::LiveEntry& e) { return entry_is_live(e, ranges); });
 }
 
@@ -82,8 +126,13 @@ void Tracker::schedule_prune() noexcept {
 
 void Tracker::run_scheduled_prune(void* self) {
   auto* tracker = static_cast<Tracker*>(self);
-  tracker->prune_scheduled_ = false;
-  if (tracker->active_ && tracker->table_.wants_prune()) tracker->prune();
+  bool wanted = tracker->with_tables([&](const track::LiveTable& table, const track::SiteTable&) {
+    tracker->prune_scheduled_ = false;
+    return table.wants_prune();
+  });
+  // The job may run on any Ractor's thread; with only one Ractor alive it is the main one.
+  if (tracker->active() && wanted && (!several_ractors() || main_ractor_alone(0)))
+    (void)tracker->prune();
 }
 
 void Tracker::begin_compaction_window() {
@@ -91,7 +140,7 @@ void Tracker::begin_compaction_window() {
   update_free_watch();
   // Entries that died before the free watch started must go before objects can move into
   // their slots; from here on the watch removes the rest as they are swept.
-  if (active_) prune();
+  if (active()) prune_or_forget();
 }
 
 void Tracker::end_compaction_window() {
@@ -101,18 +150,28 @@ void Tracker::end_compaction_window() {
 
 void Tracker::set_auto_compaction(bool on) {
   auto_compaction_ = on;
-  if (on && active_) prune();
+  if (on && active()) prune_or_forget();
   update_free_watch();
 }
 
+void Tracker::prune_or_forget() {
+  if (prune().ok()) return;
+  // Other Ractors run: dead entries cannot be told apart, and compaction could move untracked
+  // objects into their slots. Forget everything rather than report wrong sites.
+  RactorLock::Scope lock(lock_);
+  lost_to_compaction_ += table_.size();
+  table_.clear();
+}
+
 void Tracker::update_free_watch() {
-  if (active_ && (compaction_windows_ > 0 || auto_compaction_))
+  if (active() && (compaction_windows_ > 0 || auto_compaction_))
     freeobj_event_->enable();
   else
     freeobj_event_->disable();
 }
 
 void Tracker::on_compaction() noexcept {
+  RactorLock::Scope lock(lock_);
   if (table_.size() == 0) return;
   if (!freeobj_event_->enabled()) {
     // A compaction we were not warned of: dead entries may now name moved-in objects and no
@@ -130,8 +189,10 @@ void Tracker::on_compaction() noexcept {
 }
 
 void Tracker::after_fork_in_child() noexcept {
-  table_.clear();
+  lock_.reinitialize_after_fork();
+  // The parent's pending prune job, if any, did not come along.
   prune_scheduled_ = false;
+  if (reset_on_fork_) table_.clear();
 }
 
 }  // namespace memprof::ruby

@@ -2,14 +2,14 @@
 //
 // Allocations arrive through record() from the GOT hooks on libruby's allocation entry points
 // and the BasicObject allocator (allocation_hooks.h), or from the NEWOBJ event where hooks
-// cannot reach (object_events.h). Each becomes one LiveTable entry keyed by address.
+// cannot reach (internal_events.h). Each becomes one LiveTable entry keyed by address.
 //
 // Frees are not observed. An entry is live iff its slot lies in a live heap page and the slot's
 // current builtin type equals the recorded one. This is exact because every allocation of a
 // tracked type is seen (tracked_types.h): a slot reused by a seen allocation overwrites the
 // entry, and an unseen allocation reusing it has an untracked type, which differs from the
 // recorded one. Dead entries are pruned lazily: when the table doubled since the last prune
-// (from a postponed job, never inside a hook) and before every read-out.
+// (from a postponed job on the main Ractor, never inside a hook) and before every read-out.
 //
 // GC compaction moves objects and can move an untracked object into the slot of a tracked one
 // that died in the same GC, which the type check cannot detect. While compaction can happen
@@ -17,11 +17,15 @@
 // entries as objects are swept, and the compaction watcher rekeys the survivors with
 // rb_gc_location() during the reference-update phase.
 //
-// Everything here runs on a Ruby thread holding the GVL. record() and forget() run inside
-// allocation and GC paths: they never allocate Ruby objects, raise, or call into Ruby.
+// Threads: record() runs on Ruby threads, which hold their Ractor's lock. While the main Ractor
+// is alone that is the GVL and nothing else is needed; once Ractors allocate in parallel the
+// tables are shared under a RactorLock (ractors.h). Read-outs copy what they need under that
+// lock and call Ruby only after releasing it. record() and forget() run inside allocation and
+// GC paths: they never allocate Ruby objects, raise, or call into Ruby.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -31,13 +35,14 @@
 #include "core/track/live_table.h"
 #include "core/track/site_table.h"
 #include "core/util/result.h"
+#include "ruby/ractors.h"
 #include "ruby/ruby_headers.h"
 #include "ruby/tracked_types.h"
 
 namespace memprof::ruby {
 
 class AllocationHooks;
-class ObjectEventHook;
+class InternalEventHook;
 
 // Coverage audit (see coverage_audit.h): a bounded log of what the hooks recorded,
 // interleaved with Ruby's NEWOBJ events.
@@ -70,30 +75,55 @@ class Tracker {
   // kAuto picks GOT hooks when libruby is a shared library, else the NEWOBJ event.
   Status start(Mechanism mechanism);
   void stop();
-  bool active() const { return active_; }
+  bool active() const { return active_.load(std::memory_order_relaxed); }
   Mechanism mechanism() const { return mechanism_; }
 
   // Hot path: called after every hooked allocation returns. `from_event`: called from Ruby's
   // NEWOBJ event, which has already adjusted the frame's program counter (see current_site).
   void record(VALUE object, bool from_event = false) noexcept {
-    if (!active_ || RB_SPECIAL_CONST_P(object)) return;
+    if (!active() || RB_SPECIAL_CONST_P(object)) return;
     int type = slot_type(object);
     if (!is_tracked_type(type)) return;
+    if (type == RUBY_T_DATA && is_ractor(object)) [[unlikely]] {
+      note_ractor_start();
+      ractor_started_while_tracking_ = true;
+    }
+    if (several_ractors()) [[unlikely]] {
+      record_among_ractors(object, type, from_event);
+      return;
+    }
     if (audit_ != nullptr) [[unlikely]] audit_->add(object, type, false);
-    uint32_t site = paused_    ? track::SiteTable::kInternalSite
+    uint32_t site = paused_      ? track::SiteTable::kInternalSite
                     : from_event ? current_site()
-                                 : current_site_after_hook();
+                                 : current_site_after_hook(true);
     table_.record(object, site, static_cast<uint8_t>(type));
     if (table_.wants_prune()) schedule_prune();
   }
   // FREEOBJ while compaction may happen.
-  void forget(VALUE object) noexcept { table_.erase(object); }
+  void forget(VALUE object) noexcept {
+    RactorLock::Scope lock(lock_);
+    table_.erase(object);
+  }
 
-  // Drops entries whose object is gone. Walks the heap pages (finishes a lazy sweep first);
-  // must not run inside GC or a hook. Returns the number of entries removed.
-  size_t prune();
+  // Why the counts cannot be trusted, or OK: a Ractor ran while allocations were seen through
+  // the NEWOBJ event, which Ruby fires only in the Ractor that enabled it.
+  Status exactness() const;
+
+  // Drops entries whose object is gone and returns how many. Walks the heap pages (finishes a
+  // lazy sweep first); must not run inside GC or a hook. Fails while other Ractors run (see
+  // ractors.h), after waiting a moment for those that are ending.
+  Result<size_t> prune();
   // Forgets every tracked object (Memprof.stats!). Tracking goes on.
-  void clear() { table_.clear(); }
+  void clear() {
+    RactorLock::Scope lock(lock_);
+    table_.clear();
+  }
+  // Runs fn(table, sites) with the tables to itself; fn must not call into Ruby (ractors.h).
+  template <typename Fn>
+  decltype(auto) with_tables(Fn&& fn) const {
+    RactorLock::Scope lock(lock_);
+    return fn(table_, sites_);
+  }
 
   // While compaction may run, watch frees (see the header comment). Nested calls nest.
   void begin_compaction_window();
@@ -102,26 +132,27 @@ class Tracker {
   void set_auto_compaction(bool on);
   // From the compaction watcher's dcompact, during the reference-update phase of GC.
   void on_compaction() noexcept;
+  // Whether a forked child forgets what the parent tracked (preforking servers load the app
+  // before forking, so by default a worker keeps seeing those objects).
+  void set_reset_on_fork(bool reset) { reset_on_fork_ = reset; }
   // Entries dropped because a compaction ran without the free watch (an unwrapped path).
   size_t lost_to_compaction() const { return lost_to_compaction_; }
 
-  // Objects the profiler itself allocates while paused are kept at the internal site.
+  // Objects the profiler itself allocates on this thread while paused are kept at the
+  // internal site. Per thread: another Ractor's allocations meanwhile are the program's.
   class Pause {
    public:
-    explicit Pause(Tracker& t) : tracker_(t), was_(t.paused_) { t.paused_ = true; }
-    ~Pause() { tracker_.paused_ = was_; }
+    explicit Pause(Tracker&) : was_(paused_) { paused_ = true; }
+    ~Pause() { paused_ = was_; }
     Pause(const Pause&) = delete;
     Pause& operator=(const Pause&) = delete;
 
    private:
-    Tracker& tracker_;
     bool was_;
   };
 
   void set_audit_log(AuditLog* log) { audit_ = log; }
 
-  const track::LiveTable& table() const { return table_; }
-  const track::SiteTable& sites() const { return sites_; }
   size_t hooked_slots() const;
 
  private:
@@ -136,21 +167,29 @@ class Tracker {
   //
   // An allocation made by an instruction also has a cheap name for its site: the program
   // counter. Same counter, same instruction, same file and line -- as long as the iseq that
-  // holds it is alive, and iseqs are only freed by a GC, so cached answers are tagged with
-  // rb_gc_count(). This skips the frame walk and line-table search of rb_source_location_cstr
-  // for most allocations of a loop.
-  uint32_t current_site_after_hook() noexcept {
+  // holds it is alive. Code compiled and dropped (eval, ERB#result, class_eval strings) frees
+  // its iseq, and the next iseq can get the same instruction buffer back from malloc, so a
+  // cached answer must not outlive a sweep. An iseq that ran before the end of a GC's marking
+  // is freed, if at all, by that GC's sweep or a later one; one that runs after it survives
+  // until the next GC's marking ends. So cached answers are tagged with the number of marking
+  // ends seen (the GC_END_MARK event) -- not with rb_gc_count(), which changes when marking
+  // starts: code born during incremental marking can die in the same GC. That skips the frame
+  // walk and line-table search of rb_source_location_cstr for most allocations of a loop.
+  // `use_cache` is false between Ractors: the event only counts the main Ractor's GCs.
+  uint32_t current_site_after_hook(bool use_cache) noexcept {
     ExecutionContextHead* ec = current_execution_context();
     ControlFrameHead* cfp = ec != nullptr ? ec->cfp : nullptr;
     const VALUE* pc = cfp != nullptr ? cfp->pc : nullptr;
     if (pc == nullptr || cfp->ep == nullptr || (cfp->ep[0] & kFrameFlagCFrame)) return current_site();
-    size_t gc_count = rb_gc_count();
-    PcSite& cached = pc_sites_[(reinterpret_cast<uintptr_t>(pc) >> 3) % pc_sites_.size()];
-    if (cached.pc == pc && cached.gc_count == gc_count) return cached.site;
+    PcSite* cached = nullptr;
+    if (use_cache) {
+      cached = &pc_sites_[(reinterpret_cast<uintptr_t>(pc) >> 3) % pc_sites_.size()];
+      if (cached->pc == pc && cached->marks == marks_ended_) return cached->site;
+    }
     cfp->pc = pc + 1;
     uint32_t site = current_site();
     cfp->pc = pc;
-    cached = PcSite{pc, gc_count, site};
+    if (cached != nullptr) *cached = PcSite{pc, marks_ended_, site};
     return site;
   }
   uint32_t current_site() noexcept {
@@ -164,21 +203,29 @@ class Tracker {
     }
     return sites_.intern(file, line);
   }
+  // record() once a second Ractor exists: under the lock, without the program-counter cache.
+  void record_among_ractors(VALUE object, int type, bool from_event) noexcept;
+  static constexpr int kRactorPatienceMs = 1000;
   void schedule_prune() noexcept;
+  void prune_or_forget();
   static void run_scheduled_prune(void* tracker);
   void update_free_watch();
   void after_fork_in_child() noexcept;
+  bool reset_on_fork_ = false;
 
   struct PcSite {
     const VALUE* pc = nullptr;
-    size_t gc_count = 0;
+    uint64_t marks = 0;
     uint32_t site = track::SiteTable::kUnknownSite;
   };
   std::array<PcSite, 256> pc_sites_{};
+  uint64_t marks_ended_ = 0;  // GC_END_MARK events seen while tracking, plus one per start
 
-  bool active_ = false;
-  bool paused_ = false;
+  std::atomic<bool> active_ = false;
+  // Initial-exec: read on every allocation; a general-dynamic TLS access is a call.
+  static thread_local bool paused_ __attribute__((tls_model("initial-exec")));
   bool prune_scheduled_ = false;
+  bool ractor_started_while_tracking_ = false;
   Mechanism mechanism_ = Mechanism::kAuto;
   int compaction_windows_ = 0;
   bool auto_compaction_ = false;
@@ -187,8 +234,10 @@ class Tracker {
   track::LiveTable table_;
   track::SiteTable sites_;
   std::unique_ptr<AllocationHooks> hooks_;
-  std::unique_ptr<ObjectEventHook> newobj_event_;
-  std::unique_ptr<ObjectEventHook> freeobj_event_;
+  mutable RactorLock lock_;
+  std::unique_ptr<InternalEventHook> newobj_event_;
+  std::unique_ptr<InternalEventHook> freeobj_event_;
+  std::unique_ptr<InternalEventHook> end_mark_event_;
 };
 
 }  // namespace memprof::ruby

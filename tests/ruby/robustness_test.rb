@@ -123,24 +123,36 @@ class RobustnessTest < Minitest::Test
     end
   end
 
-  def test_forked_child_starts_clean_and_keeps_tracking
-    run_ruby(<<~'RUBY') do |out, _err, path|
-      $kept = [$stdout.write("start\n")]    # $stdout makes its write lock before tracking
-      Memprof.start
-      100.times { $kept << Object.new }      # line 3
-      pid = fork do
-        7.times { $kept << [1] }             # line 5
-        print "child\n"
-        GC.start
-        Memprof.stats($stdout)
-        $stdout.flush
-      end
-      Process.wait(pid)                      # line 11: $? keeps a Process::Status
-      print "parent\n"
+  # Preforking servers load the app, then fork workers: a worker must still see (and
+  # attribute) what was allocated before the fork, and keep tracking its own allocations.
+  FORK = <<~'RUBY'
+    $kept = [$stdout.write("start\n")]    # $stdout makes its write lock before tracking
+    Memprof.start(fork: ARGV[0].to_sym)
+    100.times { $kept << Object.new }      # line 3
+    pid = fork do
+      7.times { $kept << [1] }             # line 5
+      print "child\n"
       GC.start
       Memprof.stats($stdout)
-      Memprof.stop
-    RUBY
+      $stdout.flush
+    end
+    Process.wait(pid)                      # line 11: $? keeps a Process::Status
+    print "parent\n"
+    GC.start
+    Memprof.stats($stdout)
+    Memprof.stop
+  RUBY
+
+  def test_forked_child_keeps_what_the_parent_tracked_and_keeps_tracking
+    run_ruby(FORK, args: ["keep"]) do |out, _err, path|
+      child, parent = out.split("parent\n")
+      assert_equal({ "L3:Object" => 100, "L5:Array" => 7 }, stats_for(child, path))
+      assert_equal({ "L3:Object" => 100, "L11:Process::Status" => 1 }, stats_for(parent, path))
+    end
+  end
+
+  def test_forked_child_starts_empty_when_asked
+    run_ruby(FORK, args: ["reset"]) do |out, _err, path|
       child, parent = out.split("parent\n")
       assert_equal({ "L5:Array" => 7 }, stats_for(child, path))
       assert_equal({ "L3:Object" => 100, "L11:Process::Status" => 1 }, stats_for(parent, path))

@@ -1,0 +1,114 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+
+# Ractors allocate in parallel (each under its own lock, not one GVL): recording must stay
+# exact and must not crash, and what cannot be exact must be refused with a clear message.
+class RactorTest < Minitest::Test
+  include MemprofTestHelper
+
+  # Four Ractors each keep 50,000 Strings and one Array (shared with the main Ractor by
+  # make_shareable, which freezes in place and copies nothing) while the main Ractor allocates
+  # 200,000 Arrays at the same time.
+  PARALLEL = <<~'RUBY'
+    Warning[:experimental] = false
+    Memprof.start
+    ractors = 4.times.map do
+      Ractor.new do
+        strings = Array.new(50_000) { |i| "r#{i}" }       # line 5
+        Ractor.make_shareable(strings)
+      end
+    end
+    mine = Array.new(200_000) { |i| [i] }               # line 9
+    kept = ractors.map(&:take)
+    GC.start
+    Memprof.stats($stdout)
+    puts "mechanism=#{Memprof.mechanism}"
+  RUBY
+
+  def test_parallel_ractors_are_counted_exactly
+    3.times do
+      run_ruby(PARALLEL) do |out, _err, path|
+        assert_includes out, "mechanism=hooks"
+        stats = stats_for(out, path)
+        assert_equal 200_000, stats["L5:String"], out
+        assert_equal 4, stats["L5:Array"], out
+        assert_equal 200_001, stats["L9:Array"], out
+      end
+    end
+  end
+
+  # Liveness needs a walk over the heap pages, which Ruby cannot do safely while another Ractor
+  # allocates: read-outs refuse while one runs, and work once it has ended.
+  def test_read_outs_refuse_while_another_ractor_runs
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      Warning[:experimental] = false
+      Memprof.start
+      waiting = Ractor.new { Ractor.receive; Array.new(3) { "w" * 2 } }   # line 3
+      begin
+        Memprof.stats($stdout)
+      rescue Memprof::Error => e
+        puts "#{e.class}: #{e.message}"
+      end
+      waiting.send(:go)
+      kept = waiting.take
+      GC.start
+      Memprof.stats($stdout)
+    RUBY
+      assert_includes out, "Memprof::Error: 2 Ractors are running: Ruby offers no safe way to walk the heap while other Ractors allocate (its page walk races with their page allocation), so memprof cannot tell which tracked objects are alive; read the results once they have finished\n"
+      stats = stats_for(out, path)
+      assert_equal 1, stats["L3:Array"], out
+      assert_equal 3, stats["L3:String"], out
+    end
+  end
+
+  # The same garbage is counted with and without a Ractor in the block, and what the Ractor
+  # made and the block kept is retained.
+  def test_report_of_a_block_that_runs_ractors
+    run_ruby(<<~'RUBY') do |out|
+      Warning[:experimental] = false
+      $kept = nil
+      def work(ractor)
+        $kept = Ractor.new { Ractor.make_shareable(Array.new(1000) { |i| "k#{i}" }) }.take if ractor  # line 4
+        Array.new(500) { |i| "garbage #{i}" }                                                        # line 5
+        nil
+      end
+      [false, true].each do |ractor|
+        report = Memprof.report { work(ractor) }
+        rows = report.retained.select { |r| r.file == __FILE__ }.map { |r| "#{r.line}:#{r.class_name}=#{r.count}" }
+        line5 = report.allocated.select { |r| r.file == __FILE__ && r.line == 5 }.map { |r| "#{r.class_name}=#{r.count}" }
+        puts "ractor=#{ractor} retained #{rows.sort.join(' ')} allocated at 5: #{line5.sort.join(' ')}"
+      end
+    RUBY
+      without, with = out.lines
+      assert_match(/\Aractor=false retained  allocated at 5: Array=1 String=\d{3,}\n\z/, without)
+      assert_equal without.sub("ractor=false retained ", "ractor=true retained 4:Array=1 4:String=1000"), with
+    end
+  end
+
+  def test_the_newobj_event_cannot_see_other_ractors_so_it_is_refused
+    run_ruby(<<~'RUBY') do |out|
+      Warning[:experimental] = false
+      def show
+        puts yield
+      rescue Memprof::Error => e
+        puts "#{e.class}: #{e.message}"
+      end
+      Memprof.start(mechanism: :tracepoint)
+      Ractor.new { Array.new(10) { "x" } }.take
+      show { Memprof.stats($stdout) }
+      Memprof.stop
+      waiting = Ractor.new { Ractor.receive }
+      show { Memprof.start(mechanism: :tracepoint) }
+      waiting.send(:done)
+      waiting.take
+      show { Memprof.start(mechanism: :tracepoint) }
+    RUBY
+      assert_equal <<~TEXT, out
+        Memprof::Error: a Ractor was started while memprof tracked through Ruby's NEWOBJ event (mechanism :tracepoint), which Ruby fires only in the main Ractor: objects made in other Ractors were not counted and their slots may have been taken for the main Ractor's objects
+        Memprof::Error: Ractors are running, and Ruby's NEWOBJ event (mechanism :tracepoint) fires only in the main Ractor: their objects would go uncounted
+        true
+      TEXT
+    end
+  end
+end
