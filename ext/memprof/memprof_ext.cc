@@ -3,10 +3,12 @@
 // call is gone (a Ruby raise unwinds with longjmp, which would skip destructors).
 //
 // The public API and its argument checks live in lib/memprof.rb; these functions assume them.
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/util/stack_scrub.h"
 #include "ruby/compaction_watcher.h"
 #include "ruby/coverage_audit.h"
 #include "ruby/readout.h"
@@ -80,7 +82,7 @@ VALUE native_mechanism(VALUE) {
 
 VALUE native_stats_lines(VALUE) {
   return guarded([](Tracker& t) -> Result<VALUE> {
-    std::vector<std::string> lines = memprof::ruby::stats_lines(t);
+    MEMPROF_TRY(lines, memprof::ruby::stats_lines(t));
     VALUE out = rb_ary_new_capa(static_cast<long>(lines.size()));
     for (const std::string& line : lines) rb_ary_push(out, to_ruby(line));
     return out;
@@ -93,7 +95,10 @@ VALUE native_clear(VALUE) {
 }
 
 VALUE native_prune(VALUE) {
-  return guarded([](Tracker& t) -> Result<VALUE> { return SIZET2NUM(t.prune()); });
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    MEMPROF_TRY(removed, t.prune());
+    return SIZET2NUM(removed);
+  });
 }
 
 VALUE groups_to_rows(const std::vector<memprof::track::NamedGroup>& groups) {
@@ -110,7 +115,7 @@ VALUE groups_to_rows(const std::vector<memprof::track::NamedGroup>& groups) {
   return rows;
 }
 
-VALUE native_report_begin(VALUE) {
+VALUE native_report_begin() {
   return guarded([](Tracker& t) -> Result<VALUE> {
     if (t.active()) return memprof::err("tracking is already started");
     MEMPROF_TRY_STATUS(memprof::ruby::report_begin(t));
@@ -118,11 +123,48 @@ VALUE native_report_begin(VALUE) {
   });
 }
 
-VALUE native_report_end(VALUE) {
-  return guarded([](Tracker& t) -> Result<VALUE> {
-    memprof::ruby::ReportSnapshot snapshot = memprof::ruby::report_end(t);
+VALUE report_end_of(VALUE kept) {
+  std::vector<VALUE> kept_objects;
+  if (RB_TYPE_P(kept, T_ARRAY))
+    for (long i = 0; i < RARRAY_LEN(kept); ++i) kept_objects.push_back(rb_ary_entry(kept, i));
+  return guarded([&](Tracker& t) -> Result<VALUE> {
+    MEMPROF_TRY(snapshot, memprof::ruby::report_end(t, kept_objects));
     return rb_assoc_new(groups_to_rows(snapshot.allocated), groups_to_rows(snapshot.retained));
   });
+}
+
+// Memprof.report's engine: [allocated rows, retained rows] of the block, which returns the
+// objects its caller keeps on purpose (an Array, left out of "retained") or nil.
+//
+// The final GC reads every stack frame conservatively, and a stale pointer in any of them
+// keeps garbage alive. So the block is called from here, not from Ruby code: its frames, the
+// interpreter's included, are then popped below this frame, where run_on_clean_stack zeroes
+// them before report_end runs. (Called from Ruby, the block's values could linger in the
+// caller's interpreter frame, which stays active.)
+VALUE native_report(VALUE) {
+  rb_need_block();
+  native_report_begin();
+  int state = 0;
+  VALUE kept = rb_protect(+[](VALUE) { return rb_yield_values(0); }, Qnil, &state);
+  if (state != 0) {
+    memprof::ruby::report_abort(Tracker::instance());
+    rb_jump_tag(state);
+  }
+  return memprof::util::run_on_clean_stack([kept] { return report_end_of(kept); });
+}
+
+VALUE native_tracked_objects(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    MEMPROF_TRY(objects, memprof::ruby::tracked_objects(t));
+    VALUE out = rb_ary_new_capa(static_cast<long>(objects.size()));
+    for (VALUE object : objects) rb_ary_push(out, object);
+    return out;
+  });
+}
+
+VALUE native_set_reset_on_fork(VALUE, VALUE reset) {
+  Tracker::instance().set_reset_on_fork(RTEST(reset));
+  return reset;
 }
 
 VALUE native_site_of(VALUE, VALUE object) {
@@ -167,12 +209,18 @@ VALUE native_info(VALUE) {
   return guarded([](Tracker& t) -> Result<VALUE> {
     VALUE info = rb_hash_new();
     auto set = [&](const char* key, VALUE value) { rb_hash_aset(info, ID2SYM(rb_intern(key)), value); };
-    set("entries", SIZET2NUM(t.table().size()));
-    set("table_bytes", SIZET2NUM(t.table().memory_bytes()));
-    set("sites", SIZET2NUM(t.sites().size()));
-    set("site_bytes", SIZET2NUM(t.sites().memory_bytes()));
+    // Read under the tracker's lock, handed to Ruby after it.
+    auto counters = t.with_tables([](const memprof::track::LiveTable& table,
+                                     const memprof::track::SiteTable& sites) {
+      return std::array<size_t, 5>{table.size(), table.memory_bytes(), sites.size(),
+                                   sites.memory_bytes(), table.dropped()};
+    });
+    set("entries", SIZET2NUM(counters[0]));
+    set("table_bytes", SIZET2NUM(counters[1]));
+    set("sites", SIZET2NUM(counters[2]));
+    set("site_bytes", SIZET2NUM(counters[3]));
+    set("dropped", SIZET2NUM(counters[4]));
     set("hooked_slots", SIZET2NUM(t.hooked_slots()));
-    set("dropped", SIZET2NUM(t.table().dropped()));
     set("lost_to_compaction", SIZET2NUM(t.lost_to_compaction()));
     return info;
   });
@@ -225,8 +273,9 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "stats_lines", native_stats_lines, 0);
   rb_define_module_function(native, "clear", native_clear, 0);
   rb_define_module_function(native, "prune", native_prune, 0);
-  rb_define_module_function(native, "report_begin", native_report_begin, 0);
-  rb_define_module_function(native, "report_end", native_report_end, 0);
+  rb_define_module_function(native, "report", native_report, 0);
+  rb_define_module_function(native, "tracked_objects", native_tracked_objects, 0);
+  rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);
   rb_define_module_function(native, "site_of", native_site_of, 1);
   rb_define_module_function(native, "annotate_object_line", native_annotate_object_line, 2);
   rb_define_module_function(native, "annotate_dump_file", native_annotate_dump_file, 2);

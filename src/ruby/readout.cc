@@ -3,7 +3,9 @@
 #include <fstream>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "core/util/stack_scrub.h"
 #include "ruby/heap_liveness.h"
 #include "ruby/tracker.h"
 
@@ -29,12 +31,25 @@ class GcDisabled {
   bool was_disabled_;
 };
 
-bool site_is_shown(const Tracker& tracker, uint32_t site) {
+bool site_is_shown(const track::SiteTable& sites, uint32_t site) {
   if (site == track::SiteTable::kInternalSite) return false;
-  std::string_view file = tracker.sites().file(site);
+  std::string_view file = sites.file(site);
   for (const std::string& prefix : g_ignored_prefixes)
     if (file.starts_with(prefix)) return false;
   return true;
+}
+
+// Low bit of a class key: the object is itself a singleton class, shown as #<Class:...>
+// rather than as a Class (heap objects are at least 8-byte aligned, so the bit is free).
+constexpr uint64_t kSingletonClassKey = 1;
+
+// What an object is shown as: its class, or itself when it is a singleton class (every
+// `class Foo` makes one, #<Class:Foo>, besides Foo).
+uint64_t class_key_of(uintptr_t address, VALUE klass) {
+  const auto* basic = reinterpret_cast<const struct RBasic*>(address);
+  if ((basic->flags & RUBY_T_MASK) == RUBY_T_CLASS && (basic->flags & RUBY_FL_SINGLETON))
+    return address | kSingletonClassKey;
+  return rb_class_real(klass);
 }
 
 // A shown live object, with the class it has now (classes are never stored: they may move or
@@ -43,71 +58,122 @@ struct Item {
   uintptr_t address;
   uint32_t site;
   uint8_t type;
-  VALUE klass;
+  uint64_t class_key;
   uint64_t bytes;
 };
 
+// The shown live entries, copied out under the tracker's lock (nothing here calls Ruby:
+// rb_class_real and rb_obj_memsize_of only read the heap).
 std::vector<Item> shown_items(const Tracker& tracker, bool with_memsize) {
-  std::vector<uint8_t> shown(tracker.sites().size(), 2);  // 2: not decided yet
-  std::vector<Item> items;
-  items.reserve(tracker.table().size());
-  tracker.table().for_each([&](const track::LiveEntry& e) {
-    if (shown[e.site] == 2) shown[e.site] = site_is_shown(tracker, e.site);
-    if (!shown[e.site]) return;
-    VALUE klass = reinterpret_cast<const struct RBasic*>(e.address)->klass;
-    if (klass == 0) return;  // hidden VM internals
-    items.push_back(Item{e.address, e.site, e.type, rb_class_real(klass),
-                         with_memsize ? rb_obj_memsize_of(e.address) : 0});
+  return tracker.with_tables([&](const track::LiveTable& table, const track::SiteTable& sites) {
+    std::vector<uint8_t> shown(sites.size(), 2);  // 2: not decided yet
+    std::vector<Item> items;
+    items.reserve(table.size());
+    table.for_each([&](const track::LiveEntry& e) {
+      if (shown[e.site] == 2) shown[e.site] = site_is_shown(sites, e.site);
+      if (!shown[e.site]) return;
+      VALUE klass = reinterpret_cast<const struct RBasic*>(e.address)->klass;
+      if (klass == 0) return;  // hidden VM internals
+      items.push_back(Item{e.address, e.site, e.type, class_key_of(e.address, klass),
+                           with_memsize ? rb_obj_memsize_of(e.address) : 0});
+    });
+    return items;
   });
-  return items;
 }
 
 std::vector<track::Sample> samples_of(const std::vector<Item>& items) {
   std::vector<track::Sample> samples;
   samples.reserve(items.size());
-  for (const Item& item : items) samples.push_back(track::Sample{item.site, item.klass, item.bytes});
+  for (const Item& item : items)
+    samples.push_back(track::Sample{item.site, item.class_key, item.bytes});
   return samples;
 }
 
-// Class names, resolved once per class. Callers keep GC disabled while names are resolved, so
-// no class in `items` can be freed or moved under us (rb_class_name may allocate).
+std::string to_string(VALUE ruby_string) {
+  return std::string(RSTRING_PTR(ruby_string), RSTRING_LEN(ruby_string));
+}
+
+// The object a singleton class belongs to (Class#attached_object, public from Ruby 3.2; the
+// __attached__ instance variable before).
+VALUE attached_object(VALUE singleton_class) {
+#if RUBY_API_VERSION_CODE >= 30200
+  return rb_class_attached_object(singleton_class);
+#else
+  return rb_attr_get(singleton_class, rb_intern("__attached__"));
+#endif
+}
+
+// #<Class:Foo> for the singleton class of a named class or module, #<Class:#<Foo>> for that of
+// an instance of Foo or of an anonymous class (one group per kind of owner, not per owner).
+std::string singleton_class_name(VALUE singleton_class) {
+  VALUE owner = attached_object(singleton_class);
+  bool module = RB_TYPE_P(owner, RUBY_T_CLASS) || RB_TYPE_P(owner, RUBY_T_MODULE);
+  std::string inner;
+  if (RB_TYPE_P(owner, RUBY_T_CLASS) && FL_TEST(owner, RUBY_FL_SINGLETON))
+    inner = singleton_class_name(owner);
+  else if (module && !NIL_P(rb_mod_name(owner)))
+    inner = to_string(rb_mod_name(owner));
+  else
+    inner = "#<" + to_string(rb_class_name(rb_obj_class(owner))) + ">";
+  return "#<Class:" + inner + ">";
+}
+
+// Class names, resolved once per class key by resolve() -- which calls Ruby, so callers keep GC
+// disabled (no class in `items` can be freed or moved meanwhile; rb_class_name may allocate) and
+// do not hold the tracker's lock -- and then looked up without calling Ruby.
 class ClassNames {
  public:
-  std::string operator()(uint64_t klass) {
-    auto [it, fresh] = names_.try_emplace(klass);
-    if (fresh) {
-      VALUE name = rb_class_name(static_cast<VALUE>(klass));
-      it->second.assign(RSTRING_PTR(name), RSTRING_LEN(name));
+  void resolve(const std::vector<Item>& items) {
+    for (const Item& item : items) {
+      auto [it, fresh] = names_.try_emplace(item.class_key);
+      if (!fresh) continue;
+      auto klass = static_cast<VALUE>(item.class_key & ~kSingletonClassKey);
+      it->second = (item.class_key & kSingletonClassKey) != 0 ? singleton_class_name(klass)
+                                                               : to_string(rb_class_name(klass));
     }
-    return it->second;
+  }
+  std::string operator()(uint64_t class_key) const {
+    auto it = names_.find(class_key);
+    return it != names_.end() ? it->second : std::string("(unresolved)");
   }
 
  private:
   std::unordered_map<uint64_t, std::string> names_;
 };
 
-// The site of a table entry as shown to the user: none for memprof's own objects.
-std::optional<track::SourceLocation> shown_location(const Tracker& tracker,
+// Groups `items` by site and class, named: class names first (Ruby), then the site names under
+// the tracker's lock (other Ractors may be adding sites).
+std::vector<track::NamedGroup> named_groups(const Tracker& tracker,
+                                            const std::vector<Item>& items, ClassNames& names) {
+  names.resolve(items);
+  std::vector<track::Group> groups = track::group_samples(samples_of(items));
+  return tracker.with_tables([&](const track::LiveTable&, const track::SiteTable& sites) {
+    return track::name_groups(groups, sites, std::cref(names));
+  });
+}
+
+// The site of a table entry as shown to the user: none for memprof's own objects. The file
+// name's storage is never freed, so the view outlives the lock.
+std::optional<track::SourceLocation> shown_location(const track::SiteTable& sites,
                                                     const track::LiveEntry& entry) {
   if (entry.site == track::SiteTable::kInternalSite) return std::nullopt;
-  return track::SourceLocation{tracker.sites().file(entry.site), tracker.sites().line(entry.site)};
+  return track::SourceLocation{sites.file(entry.site), sites.line(entry.site)};
 }
 
 }  // namespace
 
 void ignore_path_prefix(std::string prefix) { g_ignored_prefixes.push_back(std::move(prefix)); }
 
-std::vector<std::string> stats_lines(Tracker& tracker) {
-  tracker.prune();
+Result<std::vector<std::string>> stats_lines(Tracker& tracker) {
+  MEMPROF_TRY_STATUS(tracker.exactness());
+  MEMPROF_TRY_STATUS(tracker.prune());
   Tracker::Pause pause(tracker);
   GcDisabled gc;
   std::vector<Item> items = shown_items(tracker, false);
   ClassNames names;
-  auto groups = track::name_groups(track::group_samples(samples_of(items)), tracker.sites(),
-                                   std::ref(names));
   std::vector<std::string> lines;
-  lines.reserve(groups.size());
-  for (const auto& group : groups) lines.push_back(track::stats_line(group));
+  for (const auto& group : named_groups(tracker, items, names))
+    lines.push_back(track::stats_line(group));
   return lines;
 }
 
@@ -119,47 +185,77 @@ Status report_begin(Tracker& tracker) {
   return started;
 }
 
-ReportSnapshot report_end(Tracker& tracker) {
+Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& kept) {
   tracker.stop();
+  // GC is still disabled from report_begin: every object the block allocated is in the heap
+  // unless the block ran GC.start itself; prune drops those. Its success also means that no
+  // other Ractor runs, so nothing else allocates until the check below.
+  Status exact = tracker.exactness();
+  if (exact.ok()) {
+    auto pruned = tracker.prune();
+    if (!pruned.ok()) exact = pruned.error();
+  }
   ReportSnapshot snapshot;
   ClassNames names;
   std::vector<Item> items;
-  {
-    // GC is still disabled from report_begin: every object the block allocated is in the
-    // heap unless the block ran GC.start itself; prune drops those.
-    tracker.prune();
+  if (exact.ok()) {
     items = shown_items(tracker, true);
-    snapshot.allocated = track::name_groups(track::group_samples(samples_of(items)),
-                                            tracker.sites(), std::ref(names));
+    snapshot.allocated = named_groups(tracker, items, names);
   }
   if (!g_report_gc_was_disabled) rb_gc_enable();
+  if (!exact.ok()) {
+    tracker.clear();
+    return exact.error();
+  }
   // Nothing may allocate between this GC and the liveness check below: hooks are off, so a
   // new object could land in a freed slot and look like a retained one.
+  // Over zeroed stack: words the block's own deep calls left below this frame must not keep
+  // its garbage alive when the GC's frames reuse that memory.
+  util::clear_stack_below();
   rb_gc_start();
   track::HeapRanges ranges = collect_heap_ranges();
+  std::unordered_set<uintptr_t> kept_addresses(kept.begin(), kept.end());
   std::vector<Item> retained;
   for (const Item& item : items)
-    if (entry_is_live(track::LiveEntry{item.address, item.site, item.type}, ranges))
+    if (entry_is_live(track::LiveEntry{item.address, item.site, item.type}, ranges) &&
+        !kept_addresses.contains(item.address))
       retained.push_back(item);
   // Every retained class was named above, so this resolves from the cache.
-  snapshot.retained = track::name_groups(track::group_samples(samples_of(retained)),
-                                         tracker.sites(), std::ref(names));
+  snapshot.retained = named_groups(tracker, retained, names);
   tracker.clear();
   return snapshot;
 }
 
+void report_abort(Tracker& tracker) {
+  tracker.stop();
+  tracker.clear();
+  if (!g_report_gc_was_disabled) rb_gc_enable();
+}
+
+Result<std::vector<VALUE>> tracked_objects(Tracker& tracker) {
+  MEMPROF_TRY_STATUS(tracker.exactness());
+  MEMPROF_TRY_STATUS(tracker.prune());
+  std::vector<VALUE> objects;
+  for (const Item& item : shown_items(tracker, false)) objects.push_back(item.address);
+  return objects;
+}
+
 std::optional<track::SourceLocation> site_of(Tracker& tracker, VALUE object) {
   if (RB_SPECIAL_CONST_P(object)) return std::nullopt;
-  auto entry = tracker.table().find(object);
-  if (!entry || slot_type(object) != entry->type) return std::nullopt;
-  return shown_location(tracker, *entry);
+  return tracker.with_tables([&](const track::LiveTable& table, const track::SiteTable& sites)
+                                 -> std::optional<track::SourceLocation> {
+    auto entry = table.find(object);
+    if (!entry || slot_type(object) != entry->type) return std::nullopt;
+    return shown_location(sites, *entry);
+  });
 }
 
 std::string annotate_object_line(Tracker& tracker, VALUE object, const std::string& line) {
+  auto site = site_of(tracker, object);
   return track::annotate_dump_line(line, [&](uintptr_t address)
                                              -> std::optional<track::SourceLocation> {
     if (address != object) return std::nullopt;
-    return site_of(tracker, object);
+    return site;
   });
 }
 
@@ -169,11 +265,16 @@ Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::st
   if (!in) return err("{}: cannot open the raw dump", raw_path);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return err("{}: cannot open for writing", path);
-  auto counts = track::annotate_dump(in, out, [&](uintptr_t address)
-                                                  -> std::optional<track::SourceLocation> {
-    auto entry = tracker.table().find(address);
-    if (!entry) return std::nullopt;
-    return shown_location(tracker, *entry);
+  // The whole copy holds the lock: no Ruby call happens in it, and another Ractor's record
+  // must not rehash the table under the lookups.
+  auto counts = tracker.with_tables([&](const track::LiveTable& table,
+                                        const track::SiteTable& sites) {
+    return track::annotate_dump(in, out, [&](uintptr_t address)
+                                             -> std::optional<track::SourceLocation> {
+      auto entry = table.find(address);
+      if (!entry) return std::nullopt;
+      return shown_location(sites, *entry);
+    });
   });
   if (!counts.ok()) return err("{}: {}", path, counts.message());
   out.close();

@@ -23,7 +23,7 @@ class Tracker;
 void ignore_path_prefix(std::string prefix);
 
 // Memprof.stats: one line per live (site, class) group, largest first.
-std::vector<std::string> stats_lines(Tracker& tracker);
+Result<std::vector<std::string>> stats_lines(Tracker& tracker);
 
 struct ReportSnapshot {
   std::vector<track::NamedGroup> allocated;
@@ -34,8 +34,15 @@ struct ReportSnapshot {
 // is still in the heap when the block ends (memory_profiler's semantics), then tracking.
 Status report_begin(Tracker& tracker);
 // end: stop tracking; allocated = the block's objects with their memsize; GC back to its
-// previous state; a full GC with immediate sweep; retained = those still alive.
-ReportSnapshot report_end(Tracker& tracker);
+// previous state; a full GC with immediate sweep over a zeroed stack; retained = those still
+// alive, except `kept`: objects the caller holds on purpose (a response it is returning).
+Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& kept);
+// When the block raised: stop tracking, forget, GC back to its previous state.
+void report_abort(Tracker& tracker);
+
+// The shown live objects tracked so far (Memprof.dump { }). The caller keeps GC disabled, so
+// no address can be freed and reused before it becomes a VALUE again.
+Result<std::vector<VALUE>> tracked_objects(Tracker& tracker);
 
 // The allocation site of a live object, if memprof tracked it.
 std::optional<track::SourceLocation> site_of(Tracker& tracker, VALUE object);

@@ -95,4 +95,102 @@ class ReportAndDumpTest < Minitest::Test
       end
     end
   end
+
+  # Retained means reachable after the block: garbage the block's own deep calls left in stack
+  # memory, and the block's value (dropped, as memory_profiler drops it), are not retained.
+  def test_garbage_of_a_block_is_not_retained
+    run_ruby(<<~'RUBY') do |out|
+      require "erb"
+      def rec(n, acc) = n.zero? ? acc : rec(n - 1, acc << "s#{n}")
+      ERB.new("warm up <%= 1 %>")
+      accumulator = Memprof.report { rec(9000, []).size }
+      erb = Memprof.report { ERB.new("<%= 1 %> hello <% 3.times do %>x<% end %>") }
+      value = Memprof.report { Array.new(100) { |i| "v#{i}" } }
+      [accumulator, erb, value].each { |r| puts "#{r.total_allocated} #{r.total_retained}" }
+    RUBY
+      accumulator, erb, value = out.lines.map { |l| l.split.map(&:to_i) }
+      assert_equal [17_992, 0], accumulator   # 9000 Strings, their 8991 "n" Strings, the Array
+      assert_operator erb[0], :>, 50
+      assert_equal 0, erb[1]
+      assert_equal [1 + 100 + 90, 0], value    # the Array, 100 Strings, 90 two-digit "i" Strings
+    end
+  end
+
+  # `class Foo` makes two classes: Foo and its singleton class, shown as #<Class:Foo>; a
+  # singleton class of an object is shown by the object's class, that of an anonymous class as
+  # #<Class:#<Class>>.
+  def test_singleton_classes_are_named_for_what_they_belong_to
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      Memprof.start
+      class Foo; end                    # line 2
+      module Bar; end                   # line 3
+      $o = Object.new                   # line 4
+      $s = $o.singleton_class           # line 5
+      $c = Class.new                    # line 6
+      GC.start
+      Memprof.stats($stdout)
+    RUBY
+      assert_equal({ "L2:Class" => 1, "L2:#<Class:Foo>" => 1, "L3:Module" => 1, "L4:Object" => 1,
+                     "L5:#<Class:#<Object>>" => 1, "L6:Class" => 1, "L6:#<Class:#<Class>>" => 1 },
+                   stats_for(out, path))
+    end
+  end
+
+  def test_dump_of_a_block_writes_what_it_allocated
+    Dir.mktmpdir("memprof-dump") do |dir|
+      file = File.join(dir, "block.json")
+      run_ruby(<<~RUBY) do |out, _err, path|
+        value = Memprof.dump { [Object.new, "x" * 3] }      # line 1
+        require "pathname"
+        p value.size
+        Memprof.dump(#{file.inspect}) { { a: [1] } }        # line 4
+        Memprof.dump(Pathname(#{file.inspect}).sub_ext(".2.json")) { :sym.to_proc }
+      RUBY
+        first, count = out.lines.partition { |l| l.start_with?("{") }
+        assert_equal ["2\n"], count
+        sites = ->(lines) { lines.map { |l| o = JSON.parse(l); [o["type"], o["file"] == path ? o["line"] : o["file"]] }.sort }
+        assert_equal [["ARRAY", 1], ["OBJECT", 1], ["STRING", 1], ["STRING", 1]], sites.(first)
+        assert_equal [["ARRAY", 4], ["HASH", 4]], sites.(File.readlines(file))
+        assert File.exist?(file.sub(".json", ".2.json"))
+      end
+    end
+  end
+
+  def test_dump_all_takes_a_pathname_or_an_io_and_names_the_users_path_in_errors
+    Dir.mktmpdir("memprof-dump") do |dir|
+      run_ruby(<<~RUBY) do |out|
+        require "pathname"
+        require "stringio"
+        Memprof.start
+        $kept = ["site of this string"]            # line 4
+        Memprof.dump_all(Pathname(#{dir.inspect}) / "a.json")
+        io = StringIO.new
+        Memprof.dump_all(io)
+        File.write(#{File.join(dir, "b.json").inspect}, io.string)
+        begin
+          Memprof.dump_all(#{File.join(dir, "missing", "c.json").inspect})
+        rescue SystemCallError => e
+          puts "\#{e.class}: \#{e.message}"
+        end
+        begin
+          Memprof.dump_all(42)
+        rescue TypeError => e
+          puts "\#{e.class}: \#{e.message}"
+        end
+        puts Dir.children(#{dir.inspect}).sort.join(" ")
+      RUBY
+        assert_equal <<~TEXT, out
+          Errno::ENOENT: No such file or directory - Memprof.dump_all: cannot write #{File.join(dir, "missing", "c.json")}
+          TypeError: Memprof.dump_all: expected an IO or a path (String or Pathname), got Integer
+          a.json b.json
+        TEXT
+        %w[a.json b.json].each do |name|
+          copies = File.readlines(File.join(dir, name)).map { |l| JSON.parse(l) }.select { |o| o["value"] == "site of this string" }
+          # The program's String at line 4; the literal it was copied from and the parser's
+          # copies were made before tracking.
+          assert_equal [4], copies.map { |o| o["line"] }.compact, name
+        end
+      end
+    end
+  end
 end

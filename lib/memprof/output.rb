@@ -1,0 +1,74 @@
+# frozen_string_literal: true
+
+require "tmpdir"
+
+module Memprof
+  # Where the API writes: an IO (anything with #write, $stderr by default), or the path of a
+  # file (a String or a Pathname). Errors name the caller's path, not a scratch file.
+  module Output
+    # Yields an IO: `out` itself, or the file at path `out` opened for writing (truncated).
+    def self.open(out, api)
+      return yield(out) if io?(out)
+
+      path = path_of(out, api)
+      file = with_path_in_errors(path, api) { File.open(path, "w") }
+      begin
+        yield file
+      ensure
+        file.close
+      end
+    end
+
+    # Yields the path of a file to write in full; then that file replaces `target` (a path: by
+    # rename, so readers never see half a file and an error leaves the old file alone) or is
+    # copied into it (an IO).
+    def self.replace(target, api)
+      if io?(target)
+        Dir.mktmpdir("memprof") do |dir|
+          partial = File.join(dir, "output")
+          yield partial
+          File.open(partial, "rb") { |f| IO.copy_stream(f, target) }
+        end
+      else
+        path = path_of(target, api)
+        scratch_file(path, "partial", api) do |partial|
+          yield partial
+          with_path_in_errors(path, api) { File.rename(partial, path) }
+        end
+      end
+    end
+
+    # Yields the path of a new empty file beside `near` (same directory, so a rename is atomic),
+    # removed afterwards whatever happens.
+    def self.scratch_file(near, tag, api)
+      scratch = File.join(File.dirname(near), ".#{File.basename(near)}.#{Process.pid}.#{tag}")
+      with_path_in_errors(near, api) { File.open(scratch, "w", &:close) }
+      begin
+        yield scratch
+      ensure
+        File.unlink(scratch) if File.exist?(scratch)
+      end
+    end
+
+    # A File is an IO; a Pathname has #write too, but names a path.
+    def self.io?(out)
+      out.is_a?(IO) || (out.respond_to?(:write) && !out.respond_to?(:to_path))
+    end
+
+    def self.path_of(out, api)
+      return out.to_path if out.respond_to?(:to_path)
+      return out.to_str if out.respond_to?(:to_str)
+
+      raise TypeError, "#{api}: expected an IO or a path (String or Pathname), got #{out.class}"
+    end
+
+    # Re-raises a failed file operation with the caller's path in the message (the class stays,
+    # so `rescue Errno::ENOENT` still works).
+    def self.with_path_in_errors(path, api)
+      yield
+    rescue SystemCallError => e
+      raise e.class, "#{api}: cannot write #{path}"
+    end
+    private_class_method :with_path_in_errors
+  end
+end
