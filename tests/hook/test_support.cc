@@ -12,8 +12,8 @@
 #include "core/util/proc_maps.h"
 
 // Nothing here uses the hook engine: the oracles must not share its reading of the loaded
-// objects, and a program that tests the engine loaded from a library must be able to link this
-// file without containing the engine.
+// objects, and a program that tests the engine loaded from a library (got_agent_test.cc) links
+// this file without containing the engine.
 namespace memprof::hook::testing {
 namespace {
 
@@ -92,6 +92,21 @@ std::vector<void**> got_slots_from_file(std::string_view suffix, std::string_vie
         slots.push_back(reinterpret_cast<void**>(image.bias + r.offset));
   }
   return slots;
+}
+
+std::vector<uint8_t> got_bytes(std::string_view suffix) {
+  std::vector<uint8_t> bytes;
+  for (const auto& image : loaded_images()) {
+    if (!image.path.ends_with(suffix)) continue;
+    auto file = elf::ElfFile::open(image.path);
+    if (!file.ok()) return bytes;
+    for (const auto& section : file->sections()) {
+      if (section.name != ".got" && section.name != ".got.plt") continue;
+      auto start = reinterpret_cast<const uint8_t*>(image.bias + section.addr);
+      bytes.insert(bytes.end(), start, start + section.size);
+    }
+  }
+  return bytes;
 }
 
 void* open_library(const char* path, std::string* error) {
