@@ -148,16 +148,7 @@ TEST(ElfFileErrors, BadTableEntrySizes) {
 // itself reports the problem.
 TEST(ElfFileErrors, SectionPastEndOfFile) {
   auto bytes = read_bytes(FIXTURE_LIB_LAZY);
-  auto file = ElfFile::parse(bytes, "lib");
-  ASSERT_TRUE(file.ok());
-  const Section* dynsym = file->section(".dynsym");
-  ASSERT_NE(dynsym, nullptr);
-  size_t index = static_cast<size_t>(dynsym - file->sections().data());
-  auto header = *read_at<Elf64_Ehdr>(bytes, 0);
-  uint64_t shdr_offset = header.e_shoff + index * sizeof(Elf64_Shdr);
-  auto shdr = *read_at<Elf64_Shdr>(bytes, shdr_offset);
-  shdr.sh_size = bytes.size() * 2;
-  std::memcpy(bytes.data() + shdr_offset, &shdr, sizeof(shdr));
+  ASSERT_TRUE(testing::set_section_size(bytes, ".dynsym", bytes.size() * 2));
   auto corrupt = ElfFile::parse(bytes, "lib");
   ASSERT_TRUE(corrupt.ok());
   EXPECT_EQ(corrupt->dynamic_symbols().message(), "lib: section .dynsym extends past the end of the file");

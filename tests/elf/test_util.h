@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <elf.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -32,6 +34,20 @@ inline std::string temp_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// Sets sh_size in the section header of the first section called `name`; false when the file
+// does not parse or has no such section.
+inline bool set_section_size(std::vector<unsigned char>& bytes, std::string_view name, uint64_t size) {
+  auto file = ElfFile::parse(bytes, "file");
+  const Section* section = file.ok() ? file->section(name) : nullptr;
+  if (section == nullptr) return false;
+  auto header = *read_at<Elf64_Ehdr>(bytes, 0);
+  uint64_t offset = header.e_shoff + (section - file->sections().data()) * sizeof(Elf64_Shdr);
+  auto shdr = *read_at<Elf64_Shdr>(bytes, offset);
+  shdr.sh_size = size;
+  std::memcpy(bytes.data() + offset, &shdr, sizeof shdr);
+  return true;
 }
 
 // The one defined symbol called `name` in `symbols` (fails the test when there is not exactly one).

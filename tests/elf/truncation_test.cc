@@ -3,6 +3,8 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "core/elf/elf_file.h"
 #include "core/elf/object_symbols.h"
 #include "core/elf/stack_frames.h"
@@ -85,6 +87,34 @@ TEST(Truncation, CorruptSectionHeaders) {
     bytes[offset] ^= 0xa5;
     auto file = ElfFile::parse(bytes, "lib");
     if (file.ok()) exercise(*file);
+  }
+}
+
+// .gnu.hash cut short (a smaller sh_size) anywhere before its hash chains: looking a symbol up
+// is the exact error, whatever part the cut falls in (header, Bloom filter, buckets), never a
+// read past the section. Cut exactly before the chains, the lookup reaches them and says so.
+TEST(Truncation, GnuHashCutBeforeItsChains) {
+  const auto original = testing::read_bytes(FIXTURE_LIB_LAZY);
+  auto whole = ElfFile::parse(original, "lib");
+  ASSERT_TRUE(whole.ok());
+  const Section* hash = whole->section(".gnu.hash");
+  ASSERT_NE(hash, nullptr);
+  auto [nbuckets, symoffset, bloom_size, bloom_shift] =
+      *read_at<std::array<uint32_t, 4>>(original, hash->offset);
+  const uint64_t chains = 16 + uint64_t{bloom_size} * 8 + uint64_t{nbuckets} * 4;
+  ASSERT_LT(chains, hash->size);
+  auto found = whole->find_dynamic_symbol("fixture_add");
+  ASSERT_TRUE(found.ok() && found->has_value());
+
+  for (uint64_t size = 0; size <= chains; ++size) {
+    auto bytes = original;
+    ASSERT_TRUE(testing::set_section_size(bytes, ".gnu.hash", size));
+    auto file = ElfFile::parse(bytes, "lib");
+    ASSERT_TRUE(file.ok()) << file.message();
+    auto cut = file->find_dynamic_symbol("fixture_add");
+    ASSERT_FALSE(cut.ok()) << "cut after " << size << " bytes";
+    EXPECT_EQ(cut.message(), size < chains ? "lib: truncated .gnu.hash" : "lib: truncated .gnu.hash chain")
+        << "cut after " << size << " bytes";
   }
 }
 
