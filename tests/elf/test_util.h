@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/elf/elf_file.h"
 #include "core/elf/object_symbols.h"
 
@@ -48,6 +50,33 @@ inline bool set_section_size(std::vector<unsigned char>& bytes, std::string_view
   shdr.sh_size = size;
   std::memcpy(bytes.data() + offset, &shdr, sizeof shdr);
   return true;
+}
+
+// What sstrip does to the ELF header: no section header table (the table's bytes stay, unnamed).
+inline void forget_section_headers(std::vector<unsigned char>& bytes) {
+  auto header = *read_at<Elf64_Ehdr>(bytes, 0);
+  header.e_shoff = 0;
+  header.e_shnum = 0;
+  header.e_shstrndx = 0;
+  std::memcpy(bytes.data(), &header, sizeof header);
+}
+
+// One line per symbol or relocation with every field, so that lists compare with EXPECT_EQ and
+// a difference prints readably.
+inline std::vector<std::string> describe(const std::vector<Symbol>& symbols) {
+  std::vector<std::string> lines;
+  for (const auto& s : symbols)
+    lines.push_back(fmt::format("{}@{}{} value={:#x} size={} type={} bind={} vis={} shndx={} table={}",
+                                s.name, s.default_version ? "@" : "", s.version, s.value, s.size,
+                                s.type, s.bind, s.visibility, s.section_index, static_cast<int>(s.table)));
+  return lines;
+}
+inline std::vector<std::string> describe(const std::vector<Relocation>& relocations) {
+  std::vector<std::string> lines;
+  for (const auto& r : relocations)
+    lines.push_back(fmt::format("{:#x} type={} symbol={}:{} addend={} plt={}", r.offset, r.type,
+                                r.symbol_index, r.symbol_name, r.addend, r.plt));
+  return lines;
 }
 
 // The one defined symbol called `name` in `symbols` (fails the test when there is not exactly one).
