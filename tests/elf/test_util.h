@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -37,6 +39,28 @@ inline std::string temp_dir(const std::string& name) {
   std::filesystem::create_directories(dir);
   return dir;
 }
+
+// A fixture library loaded by the real loader, with its load bias: the oracle for addresses.
+class LoadedFixture {
+ public:
+  explicit LoadedFixture(const char* path) : handle_(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+    if (handle_ != nullptr) {
+      link_map* map = nullptr;
+      if (dlinfo(handle_, RTLD_DI_LINKMAP, &map) == 0) bias_ = map->l_addr;
+    }
+  }
+  ~LoadedFixture() {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+  LoadedFixture(const LoadedFixture&) = delete;
+  LoadedFixture& operator=(const LoadedFixture&) = delete;
+  void* handle() const { return handle_; }
+  uint64_t bias() const { return bias_; }
+
+ private:
+  void* handle_;
+  uint64_t bias_ = 0;
+};
 
 // Sets sh_size in the section header of the first section called `name`; false when the file
 // does not parse or has no such section.
