@@ -148,16 +148,7 @@ TEST(ElfFileErrors, BadTableEntrySizes) {
 // itself reports the problem.
 TEST(ElfFileErrors, SectionPastEndOfFile) {
   auto bytes = read_bytes(FIXTURE_LIB_LAZY);
-  auto file = ElfFile::parse(bytes, "lib");
-  ASSERT_TRUE(file.ok());
-  const Section* dynsym = file->section(".dynsym");
-  ASSERT_NE(dynsym, nullptr);
-  size_t index = static_cast<size_t>(dynsym - file->sections().data());
-  auto header = *read_at<Elf64_Ehdr>(bytes, 0);
-  uint64_t shdr_offset = header.e_shoff + index * sizeof(Elf64_Shdr);
-  auto shdr = *read_at<Elf64_Shdr>(bytes, shdr_offset);
-  shdr.sh_size = bytes.size() * 2;
-  std::memcpy(bytes.data() + shdr_offset, &shdr, sizeof(shdr));
+  ASSERT_TRUE(testing::set_section_size(bytes, ".dynsym", bytes.size() * 2));
   auto corrupt = ElfFile::parse(bytes, "lib");
   ASSERT_TRUE(corrupt.ok());
   EXPECT_EQ(corrupt->dynamic_symbols().message(), "lib: section .dynsym extends past the end of the file");
@@ -178,12 +169,8 @@ TEST(ElfFileWithoutSections, DynamicTablesFromPtDynamic) {
   auto original = ElfFile::parse(bytes, "lib");
   ASSERT_TRUE(original.ok());
   auto stripped_bytes = bytes;
-  auto header = *read_at<Elf64_Ehdr>(stripped_bytes, 0);
-  stripped_bytes.resize(header.e_shoff);  // the table is the last thing in the file
-  header.e_shoff = 0;
-  header.e_shnum = 0;
-  header.e_shstrndx = 0;
-  std::memcpy(stripped_bytes.data(), &header, sizeof(header));
+  stripped_bytes.resize(read_at<Elf64_Ehdr>(bytes, 0)->e_shoff);  // the table is the last thing in the file
+  testing::forget_section_headers(stripped_bytes);
   auto stripped = ElfFile::parse(stripped_bytes, "lib");
   ASSERT_TRUE(stripped.ok()) << stripped.message();
   ASSERT_NE(stripped->section(".dynsym"), nullptr);
@@ -191,13 +178,7 @@ TEST(ElfFileWithoutSections, DynamicTablesFromPtDynamic) {
   auto expected = original->dynamic_symbols();
   auto actual = stripped->dynamic_symbols();
   ASSERT_TRUE(expected.ok() && actual.ok()) << actual.message();
-  ASSERT_EQ(actual->size(), expected->size());
-  for (size_t i = 0; i < actual->size(); ++i) {
-    EXPECT_EQ((*actual)[i].name, (*expected)[i].name);
-    EXPECT_EQ((*actual)[i].value, (*expected)[i].value);
-    EXPECT_EQ((*actual)[i].version, (*expected)[i].version);
-    EXPECT_EQ((*actual)[i].default_version, (*expected)[i].default_version);
-  }
+  EXPECT_EQ(testing::describe(*actual), testing::describe(*expected));
   auto hidden = stripped->find_dynamic_symbol("fixture_versioned", "FIXTURE_1");
   ASSERT_TRUE(hidden.ok() && hidden->has_value()) << hidden.message();
   EXPECT_FALSE((*hidden)->default_version);
@@ -205,13 +186,7 @@ TEST(ElfFileWithoutSections, DynamicTablesFromPtDynamic) {
   auto expected_relocations = original->relocations();
   auto actual_relocations = stripped->relocations();
   ASSERT_TRUE(expected_relocations.ok() && actual_relocations.ok()) << actual_relocations.message();
-  ASSERT_EQ(actual_relocations->size(), expected_relocations->size());
-  for (size_t i = 0; i < actual_relocations->size(); ++i) {
-    EXPECT_EQ((*actual_relocations)[i].offset, (*expected_relocations)[i].offset);
-    EXPECT_EQ((*actual_relocations)[i].type, (*expected_relocations)[i].type);
-    EXPECT_EQ((*actual_relocations)[i].symbol_name, (*expected_relocations)[i].symbol_name);
-    EXPECT_EQ((*actual_relocations)[i].plt, (*expected_relocations)[i].plt);
-  }
+  EXPECT_EQ(testing::describe(*actual_relocations), testing::describe(*expected_relocations));
   EXPECT_EQ(*stripped->build_id(), FIXTURE_LIB_BUILD_ID);
   EXPECT_EQ(stripped->usdt_probes()->size(), 0u);  // .note.stapsdt is not allocated: gone
 }

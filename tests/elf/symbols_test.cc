@@ -15,25 +15,7 @@ namespace {
 
 using testing::only_symbol;
 
-// The fixture library loaded by the real loader, with its load bias.
-class LoadedFixture {
- public:
-  explicit LoadedFixture(const char* path) : handle_(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
-    if (handle_ != nullptr) {
-      link_map* map = nullptr;
-      if (dlinfo(handle_, RTLD_DI_LINKMAP, &map) == 0) bias_ = map->l_addr;
-    }
-  }
-  ~LoadedFixture() {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-  void* handle() const { return handle_; }
-  uint64_t bias() const { return bias_; }
-
- private:
-  void* handle_;
-  uint64_t bias_ = 0;
-};
+using testing::LoadedFixture;
 
 TEST(Symbols, DynamicSymbolsMatchTheLoader) {
   LoadedFixture loaded(FIXTURE_LIB_LAZY);

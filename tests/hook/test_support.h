@@ -39,6 +39,10 @@ std::string program_path();
 // oracle that does not share the hook engine's reading of the in-memory dynamic section.
 std::vector<void**> got_slots_from_file(std::string_view suffix, std::string_view symbol);
 
+// The bytes of the .got and .got.plt sections of that object, located through its file's section
+// headers; empty when it is not loaded.
+std::vector<uint8_t> got_bytes(std::string_view suffix);
+
 // dlopen(RTLD_NOW | RTLD_LOCAL) or a failed gtest assertion's message through `error`.
 void* open_library(const char* path, std::string* error);
 

@@ -122,22 +122,25 @@ TEST(LiveTable, ChunkEdgesAndMisalignedAddresses) {
   // The last slot start of a 16 KB window and the first of the next one.
   uintptr_t last = ((0x40000 + 16384 - 1) / 40) * 40;
   uintptr_t next = last + 40;
+  uintptr_t straddling = 0x40000 / 40 * 40;  // the slot straddling the window's start
   table.record(last, 1, 5);
-  table.record(next, 2, 5);
-  table.record(0x40000 / 40 * 40, 3, 5);  // the slot straddling the window's start
-  EXPECT_EQ(table.find(last)->site, 1u);
-  EXPECT_EQ(table.find(next)->site, 2u);
-  EXPECT_EQ(table.find(0x40000 / 40 * 40)->site, 3u);
+  table.record(next, 2, 7);
+  table.record(straddling, 3, 9);
   table.record(0x40008, 4, 5);  // not a slot start
-  table.record(0x40000 / 40 * 40 + 80, 5, 0);  // type 0 means "empty"
+  table.record(straddling + 80, 5, 0);  // type 0 means "empty"
   EXPECT_EQ(table.dropped(), 2u);
   EXPECT_EQ(table.size(), 3u);
-  size_t seen = 0;
-  table.for_each([&](const LiveEntry& e) {
-    ++seen;
-    EXPECT_EQ(table.find(e.address)->site, e.site);
-  });
-  EXPECT_EQ(seen, 3u);
+  // for_each and find against what was recorded: address -> (site, type).
+  const std::map<uintptr_t, std::pair<uint32_t, int>> recorded = {
+      {straddling, {3, 9}}, {last, {1, 5}}, {next, {2, 7}}};
+  std::map<uintptr_t, std::pair<uint32_t, int>> visited;
+  table.for_each([&](const LiveEntry& e) { visited[e.address] = {e.site, e.type}; });
+  EXPECT_EQ(visited, recorded);
+  for (auto [address, site_and_type] : recorded) {
+    auto found = table.find(address);
+    ASSERT_TRUE(found) << address;
+    EXPECT_EQ(std::pair(found->site, int{found->type}), site_and_type);
+  }
 }
 
 TEST(LiveTable, PruneFreesEmptyChunks) {
