@@ -22,11 +22,20 @@ struct ScannedSite {
   bool tail_call;
 };
 
-// Linear sweep over the object's executable segments. Undecodable bytes (padding, data in
-// text) are skipped one at a time until the decoder is back in step.
-std::vector<ScannedSite> scan(const LoadedObject& object, uintptr_t target) {
+// Whether `insn` is a call or tail jump rel32 (the form a site can be redirected in).
+bool is_rel32_branch(const x86_64::Instruction& insn) {
+  return insn.relative_branch && insn.length == kRel32InstructionSize &&
+         (insn.flow == x86_64::Flow::kCall || insn.flow == x86_64::Flow::kJump);
+}
+
+// Linear sweep over the object's executable segments, collecting the rel32 calls and jumps to
+// any of `targets` (sorted). Undecodable bytes (padding, data in text) are skipped one at a time
+// until the decoder is back in step.
+std::map<uintptr_t, std::vector<ScannedSite>> scan(const LoadedObject& object,
+                                                   const std::vector<uintptr_t>& targets) {
   x86_64::Decoder decoder;
-  std::vector<ScannedSite> sites;
+  std::map<uintptr_t, std::vector<ScannedSite>> sites;
+  for (uintptr_t target : targets) sites[target];
   for (const auto& segment : object.segments) {
     if (!(segment.flags & PF_X)) continue;
     for (uintptr_t address = segment.start; address < segment.end;) {
@@ -36,25 +45,36 @@ std::vector<ScannedSite> scan(const LoadedObject& object, uintptr_t target) {
         ++address;
         continue;
       }
-      if (insn->relative_branch && insn->branch_target == target &&
-          insn->length == kRel32InstructionSize &&
-          (insn->flow == x86_64::Flow::kCall || insn->flow == x86_64::Flow::kJump))
-        sites.push_back({address, insn->flow == x86_64::Flow::kJump});
+      if (is_rel32_branch(*insn) &&
+          std::binary_search(targets.begin(), targets.end(), insn->branch_target))
+        sites[insn->branch_target].push_back({address, insn->flow == x86_64::Flow::kJump});
       address = insn->end();
     }
   }
   return sites;
 }
 
-Result<std::vector<ScannedSite>> find_in_object(const void* target, const void* object_address,
-                                                std::string* object_path, ObjectKey* key) {
+Result<std::vector<ScannedSite>> find_in_object(const void* target, const void* object_address) {
   MEMPROF_TRY(object, object_containing(object_address ? object_address : target));
-  if (object_path) *object_path = object.path;
-  if (key) *key = object.key();
-  auto sites = scan(object, reinterpret_cast<uintptr_t>(target));
+  auto callee = reinterpret_cast<uintptr_t>(target);
+  auto sites = std::move(scan(object, {callee})[callee]);
   if (sites.empty())
     return err("no call to {} in {}", target, object.path);
   return sites;
+}
+
+// The patch that makes the call or jmp at `site` go to `destination`.
+SmallPatch displacement_patch(uintptr_t site, uintptr_t destination) {
+  SmallPatch patch{site + 1, {}, 4};
+  auto displacement = static_cast<int32_t>(destination - (site + kRel32InstructionSize));
+  std::memcpy(patch.bytes, &displacement, 4);
+  return patch;
+}
+
+Status check_arguments(const void* target, const void* replacement) {
+  if (target == nullptr || replacement == nullptr)
+    return err("call-site hook: null {}", target == nullptr ? "target" : "replacement");
+  return ok_status();
 }
 
 int32_t displacement_of(uintptr_t site) {
@@ -87,21 +107,54 @@ std::optional<NearPlacement> constrained_placement(uintptr_t site, uintptr_t cal
 
 Result<std::vector<uintptr_t>> CallSiteHook::find_sites(const void* target,
                                                         const void* object_address) {
-  MEMPROF_TRY(sites, find_in_object(target, object_address, nullptr, nullptr));
+  MEMPROF_TRY(sites, find_in_object(target, object_address));
   std::vector<uintptr_t> addresses;
   for (const auto& s : sites) addresses.push_back(s.address);
   return addresses;
 }
 
+Result<std::map<const void*, std::vector<uintptr_t>>> CallSiteHook::find_sites(
+    std::span<const void* const> targets, const void* object_address) {
+  MEMPROF_TRY(object, object_containing(object_address));
+  std::vector<uintptr_t> sorted;
+  for (const void* target : targets) sorted.push_back(reinterpret_cast<uintptr_t>(target));
+  std::sort(sorted.begin(), sorted.end());
+  std::map<const void*, std::vector<uintptr_t>> found;
+  for (auto& [target, sites] : scan(object, sorted)) {
+    auto& addresses = found[reinterpret_cast<const void*>(target)];
+    for (const auto& site : sites) addresses.push_back(site.address);
+  }
+  return found;
+}
+
 Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install(void* target, void* replacement,
                                                             const void* object_address) {
-  if (target == nullptr || replacement == nullptr)
-    return err("call-site hook: null {}", target == nullptr ? "target" : "replacement");
+  MEMPROF_TRY_STATUS(check_arguments(target, replacement));
+  MEMPROF_TRY(sites, find_sites(target, object_address));
+  return install_at(target, replacement, sites);
+}
+
+Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install_at(void* target, void* replacement,
+                                                               std::span<const uintptr_t> at) {
+  MEMPROF_TRY_STATUS(check_arguments(target, replacement));
+  if (at.empty()) return err("call-site hook: no site to redirect to {}", target);
   std::unique_ptr<CallSiteHook> hook(new CallSiteHook);
   hook->target_ = target;
-  MEMPROF_TRY(sites, find_in_object(target, object_address, &hook->object_, &hook->object_key_));
+  MEMPROF_TRY(object, object_containing(reinterpret_cast<const void*>(at.front())));
+  hook->object_ = object.path;
+  hook->object_key_ = object.key();
 
   auto callee = reinterpret_cast<uintptr_t>(target);
+  x86_64::Decoder decoder;
+  std::vector<ScannedSite> sites;
+  for (uintptr_t address : at) {
+    auto insn = decoder.decode(reinterpret_cast<const uint8_t*>(address), kRel32InstructionSize,
+                               address);
+    if (!insn.ok() || !is_rel32_branch(*insn) || insn->branch_target != callee)
+      return err("call-site hook: {:#x} is no longer a call to {}", address, target);
+    sites.push_back({address, insn->flow == x86_64::Flow::kJump});
+  }
+
   auto generate = [&](uintptr_t address) -> Result<std::vector<uint8_t>> {
     x86_64::CodeWriter thunk(address);
     thunk.jump_absolute(reinterpret_cast<uintptr_t>(replacement));
@@ -121,41 +174,41 @@ Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install(void* target, void* 
     shared_thunk = thunk;
   }
 
+  std::vector<CallSite> planned;
+  std::vector<SmallPatch> patches;
   for (const auto& site : sites) {
     uintptr_t thunk = shared_thunk;
     if (auto placement = constrained_placement(site.address, callee)) {
       // place_trampoline reuses a retained thunk that satisfies this site when there is one.
       auto placed = place_trampoline(key, *placement, generate);
-      if (!placed.ok()) {
-        hook.reset();  // the destructor restores the sites patched so far
-        return err("call site at {:#x}: {}", site.address, placed.message());
-      }
+      if (!placed.ok()) return err("call site at {:#x}: {}", site.address, placed.message());
       thunk = *placed;
     }
-    int32_t previous = displacement_of(site.address);
-    auto next = static_cast<int32_t>(thunk - (site.address + kRel32InstructionSize));
-    Status status = patch_memory(reinterpret_cast<void*>(site.address + 1),
-                                 {reinterpret_cast<const uint8_t*>(&next), 4});
-    if (!status.ok()) {
-      hook.reset();
-      return err("call site at {:#x}: {}", site.address, status.message());
-    }
-    hook->sites_.push_back({site.address, site.tail_call, previous, thunk});
+    planned.push_back({site.address, site.tail_call, displacement_of(site.address), thunk});
+    patches.push_back(displacement_patch(site.address, thunk));
   }
+  size_t written = 0;
+  Status status = patch_memory(patches, &written);
+  // The destructor restores what was written, if not all of it.
+  hook->sites_.assign(planned.begin(), planned.begin() + static_cast<ptrdiff_t>(written));
+  if (!status.ok()) return err("call site at {:#x}: {}", patches[written].address - 1, status.message());
   return hook;
 }
 
 CallSiteHook::~CallSiteHook() {
   // An unloaded object's pages may now belong to something else: never touch them.
   if (sites_.empty() || !is_loaded(object_key_)) return;
+  std::vector<SmallPatch> patches;
   for (const auto& site : sites_) {
     // Only a site that still calls our thunk is ours to restore.
     if (site.address + kRel32InstructionSize + static_cast<uintptr_t>(displacement_of(site.address)) !=
         site.thunk)
       continue;
-    (void)patch_memory(reinterpret_cast<void*>(site.address + 1),
-                       {reinterpret_cast<const uint8_t*>(&site.previous_displacement), 4});
+    patches.push_back(displacement_patch(
+        site.address,
+        site.address + kRel32InstructionSize + static_cast<int64_t>(site.previous_displacement)));
   }
+  (void)patch_memory(patches);
 }
 
 }  // namespace memprof::hook

@@ -23,7 +23,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,15 @@ class CallSiteHook {
   // Only scans; patches nothing (for tools that report call sites).
   static Result<std::vector<uintptr_t>> find_sites(const void* target,
                                                    const void* object_address = nullptr);
+  // The sites of several targets in one decoding pass over the object containing
+  // `object_address`; a target no site calls maps to an empty list. Decoding a large object
+  // takes tens of milliseconds: callers that hook and unhook often keep the result.
+  static Result<std::map<const void*, std::vector<uintptr_t>>> find_sites(
+      std::span<const void* const> targets, const void* object_address);
+  // Redirects the given sites, found earlier by find_sites, after checking that each still is
+  // a call or jmp rel32 to `target`. Fails when `sites` is empty.
+  static Result<std::unique_ptr<CallSiteHook>> install_at(void* target, void* replacement,
+                                                          std::span<const uintptr_t> sites);
 
   CallSiteHook(const CallSiteHook&) = delete;
   CallSiteHook& operator=(const CallSiteHook&) = delete;

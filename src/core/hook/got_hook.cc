@@ -190,7 +190,7 @@ Result<std::shared_ptr<GotHook::State>> install_got_hook_locked(std::string symb
     }
   }
   // The follower's own hooks are kept without slots: objects loaded later may import the symbol.
-  if (slot_count == 0 && !internal)
+  if (slot_count == 0 && !internal && !state->options.allow_no_slots)
     return err("no GOT slot for symbol '{}' in any loaded object", display_name(request));
   // Slots bound to several versions are one hook only when the versions are aliases of one
   // function (glibc's dlopen@GLIBC_2.2.5 and dlopen@@GLIBC_2.34); memcpy@GLIBC_2.2.5 and

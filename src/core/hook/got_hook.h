@@ -45,6 +45,9 @@ struct GotHookOptions {
   // The path is the loader's name for the object; for the main program, /proc/self/exe resolved.
   std::function<bool(std::string_view object_path)> object_filter;
   bool follow_dlopen = true;  // patch objects loaded later, before dlopen returns
+  // Succeed even when no loaded object has a slot yet (with follow_dlopen: objects loaded later
+  // may import the symbol; a ruby with libruby linked in gets its C extensions that way).
+  bool allow_no_slots = false;
   // Receives original() before the first slot is written, so a replacement called by another
   // thread right away already finds it (a release store).
   void** publish_original = nullptr;

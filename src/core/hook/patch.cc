@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -118,34 +119,75 @@ Result<int> page_protection(const void* address) {
   return mapping->protection();
 }
 
+namespace {
+
+// Makes the pages of [begin, end) writable, recording their protection in `pages` (sorted,
+// each page once).
+Status make_writable(const std::vector<MapEntry>& mappings, uintptr_t begin, uintptr_t end,
+                     std::vector<PageProtection>& pages) {
+  for (uintptr_t page = begin & ~(page_size() - 1); page < end; page += page_size()) {
+    if (!pages.empty() && pages.back().page >= page) continue;  // seen with an earlier patch
+    const MapEntry* mapping = find_mapping(mappings, page);
+    if (mapping == nullptr)
+      return err("cannot patch {} bytes at {:#x}: page {:#x} is not mapped", end - begin, begin,
+                 page);
+    PageProtection p{page, mapping->protection()};
+    int writable = p.original | PROT_READ | PROT_WRITE;
+    if (writable != p.original) {
+      if (::mprotect(reinterpret_cast<void*>(page), page_size(), writable) != 0)
+        return err("mprotect({:#x}, PROT_WRITE): {}", page, std::strerror(errno));
+      p.changed = true;
+    }
+    pages.push_back(p);
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 Status patch_memory(void* address, std::span<const uint8_t> bytes) {
   if (bytes.empty()) return ok_status();
   std::lock_guard lock(patch_mutex());
   MEMPROF_TRY(mappings, read_self_maps());
   auto begin = reinterpret_cast<uintptr_t>(address);
   std::vector<PageProtection> pages;
-  for (uintptr_t page = begin & ~(page_size() - 1); page < begin + bytes.size();
-       page += page_size()) {
-    const MapEntry* mapping = find_mapping(mappings, page);
-    if (mapping == nullptr)
-      return err("cannot patch {} bytes at {:#x}: page {:#x} is not mapped", bytes.size(), begin,
-                 page);
-    pages.push_back({page, mapping->protection()});
-  }
-  for (auto& p : pages) {
-    int writable = p.original | PROT_READ | PROT_WRITE;
-    if (writable == p.original) continue;
-    if (::mprotect(reinterpret_cast<void*>(p.page), page_size(), writable) != 0) {
-      Error error = err("mprotect({:#x}, PROT_WRITE): {}", p.page, std::strerror(errno));
-      (void)restore_protections(pages);
-      return error;
-    }
-    p.changed = true;
+  if (Status writable = make_writable(mappings, begin, begin + bytes.size(), pages); !writable.ok()) {
+    (void)restore_protections(pages);
+    return writable;
   }
   Status stored = store(static_cast<uint8_t*>(address), bytes);
   Status restored = restore_protections(pages);
   if (!stored.ok()) return stored;
   serialize_all_threads();
+  return restored;
+}
+
+Status patch_memory(std::span<const SmallPatch> patches, size_t* written) {
+  if (written != nullptr) *written = 0;
+  if (patches.empty()) return ok_status();
+  std::lock_guard lock(patch_mutex());
+  MEMPROF_TRY(mappings, read_self_maps());
+  std::vector<const SmallPatch*> by_address;
+  for (const SmallPatch& p : patches) by_address.push_back(&p);
+  std::sort(by_address.begin(), by_address.end(),
+            [](const SmallPatch* a, const SmallPatch* b) { return a->address < b->address; });
+  std::vector<PageProtection> pages;
+  for (const SmallPatch* p : by_address) {
+    if (Status writable = make_writable(mappings, p->address, p->address + p->size, pages);
+        !writable.ok()) {
+      (void)restore_protections(pages);
+      return writable;
+    }
+  }
+  Status stored = ok_status();
+  for (const SmallPatch& p : patches) {  // in the caller's order, so `written` means a prefix
+    stored = store(reinterpret_cast<uint8_t*>(p.address), {p.bytes, p.size});
+    if (!stored.ok()) break;
+    if (written != nullptr) ++*written;
+  }
+  Status restored = restore_protections(pages);
+  serialize_all_threads();
+  if (!stored.ok()) return stored;
   return restored;
 }
 

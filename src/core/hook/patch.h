@@ -32,6 +32,17 @@ namespace memprof::hook {
 // protection fails after the store, which is reported).
 Status patch_memory(void* address, std::span<const uint8_t> bytes);
 
+// Several small patches at once (the call sites of one function: hundreds in a ruby
+// executable), with the same guarantees per patch and one read of the maps, one protection
+// change per page and one serialization for all. Each patch is at most 16 bytes. On an error
+// the patches before the failing one stay written: `written` says how many.
+struct SmallPatch {
+  uintptr_t address;
+  uint8_t bytes[16];
+  uint8_t size;
+};
+Status patch_memory(std::span<const SmallPatch> patches, size_t* written = nullptr);
+
 // Protection (PROT_* bits) of the page holding `address`, from /proc/self/maps.
 Result<int> page_protection(const void* address);
 
