@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string_view>
 
 #include "ruby/tracker.h"
@@ -61,17 +62,18 @@ Result<std::string> libruby_path() {
 
 Result<std::unique_ptr<AllocationHooks>> AllocationHooks::install(Tracker& tracker) {
   MEMPROF_TRY(path, libruby_path());
-  if (std::string_view(path).find("libruby") == std::string_view::npos)
-    return err("the Ruby VM is linked into {} rather than a shared libruby: its internal "
-               "allocation calls do not go through a GOT",
-               path);
+  bool linked_in = std::string_view(path).find("libruby") == std::string_view::npos;
   g_tracker = &tracker;
+  g_original_allocator = rb_get_alloc_func(rb_cBasicObject);
+  if (g_original_allocator == nullptr) return err("BasicObject has no allocator");
   std::unique_ptr<AllocationHooks> hooks(new AllocationHooks());
   // Our own extension must be patched too: objects it creates would otherwise be unseen
   // allocations, which the liveness scheme does not allow. The loader and the vdso are never
-  // patched by the hook engine.
+  // patched by the hook engine. With the VM linked into the executable, the GOT slots are the C
+  // extensions', which may all be loaded later.
   hook::GotHookOptions options;
   options.object_filter = [](std::string_view) { return true; };
+  options.allow_no_slots = linked_in;
   for (size_t i = 0; i < kHookedSymbols.size(); ++i) {
     auto original = hook::GotHook::find_original(kHookedSymbols[i]);
     if (!original.ok()) continue;  // not exported by this Ruby version
@@ -84,10 +86,53 @@ Result<std::unique_ptr<AllocationHooks>> AllocationHooks::install(Tracker& track
     }
     hooks->got_hooks_.push_back(std::move(*installed));
   }
-  if (hooks->got_hooks_.empty())
+  if (linked_in) {
+    MEMPROF_TRY_STATUS(hooks->redirect_direct_calls(path));
+  } else if (hooks->got_hooks_.empty()) {
     return err("no GOT slot for Ruby's allocation functions in any loaded object");
+  }
   MEMPROF_TRY_STATUS(hooks->swap_allocators());
   return hooks;
+}
+
+// The allocation functions' call sites in the object that defines them, found with one
+// decoding pass the first time and kept: code does not change while the process lives, and
+// decoding a ruby executable takes ~100 ms, too slow for every start.
+Result<const AllocationHooks::CallSites*> AllocationHooks::direct_call_sites() {
+  static std::optional<Result<CallSites>> found;
+  if (!found) {
+    std::vector<const void*> targets;
+    for (Forwarded original : g_originals)
+      if (original != nullptr) targets.push_back(reinterpret_cast<const void*>(original));
+    // The instance allocator as Ruby set it up (install() reads it before swapping).
+    targets.push_back(reinterpret_cast<const void*>(g_original_allocator));
+    found.emplace(hook::CallSiteHook::find_sites(targets, targets.front()));
+  }
+  if (!found->ok()) return found->error();
+  return &found->value();
+}
+
+// A ruby with libruby linked in calls its allocation functions directly, not through a GOT:
+// each `call rel32` site in the executable's code is redirected to the same forwarder (the
+// caller-side trampoline of the 2009 tool). Calls through pointers would need entry hooks; the
+// coverage audit (tests/ruby/robustness_test.rb) shows that every allocation is seen without.
+Status AllocationHooks::redirect_direct_calls(const std::string& executable) {
+  MEMPROF_TRY(sites, direct_call_sites());
+  for (size_t i = 0; i < kHookedSymbols.size(); ++i) {
+    if (g_originals[i] == nullptr) continue;
+    auto at = sites->find(reinterpret_cast<const void*>(g_originals[i]));
+    if (at == sites->end() || at->second.empty()) continue;  // called from nowhere in the VM
+    auto hook = hook::CallSiteHook::install_at(reinterpret_cast<void*>(g_originals[i]),
+                                               reinterpret_cast<void*>(kForwarders[i]),
+                                               at->second);
+    if (!hook.ok())
+      return err("redirecting the calls of {} in {}: {}", kHookedSymbols[i], executable,
+                 hook.message());
+    call_site_hooks_.push_back(std::move(*hook));
+  }
+  if (call_site_hooks_.empty())
+    return err("no call to Ruby's allocation functions found in {}", executable);
+  return ok_status();
 }
 
 namespace {
@@ -153,30 +198,24 @@ void switch_allocators(rb_alloc_func_t from, rb_alloc_func_t to) {
 }  // namespace
 
 Status AllocationHooks::swap_allocators() {
-  g_original_allocator = rb_get_alloc_func(rb_cBasicObject);
-  if (g_original_allocator == nullptr) return err("BasicObject has no allocator");
   switch_allocators(g_original_allocator, &allocate_and_record);
   allocators_swapped_ = true;
   return hook_direct_instance_calls();
 }
 
-// Installed at the first start and kept until the process exits: finding the call sites means
-// decoding all of libruby's code (~50 ms), too slow to repeat at every start (1,000 start/stop
-// cycles would take a minute). While tracking is off the redirected calls reach the original
-// allocator through allocate_and_record, whose record() returns at once.
+// Sites that call the instance allocator directly, bypassing the class's allocator pointer
+// (Exception's allocator tail-calls it) go through the same recording allocator. The sites
+// come from direct_call_sites(), which decodes the object once per process.
 Status AllocationHooks::hook_direct_instance_calls() {
-  static hook::CallSiteHook* installed = nullptr;
-  static bool absent = false;
-  if (installed != nullptr || absent) return ok_status();
-  auto direct = hook::CallSiteHook::install(reinterpret_cast<void*>(g_original_allocator),
-                                            reinterpret_cast<void*>(&allocate_and_record));
-  if (direct.ok()) {
-    installed = direct->release();
-  } else if (std::string_view(direct.message()).starts_with("no call to ")) {
-    absent = true;
-  } else {
+  MEMPROF_TRY(sites, direct_call_sites());
+  auto at = sites->find(reinterpret_cast<const void*>(g_original_allocator));
+  if (at == sites->end() || at->second.empty()) return ok_status();
+  auto direct = hook::CallSiteHook::install_at(reinterpret_cast<void*>(g_original_allocator),
+                                               reinterpret_cast<void*>(&allocate_and_record),
+                                               at->second);
+  if (!direct.ok())
     return err("hooking direct calls of the instance allocator: {}", direct.message());
-  }
+  call_site_hooks_.push_back(std::move(*direct));
   return ok_status();
 }
 
@@ -188,7 +227,8 @@ void AllocationHooks::restore_allocators() {
 
 AllocationHooks::~AllocationHooks() {
   restore_allocators();
-  got_hooks_.clear();  // each GotHook restores its slots' exact bytes
+  got_hooks_.clear();        // each GotHook restores its slots' exact bytes
+  call_site_hooks_.clear();  // and each CallSiteHook its sites' displacements
 }
 
 size_t AllocationHooks::patched_slots() const {

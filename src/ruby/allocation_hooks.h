@@ -1,4 +1,5 @@
-// GOT hooks on libruby's allocation entry points, plus the BasicObject allocator swap.
+// Hooks on Ruby's allocation entry points (GOT slots, or call sites in a static ruby), plus the
+// BasicObject allocator swap.
 //
 // Debian's libruby calls its own exported allocation functions through its PLT, and C
 // extensions call them through their GOT, so replacing those GOT slots sees allocations
@@ -14,8 +15,13 @@
 // (including classes created while tracking). Some classes have an allocator of
 // their own that calls rb_class_allocate_instance directly inside libruby (Exception's, in
 // Ruby 3.1): a call-site hook redirects those `call rel32` sites (found by decoding libruby's
-// code) to the same recording allocator. That one stays installed once made (see
-// hook_direct_instance_calls); everything else is undone when tracking stops.
+// code once per process) to the same recording allocator. Everything is undone when tracking
+// stops: every patched byte gets its old value back.
+//
+// A ruby with libruby linked into the executable (ruby-build's default) has no PLT between its
+// functions: there the same forwarders are reached through call-site hooks on every `call
+// rel32` to an allocation function in the executable's code, and through GOT hooks in C
+// extensions (loaded now or later).
 //
 // The replacements forward four integer registers to the original and record the returned
 // object. Every hooked function takes at most four integer or pointer arguments in every
@@ -26,7 +32,9 @@
 // libruby's PLT) record the same address twice, which the table absorbs (same key, same site).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/hook/call_site_hook.h"
@@ -40,8 +48,8 @@ class Tracker;
 
 class AllocationHooks {
  public:
-  // Fails when libruby is not a shared library (a statically linked ruby calls its allocator
-  // directly: use the NEWOBJ event) or when a slot cannot be patched.
+  // GOT hooks in every object; with the VM linked into the executable (no shared libruby),
+  // also call-site hooks on the executable's own calls. Fails when nothing can be patched.
   static Result<std::unique_ptr<AllocationHooks>> install(Tracker& tracker);
   // Restores every patched slot and the allocator.
   ~AllocationHooks();
@@ -51,12 +59,17 @@ class AllocationHooks {
   size_t patched_slots() const;
 
  private:
+  using CallSites = std::map<const void*, std::vector<uintptr_t>>;
+
   AllocationHooks() = default;
   Status swap_allocators();
-  static Status hook_direct_instance_calls();
+  static Result<const CallSites*> direct_call_sites();
+  Status redirect_direct_calls(const std::string& executable);
+  Status hook_direct_instance_calls();
   void restore_allocators();
 
   std::vector<std::unique_ptr<hook::GotHook>> got_hooks_;
+  std::vector<std::unique_ptr<hook::CallSiteHook>> call_site_hooks_;
   bool allocators_swapped_ = false;
 };
 

@@ -20,19 +20,14 @@ __attribute__((weak)) const char* rb_source_location_cstr(int* pline);
 void rb_objspace_each_objects(int (*callback)(void* start, void* end, size_t stride, void* data),
                               void* data);
 size_t rb_obj_memsize_of(VALUE object);
-// vm.c: the running thread's execution context, a thread-local in 3.0+, a global before.
-#if RUBY_API_VERSION_MAJOR >= 3
-extern __thread void* ruby_current_ec;
-#else
-extern void* ruby_current_execution_context_ptr;
-#endif
 }
 
 namespace memprof::ruby {
 
 // The first members of rb_execution_context_t and rb_control_frame_t (vm_core.h), unchanged
 // from Ruby 2.5 to 3.4. Only the frame's program counter and its flags word are used, to do
-// what gc.c does around its own NEWOBJ event (see Tracker::current_site_after_hook).
+// what gc.c does around its own NEWOBJ event (see Tracker::current_site_after_hook); where the
+// running thread's context is: execution_context.h.
 struct ControlFrameHead {
   const VALUE* pc;
   VALUE* sp;
@@ -46,14 +41,6 @@ struct ExecutionContextHead {
   ControlFrameHead* cfp;
 };
 constexpr VALUE kFrameFlagCFrame = 0x0080;  // VM_FRAME_FLAG_CFRAME
-
-inline ExecutionContextHead* current_execution_context() {
-#if RUBY_API_VERSION_MAJOR >= 3
-  return static_cast<ExecutionContextHead*>(ruby_current_ec);
-#else
-  return static_cast<ExecutionContextHead*>(ruby_current_execution_context_ptr);
-#endif
-}
 
 // The builtin type of a heap object, read straight from its flags word (RB_BUILTIN_TYPE
 // asserts on special constants in debug builds of Ruby; callers here never pass one).

@@ -7,6 +7,7 @@
 #include "ruby/allocation_hooks.h"
 #include "ruby/heap_liveness.h"
 #include "ruby/internal_events.h"
+#include "ruby/postponed_job.h"
 
 namespace memprof::ruby {
 
@@ -37,6 +38,7 @@ Tracker::Tracker() {
   end_mark_event_ = std::make_unique<InternalEventHook>(
       RUBY_INTERNAL_EVENT_GC_END_MARK,
       [](VALUE, void* self) { ++static_cast<Tracker*>(self)->marks_ended_; }, this);
+  prune_job_ = std::make_unique<PostponedJob>(&Tracker::run_scheduled_prune, this);
   pthread_atfork(nullptr, nullptr, [] { instance().after_fork_in_child(); });
 }
 
@@ -50,7 +52,11 @@ Status Tracker::start(Mechanism mechanism) {
   ractor_started_while_tracking_ = false;
   clear();
   if (mechanism != Mechanism::kTracepoint) {
-    auto hooks = AllocationHooks::install(*this);
+    auto hooks = [&]() -> Result<std::unique_ptr<AllocationHooks>> {
+      MEMPROF_TRY(locator, execution_context_locator());
+      execution_context_ = locator;
+      return AllocationHooks::install(*this);
+    }();
     if (hooks.ok()) {
       hooks_ = std::move(*hooks);
       mechanism_ = Mechanism::kHooks;
@@ -120,8 +126,8 @@ Result<size_t> Tracker::prune() {
 
 void Tracker::schedule_prune() noexcept {
   if (prune_scheduled_) return;
-  // Registration fails only when Ruby's job buffer is full; the next allocation retries.
-  prune_scheduled_ = rb_postponed_job_register_one(0, &Tracker::run_scheduled_prune, this) != 0;
+  // Fails only when Ruby's job queue is full (before 3.3); the next allocation retries.
+  prune_scheduled_ = prune_job_->trigger();
 }
 
 void Tracker::run_scheduled_prune(void* self) {

@@ -35,6 +35,7 @@
 #include "core/track/live_table.h"
 #include "core/track/site_table.h"
 #include "core/util/result.h"
+#include "ruby/execution_context.h"
 #include "ruby/ractors.h"
 #include "ruby/ruby_headers.h"
 #include "ruby/tracked_types.h"
@@ -43,6 +44,7 @@ namespace memprof::ruby {
 
 class AllocationHooks;
 class InternalEventHook;
+class PostponedJob;
 
 // Coverage audit (see coverage_audit.h): a bounded log of what the hooks recorded,
 // interleaved with Ruby's NEWOBJ events.
@@ -157,13 +159,14 @@ class Tracker {
 
  private:
   Tracker();
-  // Ruby's "leaf" instructions (newarray, duparray, putstring, ...) advance the frame's
-  // program counter only after they finish, while line lookup assumes it already points past
-  // the current instruction; a leaf instruction that allocates would be charged to the line
-  // of the instruction before it. gc.c bumps the counter around its own NEWOBJ event for this
-  // reason (gc_event_hook_body); a hook does the same when the innermost frame is a Ruby
+  // Up to Ruby 3.2, "leaf" instructions (newarray, duparray, putstring, ...) advance the
+  // frame's program counter only after they finish, while line lookup assumes it already points
+  // past the current instruction; a leaf instruction that allocates would be charged to the
+  // line of the instruction before it. gc.c bumps the counter around its own NEWOBJ event for
+  // this reason (gc_event_hook_body); a hook does the same when the innermost frame is a Ruby
   // frame (an allocation made by a C function sits under a C frame, and its caller's counter
-  // was saved past the call).
+  // was saved past the call). Ruby 3.3 made the instructions that allocate save the counter
+  // first, and dropped the bump from gc.c: there the counter is read as it is.
   //
   // An allocation made by an instruction also has a cheap name for its site: the program
   // counter. Same counter, same instruction, same file and line -- as long as the iseq that
@@ -177,7 +180,7 @@ class Tracker {
   // walk and line-table search of rb_source_location_cstr for most allocations of a loop.
   // `use_cache` is false between Ractors: the event only counts the main Ractor's GCs.
   uint32_t current_site_after_hook(bool use_cache) noexcept {
-    ExecutionContextHead* ec = current_execution_context();
+    ExecutionContextHead* ec = execution_context_->current();
     ControlFrameHead* cfp = ec != nullptr ? ec->cfp : nullptr;
     const VALUE* pc = cfp != nullptr ? cfp->pc : nullptr;
     if (pc == nullptr || cfp->ep == nullptr || (cfp->ep[0] & kFrameFlagCFrame)) return current_site();
@@ -186,9 +189,13 @@ class Tracker {
       cached = &pc_sites_[(reinterpret_cast<uintptr_t>(pc) >> 3) % pc_sites_.size()];
       if (cached->pc == pc && cached->marks == marks_ended_) return cached->site;
     }
+#if RUBY_API_VERSION_CODE < 30300
     cfp->pc = pc + 1;
     uint32_t site = current_site();
     cfp->pc = pc;
+#else
+    uint32_t site = current_site();
+#endif
     if (cached != nullptr) *cached = PcSite{pc, marks_ended_, site};
     return site;
   }
@@ -222,6 +229,7 @@ class Tracker {
   uint64_t marks_ended_ = 0;  // GC_END_MARK events seen while tracking, plus one per start
 
   std::atomic<bool> active_ = false;
+  const ExecutionContextLocator* execution_context_ = nullptr;  // set while the hooks record
   // Initial-exec: read on every allocation; a general-dynamic TLS access is a call.
   static thread_local bool paused_ __attribute__((tls_model("initial-exec")));
   bool prune_scheduled_ = false;
@@ -238,6 +246,7 @@ class Tracker {
   std::unique_ptr<InternalEventHook> newobj_event_;
   std::unique_ptr<InternalEventHook> freeobj_event_;
   std::unique_ptr<InternalEventHook> end_mark_event_;
+  std::unique_ptr<PostponedJob> prune_job_;
 };
 
 }  // namespace memprof::ruby
