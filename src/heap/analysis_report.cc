@@ -1,6 +1,7 @@
 #include "heap/analysis_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "heap/json_writer.h"
 
@@ -66,6 +67,22 @@ void json_objects(JsonWriter& json, std::string_view name, const ReportContext& 
   json.end_array();
 }
 
+// What the reader had to leave out or repair, one phrase per kind: "" for a clean dump.
+std::string dump_problems_text(const Heap& heap) {
+  std::vector<std::string> parts;
+  auto add = [&](uint64_t count, std::string_view one, std::string_view many) {
+    if (count > 0) parts.push_back(fmt::format("{} {}", count, count == 1 ? one : many));
+  };
+  add(heap.lost_root_lines, "ROOT line unreadable (reachability and retained sizes incomplete)",
+      "ROOT lines unreadable (reachability and retained sizes incomplete)");
+  add(heap.bad_value_count, "bad value skipped", "bad values skipped");
+  add(heap.dangling_references, "reference to an absent object dropped",
+      "references to absent objects dropped");
+  add(heap.duplicate_addresses, "duplicate address", "duplicate addresses");
+  add(heap.non_utf8_lines, "line with non-UTF-8 bytes read", "lines with non-UTF-8 bytes read");
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 }  // namespace
 
 std::string address_text(uint64_t address) { return fmt::format("{:#x}", address); }
@@ -85,6 +102,9 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
   std::string out;
   out += fmt::format("dump: {}\n", context.dump_name);
   out += fmt::format("lines: {} ({} bad, skipped)\n", heap.lines, heap.bad_line_count);
+  if (std::string problems = dump_problems_text(heap); !problems.empty()) {
+    out += fmt::format("dump problems: {}\n", problems);
+  }
   out += fmt::format("objects: {}, memsize {} bytes\n", analysis.count, analysis.memsize);
   out += fmt::format("reachable from roots: {} objects, {} bytes\n", analysis.reachable_count,
                      analysis.reachable_memsize);
@@ -112,6 +132,14 @@ std::string render_analysis_json(const ReportContext& context, const Analysis& a
   json.field("dump", context.dump_name);
   json.field("lines", context.heap.lines);
   json.field("bad_lines", context.heap.bad_line_count);
+  json.key("problems");
+  json.begin_object();
+  json.field("lost_root_lines", context.heap.lost_root_lines);
+  json.field("bad_values", context.heap.bad_value_count);
+  json.field("dangling_references", context.heap.dangling_references);
+  json.field("duplicate_addresses", context.heap.duplicate_addresses);
+  json.field("non_utf8_lines", context.heap.non_utf8_lines);
+  json.end_object();
   json_count(json, "total", analysis.count, analysis.memsize);
   json_count(json, "reachable", analysis.reachable_count, analysis.reachable_memsize);
   json_count(json, "machine_context_only", analysis.machine_context_only_count,

@@ -16,7 +16,8 @@ struct ReportContext {
 };
 
 std::string render_analysis_text(const ReportContext& context, const Analysis& analysis);
-// One JSON object on one line followed by '\n'. Keys: dump, lines, bad_lines, total {count,
+// One JSON object on one line followed by '\n'. Keys: dump, lines, bad_lines, problems
+// {lost_root_lines, bad_values, dangling_references, duplicate_addresses, non_utf8_lines}, total {count,
 // memsize}, reachable {count, memsize}, machine_context_only {count, memsize}, roots
 // [{kind, count}], by_type/by_class/by_location/by_gem/by_generation [{name, count, memsize,
 // retained}], biggest/top_retained [{address, type, class, memsize, retained, location}].

@@ -91,11 +91,16 @@ uint64_t Heap::build_index() {
   return duplicates;
 }
 
+std::string_view Heap::own_name(ObjectId klass) const {
+  auto found = class_names.find(klass);
+  if (found != class_names.end()) return str(found->second);
+  found = real_class_names.find(klass);
+  return found == real_class_names.end() ? std::string_view{} : str(found->second);
+}
+
 std::string_view Heap::class_name(ObjectId id) const {
   ObjectId klass = class_of[id];
-  if (klass == kNoObject) return {};
-  auto found = class_names.find(klass);
-  return found == class_names.end() ? std::string_view{} : str(found->second);
+  return klass == kNoObject ? std::string_view{} : own_name(klass);
 }
 
 std::string Heap::class_label(ObjectId id) const {

@@ -136,6 +136,25 @@ TEST(Cli, DiffAcrossGcCompactUsesGenerations) {
   EXPECT_EQ(leaky, 5u);
 }
 
+TEST(Cli, AnalyzeSaysWhatTheReaderLeftOut) {
+  std::string path = ::testing::TempDir() + "memprof_problems." + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream(path, std::ios::binary)
+        << R"({"type":"ROOT", "root":"vm", "references":["0x10", "zz"]})" "\n"
+        << R"({"type":"ROOT", "root":"machine_context", "references":["0x10", )" "\n"
+        << R"({"address":"0x10", "type":"STRING", "memsize":40, "references":["0x99"]})" "\n"
+        << R"({"address":"0x10", "type":"STRING", "memsize":40})" "\n";
+  }
+  CommandResult r = run_memprof("analyze " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\ndump problems: 1 ROOT line unreadable (reachability and retained sizes "
+                       "incomplete), 1 bad value skipped, 1 reference to an absent object dropped, "
+                       "1 duplicate address\n"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Cli, BadInputIsOneLineAndExitOne) {
   struct Case {
     std::string args;
