@@ -30,7 +30,7 @@ void text_objects(std::string& out, std::string_view title, const ReportContext&
     std::string site = context.heap.site_label(id);
     out += fmt::format("{:>14} {:>14}  {:<18} {:<8} {}{}{}\n", context.heap.memsize[id],
                        context.dominators.retained[id], address_text(context.heap.address[id]),
-                       object_type_name(context.heap.type[id]), context.heap.class_label(id),
+                       object_type_name(context.heap.type[id]), context.heap.object_label(id),
                        site.empty() ? "" : " @ ", site);
   }
 }
@@ -59,6 +59,7 @@ void json_objects(JsonWriter& json, std::string_view name, const ReportContext& 
     json.field("address", address_text(context.heap.address[id]));
     json.field("type", object_type_name(context.heap.type[id]));
     json.field("class", context.heap.class_label(id));
+    json.field("name", context.heap.object_label(id));
     json.field("memsize", context.heap.memsize[id]);
     json.field("retained", context.dominators.retained[id]);
     json.field("location", context.heap.site_label(id));
@@ -89,7 +90,7 @@ std::string address_text(uint64_t address) { return fmt::format("{:#x}", address
 
 std::string describe_object(const Heap& heap, const DominatorTree* dominators, ObjectId id) {
   std::string out = fmt::format("{} {} {}, {} bytes", address_text(heap.address[id]),
-                                object_type_name(heap.type[id]), heap.class_label(id),
+                                object_type_name(heap.type[id]), heap.object_label(id),
                                 heap.memsize[id]);
   if (dominators != nullptr) out += fmt::format(" (retains {})", dominators->retained[id]);
   std::string site = heap.site_label(id);

@@ -20,12 +20,14 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
 // {lost_root_lines, bad_values, dangling_references, duplicate_addresses, non_utf8_lines}, total {count,
 // memsize}, reachable {count, memsize}, machine_context_only {count, memsize}, roots
 // [{kind, count}], by_type/by_class/by_location/by_gem/by_generation [{name, count, memsize,
-// retained}], biggest/top_retained [{address, type, class, memsize, retained, location}].
+// retained}], biggest/top_retained [{address, type, class, name, memsize, retained, location}]
+// (name: Heap::object_label, a class or module's own name).
 std::string render_analysis_json(const ReportContext& context, const Analysis& analysis);
 
 // "0x7f35c85e0010" (Ruby's spelling of addresses).
 std::string address_text(uint64_t address);
-// One line describing an object: "0x... STRING String 40 bytes (retains 40) at file:line".
+// One line describing an object: "0x... STRING String, 40 bytes (retains 40) @ file:line"; a
+// class or module by its own name ("0x... MODULE Concurrent, ...").
 std::string describe_object(const Heap& heap, const DominatorTree* dominators, ObjectId id);
 
 }  // namespace memprof::heap

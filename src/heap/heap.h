@@ -144,8 +144,13 @@ struct Heap {
   std::string_view class_name(ObjectId id) const;
   // What reports group objects by: class_name(); for IMEMO objects "(IMEMO:<imemo_type>)"
   // (their class field is not a class); "#<Class:0x...>" for an anonymous class; "(TYPE)"
-  // when there is no class at all.
+  // when there is no class at all. DATA objects add their C struct: "Thread (VM/thread)",
+  // "(DATA:encoding)" without a class.
   std::string class_label(ObjectId id) const;
+  // What reports call one object: class and module objects by their own name ("Concurrent",
+  // "#<Class:0x7f...>" when anonymous, "#<Class:0x7f...> (singleton class of a Foo)"); any
+  // other object by class_label().
+  std::string object_label(ObjectId id) const;
   // "file:line" or "" when not traced.
   std::string site_label(ObjectId id) const;
 

@@ -74,7 +74,11 @@ TEST(Reader, ReadsEveryFieldOfRuby31Lines) {
   EXPECT_EQ(heap.class_label(str), "Customer");
   EXPECT_EQ(heap.class_label(klass), "Class");  // real_class_name of its singleton class
   EXPECT_EQ(heap.class_label(imemo), "(IMEMO:callcache)");
-  EXPECT_EQ(heap.class_label(data), "Class");
+  EXPECT_EQ(heap.class_label(data), "Class (proc)");  // DATA: with its C struct
+  // Classes and modules are called by their own name, not their class's.
+  EXPECT_EQ(heap.object_label(klass), "Customer");
+  EXPECT_EQ(heap.object_label(meta), "#<Class:0x1078> (singleton class of a Class)");
+  EXPECT_EQ(heap.object_label(str), "Customer");
 
   EXPECT_EQ(heap.type[str], ObjectType::kString);
   EXPECT_EQ(heap.flags[str], kFlagWbProtected | kFlagPinned | kFlagFrozen | kFlagEmbedded | kFlagFstring);
