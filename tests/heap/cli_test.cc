@@ -115,7 +115,7 @@ TEST(Cli, DiffFindsTheLeakedObjectsGolden) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("diff_abc.txt", r.out);
   // 50 Leaky objects (and their Strings) leaked in B; C dropped 10 of them.
-  EXPECT_NE(r.out.find("        40           1600  make_fixtures.rb:"), std::string::npos);
+  EXPECT_NE(r.out.find("\n        40     1.6 kB  make_fixtures.rb:51  Leaky\n"), std::string::npos);
   CommandResult json = run_memprof("diff leak_a.json.zst leak_b.json.zst leak_c.json.zst --json --top 3");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   expect_golden("diff_abc.json", json.out);
@@ -128,7 +128,9 @@ TEST(Cli, DiffAcrossGcCompactUsesGenerations) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS);
-  EXPECT_GT(uint64_t(doc["old_by_generation"]), 1000u);  // moved by GC.compact, not new
+  // Objects older than tracing that GC.compact moved: A has enough objects of their classes for
+  // them to be old, but nothing proves it. They are counted apart, not as new.
+  EXPECT_GT(uint64_t(doc["undecided"]["count"]), 1000u);
   uint64_t leaky = 0;
   for (simdjson::dom::element row : doc["by_location_and_class"].get_array()) {
     if (std::string_view(row["class"]) == "Leaky") leaky += uint64_t(row["count"]);
