@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -117,7 +118,16 @@ class ChunkBuilder {
     chunk_.slot_size.push_back(record_.slot_size);
     chunk_.detail.push_back(chunk_.strings.intern(record_.detail));
     chunk_.ref_count.push_back(static_cast<uint32_t>(chunk_.references.size() - mark));
+    if (record_.has_value && type == ObjectType::kString) add_value(static_cast<ObjectId>(chunk_.address.size() - 1));
     return {};
+  }
+
+  void add_value(ObjectId id) {
+    StringValue& value = chunk_.string_values.emplace_back();
+    value.id = id;
+    value.length = static_cast<uint32_t>(std::min<size_t>(record_.value.size(), UINT32_MAX));
+    value.hash = std::hash<std::string_view>()(record_.value);
+    std::copy_n(record_.value.data(), std::min(record_.value.size(), StringValue::kHeadSize), value.head.data());
   }
 
   uint32_t site_of(std::string_view file, uint32_t line) {
@@ -155,6 +165,7 @@ void ParsedChunk::clear() {
   detail.clear();
   ref_count.clear();
   references.clear();
+  string_values.clear();
   strings = StringPool();
   sites.resize(1);
   class_names.clear();

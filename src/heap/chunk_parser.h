@@ -28,6 +28,7 @@ struct ParsedChunk {
   std::vector<uint32_t> detail;      // index into strings, 0: none
   std::vector<uint32_t> ref_count;   // references per object, in order in `references`
   std::vector<uint64_t> references;
+  std::vector<StringValue> string_values;  // ids relative to the chunk
 
   StringPool strings;                                       // chunk-local, 0 = ""
   std::vector<std::pair<uint32_t, uint32_t>> sites{{0, 0}};  // (file string, line)

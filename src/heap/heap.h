@@ -13,6 +13,8 @@
 // dominators.h) work on it without copying it.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -73,6 +75,18 @@ struct BadLine {
   std::string consequence = "line skipped";  // what was lost because of it
 };
 
+// The value of a String the dump holds in full (Ruby writes "value" for ASCII strings only), as
+// much as the duplicate-strings report needs: a digest of the whole value and its first bytes.
+struct StringValue {
+  static constexpr size_t kHeadSize = 24;
+  ObjectId id = 0;
+  uint32_t length = 0;  // bytes of the value as the dump writes it (JSON escapes kept), capped
+  uint64_t hash = 0;    // of those bytes
+  std::array<char, kHeadSize> head{};  // the first of them (fewer when length is smaller)
+
+  std::string_view head_text() const { return {head.data(), std::min<size_t>(length, kHeadSize)}; }
+};
+
 struct Heap {
   // ---- per object, indexed by ObjectId ----
   std::vector<uint64_t> address;     // "address" as a number (0x7f35c85e0010)
@@ -106,6 +120,9 @@ struct Heap {
   // classes): the class Ruby's obj.class answers for their object, e.g. "Class" for the
   // singleton class of a class.
   std::unordered_map<ObjectId, StringId> real_class_names;
+
+  // STRING objects whose value the dump holds, in id order.
+  std::vector<StringValue> string_values;
 
   // ---- roots, shapes, diagnostics ----
   std::vector<RootSet> roots;

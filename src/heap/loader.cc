@@ -245,6 +245,10 @@ class Loader {
       offset += chunk.ref_count[i];
     }
     append(raw_references_, chunk.references);
+    for (StringValue value : chunk.string_values) {
+      value.id += base;
+      heap_.string_values.push_back(value);
+    }
     for (auto [index, name] : chunk.class_names) heap_.class_names.emplace(base + index, strings[name]);
     for (auto [index, name] : chunk.real_class_names) {
       heap_.real_class_names.emplace(base + index, strings[name]);

@@ -333,6 +333,17 @@ std::string_view RecordParser::parse_object(const Line& line, DumpRecord& record
       case 'e':
         read_top_level_flag(value, key, record.flags);
         break;
+      case 'v':
+        if (eq<"value">(key)) {
+          // As written: comparing escaped texts compares the strings, and nothing is copied.
+          std::string_view token = value.raw_json_token();
+          while (!token.empty() && token.back() != '"') token.remove_suffix(1);
+          if (token.size() >= 2 && token.front() == '"') {
+            record.value = token.substr(1, token.size() - 2);
+            record.has_value = true;
+          }
+        }
+        break;
       default:
         break;
     }

@@ -35,6 +35,8 @@ struct DumpRecord {
   std::string_view real_class_name;  // singleton classes (Ruby 3.0+): their object's class
   std::string_view detail;      // "imemo_type" or "struct"
   std::string_view root_kind;   // ROOT lines: "root"
+  std::string_view value;       // STRING lines: "value" as written, JSON escapes kept, without
+  bool has_value = false;       //   its quotes (Ruby writes it for ASCII strings only)
 };
 
 // A value skipped in a line that was kept: "references[2] \"zz\" is not an address".

@@ -113,7 +113,7 @@ constexpr std::string_view kScript = R"js(<script>
   fillTable("roots", [["root kind", r => r.kind, "text"], ["references", r => r.count, "num"]],
             analysis.roots);
   fillTable("top-retained", [["address", r => r.address, "text"], ["type", r => r.type, "text"],
-                             ["class", r => r.class, "text"], ["memsize", r => r.memsize, "bytes"],
+                             ["name", r => r.name, "text"], ["memsize", r => r.memsize, "bytes"],
                              ["retained", r => r.retained, "bytes"],
                              ["allocated at", r => r.location || "", "text"]],
             analysis.top_retained);
