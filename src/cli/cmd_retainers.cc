@@ -9,9 +9,10 @@ namespace {
 MEMPROF_COMMAND("retainers", "Objects and roots referencing an object in a heap dump",
                 [](CLI::App& sub) {
                   return setup_dump_object_command(
-                      sub, [](const heap::Heap& heap, const heap::Graph& graph, heap::ObjectId target) {
+                      sub, [](const heap::Heap& heap, const heap::Graph& graph, heap::ObjectId target,
+                              const heap::QueryOptions& options) {
                         auto dominators = heap::DominatorTree::compute(graph, heap);
-                        return heap::render_retainers(heap, graph, dominators, target);
+                        return heap::render_retainers(heap, graph, dominators, target, options);
                       });
                 });
 

@@ -99,7 +99,56 @@ TEST(Cli, PathFromGlobalThroughAThousandNodeList) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("path_list_tail.txt", r.out);
   EXPECT_TRUE(r.out.starts_with("root global_tbl\n" + fixture_address("list_head") + " OBJECT Node, 40 bytes @ make_fixtures.rb:"));
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1001);  // the root + 1,000 nodes
+  // The root, the list's first 2 and last 2 nodes, and the 996 between collapsed into one line.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6);
+  EXPECT_NE(r.out.find("\n... 996 more Node ...\n"), std::string::npos);
+  CommandResult full = run_memprof("path leak_b.json.zst --full " + fixture_address("list_tail"));
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_EQ(std::count(full.out.begin(), full.out.end(), '\n'), 1001);  // the root + 1,000 nodes
+}
+
+TEST(Cli, PathAndRetainersAsJson) {
+  CommandResult path = run_memprof("path leak_b.json.zst --json " + fixture_address("list_tail"));
+  ASSERT_EQ(path.exit_code, 0) << path.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(path.out).get(doc), simdjson::SUCCESS) << path.out;
+  EXPECT_EQ(std::string_view(doc["root"]), "global_tbl");
+  simdjson::dom::array hops = doc["path"];
+  ASSERT_EQ(hops.size(), 5u);
+  EXPECT_EQ(std::string_view(hops.at(0)["address"]), fixture_address("list_head"));
+  EXPECT_EQ(uint64_t(hops.at(2)["collapsed"]), 996u);
+  EXPECT_EQ(std::string_view(hops.at(2)["name"]), "Node");
+  EXPECT_EQ(std::string_view(hops.at(4)["address"]), fixture_address("list_tail"));
+
+  CommandResult retainers = run_memprof("retainers leak_b.json.zst --json " + fixture_address("first_leak"));
+  ASSERT_EQ(retainers.exit_code, 0) << retainers.err;
+  simdjson::dom::parser parser2;
+  ASSERT_EQ(parser2.parse(retainers.out).get(doc), simdjson::SUCCESS) << retainers.out;
+  EXPECT_EQ(std::string_view(doc["object"]["name"]), "Leaky");
+  EXPECT_EQ(doc["retainers"].get_array().size(), 1u);
+  EXPECT_EQ(uint64_t(doc["more_retainers"]), 0u);
+  EXPECT_EQ(std::string_view(doc["immediate_dominator"]["address"]), "0x7f92563f3320");
+}
+
+TEST(Cli, RetainersOfAClassCollapseToCountsByClass) {
+  // The String class is retained by every String (as its class): 2,972 objects.
+  CommandResult r = run_memprof("retainers leak_b.json.zst 0x7f9255b3e428");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("0x7f9255b3e428 CLASS String, 5,248 bytes (retains 12,480)\n")) << r.out;
+  EXPECT_NE(r.out.find("retained by 1 root kind and 2,972 objects\n"), std::string::npos);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4 + 1 + 20 + 1);
+  EXPECT_NE(r.out.find("\n  ... 2,952 more: 2,815 String, 130 (IMEMO:ment), 3 (IMEMO:callcache), "),
+            std::string::npos);
+}
+
+TEST(Cli, ShowGolden) {
+  CommandResult r = run_memprof("show leak_b.json.zst " + fixture_address("first_leak"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("show_first_leak.txt", r.out);
+  CommandResult json = run_memprof("show leak_b.json.zst --json " + fixture_address("registry"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  expect_golden("show_registry.json", json.out);
 }
 
 TEST(Cli, RetainersGolden) {
@@ -169,6 +218,7 @@ TEST(Cli, BadInputIsOneLineAndExitOne) {
       {"path leak_a.json.zst 0x1", "memprof: 0x1: no object at this address in leak_a.json.zst\n"},
       {"path leak_a.json.zst nothex", "memprof: nothex: not an address\n"},
       {"retainers missing.json 0x10", "memprof: missing.json: No such file or directory\n"},
+      {"show leak_a.json.zst 0x1", "memprof: 0x1: no object at this address in leak_a.json.zst\n"},
       {"diff leak_a.json.zst /dev/null", "memprof: /dev/null: empty file\n"},
   };
   for (const Case& c : cases) {
