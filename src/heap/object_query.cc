@@ -30,12 +30,7 @@ constexpr size_t kRunEnds = 2;
 // Lists of retainers or references show this many objects, then counts by class.
 constexpr size_t kListed = 20;
 
-// One entry of a collapsed path: an object, or a run of `collapsed` objects of class `name`.
-struct PathEntry {
-  ObjectId id = kNoObject;
-  uint64_t collapsed = 0;
-  std::string name;
-};
+}  // namespace
 
 std::vector<PathEntry> collapse_runs(const Heap& heap, const std::vector<ObjectId>& path, bool full) {
   std::vector<PathEntry> out;
@@ -54,6 +49,18 @@ std::vector<PathEntry> collapse_runs(const Heap& heap, const std::vector<ObjectI
   }
   return out;
 }
+
+std::vector<ObjectId> retainers_of(const Graph& graph, ObjectId target) {
+  std::vector<ObjectId> retainers;
+  for (ObjectId from : graph.predecessors(target)) {
+    if (from != graph.super_root) retainers.push_back(from);
+  }
+  std::sort(retainers.begin(), retainers.end());
+  retainers.erase(std::unique(retainers.begin(), retainers.end()), retainers.end());
+  return retainers;
+}
+
+namespace {
 
 // The objects of a list beyond the first kListed, counted by class, most first.
 std::vector<std::pair<std::string, uint64_t>> rest_by_class(const Heap& heap, const std::vector<ObjectId>& ids,
@@ -110,16 +117,6 @@ void text_list(std::string& out, std::string_view title, const Heap& heap, const
   const size_t n = full ? ids.size() : std::min(ids.size(), kListed);
   for (size_t i = 0; i < n; ++i) out += "  " + describe_object(heap, tree, ids[i]) + mark(ids[i]) + "\n";
   if (n < ids.size()) out += rest_text(rest_by_class(heap, ids, n), ids.size() - n);
-}
-
-std::vector<ObjectId> retainers_of(const Graph& graph, ObjectId target) {
-  std::vector<ObjectId> retainers;
-  for (ObjectId from : graph.predecessors(target)) {
-    if (from != graph.super_root) retainers.push_back(from);
-  }
-  std::sort(retainers.begin(), retainers.end());
-  retainers.erase(std::unique(retainers.begin(), retainers.end()), retainers.end());
-  return retainers;
 }
 
 std::vector<std::string> root_kinds_of(const Heap& heap, ObjectId target) {

@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/util/result.h"
 #include "heap/dominators.h"
@@ -16,6 +17,18 @@
 #include "heap/heap.h"
 
 namespace memprof::heap {
+
+// One entry of a collapsed path: an object, or a run of `collapsed` objects of class `name`.
+struct PathEntry {
+  ObjectId id = kNoObject;
+  uint64_t collapsed = 0;
+  std::string name;
+};
+// `path` with its runs of more than 6 objects of one class collapsed (see above); as is with `full`.
+std::vector<PathEntry> collapse_runs(const Heap& heap, const std::vector<ObjectId>& path, bool full);
+
+// The objects of `graph` that reference `target`, each once, in id order (the super-root left out).
+std::vector<ObjectId> retainers_of(const Graph& graph, ObjectId target);
 
 struct QueryOptions {
   bool json = false;

@@ -38,4 +38,18 @@ struct RootPath {
 };
 RootPath shortest_root_path(const Graph& graph, const Heap& heap, ObjectId target);
 
+// Shortest paths from the roots to every object at once: the parent of each node in one
+// breadth-first search from the super-root (kNoObject: not reached), for reports that need
+// many paths.
+class RootPaths {
+ public:
+  RootPaths(const Graph& graph, const Heap& heap);
+  RootPath to(ObjectId target) const;
+
+ private:
+  const Graph& graph_;
+  const Heap& heap_;
+  std::vector<ObjectId> parent_;
+};
+
 }  // namespace memprof::heap
