@@ -4,48 +4,63 @@
 
 namespace memprof::heap {
 
+namespace {
+
+// Copies of one value: equal hash, length and first bytes (so that a hash collision of two
+// values that differ there does not merge them).
+bool same_value(const StringValue& x, const StringValue& y) {
+  return x.hash == y.hash && x.length == y.length && x.head == y.head;
+}
+
+}  // namespace
+
 std::vector<DuplicateString> duplicate_strings(const Heap& heap, const ObjectSelection* selection,
                                                size_t top, size_t samples) {
-  // Equal values, equal (hash, length): sorting brings each value's copies together. Copies
-  // of a value are also compared by their first bytes, so a hash collision of two values that
-  // differ there does not merge them.
-  std::vector<const StringValue*> values;
-  values.reserve(heap.string_values.size());
-  for (const StringValue& value : heap.string_values) {
-    if (selection == nullptr || (*selection)(value.id)) values.push_back(&value);
+  // (hash, index) pairs sort fast (no pointer chasing in the comparisons) and bring each
+  // value's copies together; a run of equal hashes is then split by length and first bytes.
+  const std::vector<StringValue>& all = heap.string_values;
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  order.reserve(all.size());
+  for (uint32_t i = 0; i < all.size(); ++i) {
+    if (selection == nullptr || (*selection)(all[i].id)) order.emplace_back(all[i].hash, i);
   }
-  auto key = [](const StringValue* v) { return std::tie(v->hash, v->length, v->head); };
-  std::sort(values.begin(), values.end(), [&](const StringValue* x, const StringValue* y) {
-    if (key(x) != key(y)) return key(x) < key(y);
-    return x->id < y->id;
-  });
+  std::sort(order.begin(), order.end());
   std::vector<DuplicateString> duplicates;
-  for (size_t begin = 0, end; begin < values.size(); begin = end) {
+  std::vector<uint32_t> run;
+  for (size_t begin = 0, end; begin < order.size(); begin = end) {
     end = begin + 1;
-    while (end < values.size() && key(values[end]) == key(values[begin])) ++end;
+    while (end < order.size() && order[end].first == order[begin].first) ++end;
     if (end - begin < 2) continue;
-    DuplicateString& group = duplicates.emplace_back();
-    const StringValue& first = *values[begin];
-    group.value = std::string(first.head_text());
-    group.length = first.length;
-    group.cut = first.length > StringValue::kHeadSize;
-    group.count = end - begin;
-    std::vector<ObjectId> copies;
-    uint64_t largest = 0;
-    for (size_t i = begin; i < end; ++i) {
-      const uint64_t memsize = heap.memsize[values[i]->id];
-      group.memsize += memsize;
-      largest = std::max(largest, memsize);
-      copies.push_back(values[i]->id);
+    run.clear();
+    for (size_t i = begin; i < end; ++i) run.push_back(order[i].second);
+    while (!run.empty()) {
+      const StringValue& first = all[run.front()];
+      std::vector<ObjectId> copies;
+      std::erase_if(run, [&](uint32_t i) {
+        if (!same_value(all[i], first)) return false;
+        copies.push_back(all[i].id);
+        return true;
+      });
+      if (copies.size() < 2) continue;
+      DuplicateString& group = duplicates.emplace_back();
+      group.value = std::string(first.head_text());
+      group.length = first.length;
+      group.cut = first.length > StringValue::kHeadSize;
+      group.count = copies.size();
+      uint64_t largest = 0;
+      for (ObjectId id : copies) {
+        group.memsize += heap.memsize[id];
+        largest = std::max(largest, heap.memsize[id]);
+      }
+      group.wasted = group.memsize - largest;
+      const size_t n = std::min(samples, copies.size());
+      std::partial_sort(copies.begin(), copies.begin() + static_cast<ptrdiff_t>(n), copies.end(),
+                        [&](ObjectId x, ObjectId y) {
+                          if (heap.memsize[x] != heap.memsize[y]) return heap.memsize[x] > heap.memsize[y];
+                          return heap.address[x] < heap.address[y];
+                        });
+      group.samples.assign(copies.begin(), copies.begin() + static_cast<ptrdiff_t>(n));
     }
-    group.wasted = group.memsize - largest;
-    const size_t n = std::min(samples, copies.size());
-    std::partial_sort(copies.begin(), copies.begin() + static_cast<ptrdiff_t>(n), copies.end(),
-                      [&](ObjectId x, ObjectId y) {
-                        if (heap.memsize[x] != heap.memsize[y]) return heap.memsize[x] > heap.memsize[y];
-                        return heap.address[x] < heap.address[y];
-                      });
-    group.samples.assign(copies.begin(), copies.begin() + static_cast<ptrdiff_t>(n));
   }
   std::sort(duplicates.begin(), duplicates.end(), [](const DuplicateString& x, const DuplicateString& y) {
     if (x.wasted != y.wasted) return x.wasted > y.wasted;

@@ -220,11 +220,58 @@ uint64_t parse_address_text(std::string_view text) {
   return parse_hex_address(quoted);
 }
 
+namespace {
+
+// Lines longer than this are checked for a huge String value before simdjson sees them.
+constexpr size_t kHugeLine = size_t{1} << 20;
+
+// The bytes of the "value" string of a line (between its quotes), or npos. The key's quotes
+// and colon cannot occur unescaped inside a JSON string, so the first match is the key.
+std::pair<size_t, size_t> find_value(std::string_view line) {
+  constexpr std::string_view kKey = R"("value":")";
+  const size_t key = line.find(kKey);
+  if (key == std::string_view::npos) return {std::string_view::npos, 0};
+  const size_t begin = key + kKey.size();
+  for (size_t end = line.find('"', begin); end != std::string_view::npos; end = line.find('"', end + 1)) {
+    size_t backslashes = 0;
+    while (end - backslashes > begin && line[end - backslashes - 1] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return {begin, end};
+  }
+  return {std::string_view::npos, 0};
+}
+
+}  // namespace
+
+// A String of 100 MB is one 100 MB line: simdjson would index every byte of it (4 bytes of
+// structural index per input byte). The value is cut out and the rest of the line parsed; the
+// value itself is only hashed (duplicate strings) and its head kept, from the line as it is.
+std::string_view RecordParser::parse_huge(const Line& line, DumpRecord& record,
+                                          std::vector<uint64_t>& references) {
+  const std::string_view text(line.data, line.size);
+  const auto [begin, end] = find_value(text);
+  if (begin == std::string_view::npos || end - begin < kHugeLine / 2) {
+    return parse_object(line, record, references);
+  }
+  shortened_.assign(text.substr(0, begin));
+  shortened_.append(text.substr(end));
+  const size_t size = shortened_.size();
+  shortened_.append(kLinePadding, '\0');
+  std::string_view problem = parse_object({shortened_.data(), size, shortened_.size(), line.number}, record, references);
+  if (problem.empty()) {
+    record.value = text.substr(begin, end - begin);
+    record.has_value = true;
+  }
+  // The copy's capacity would stay as large as the line: give it back.
+  std::string().swap(shortened_);
+  return problem;
+}
+
 std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
                                      std::vector<uint64_t>& references) {
   skipped_.clear();
   const size_t mark = references.size();
-  std::string_view problem = parse_object(line, record, references);
+  std::string_view problem = line.size > kHugeLine ? parse_huge(line, record, references)
+                                                   : parse_object(line, record, references);
   if (problem != kInvalidJson || simdjson::validate_utf8(line.data, line.size)) return problem;
   // Not UTF-8: parse a repaired copy (rare, so a copy is fine). Its string views point into
   // repaired_, which lives until the next call.

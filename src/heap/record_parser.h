@@ -60,10 +60,12 @@ class RecordParser {
 
  private:
   std::string_view parse_object(const Line& line, DumpRecord& record, std::vector<uint64_t>& references);
+  std::string_view parse_huge(const Line& line, DumpRecord& record, std::vector<uint64_t>& references);
 
   simdjson::ondemand::parser parser_;
   std::vector<SkippedValue> skipped_;
   std::string repaired_;  // the current line with non-UTF-8 bytes replaced, plus padding
+  std::string shortened_;  // a huge line without its String value, plus padding
   uint64_t repaired_lines_ = 0;
 };
 

@@ -6,6 +6,16 @@ namespace memprof::heap {
 
 std::vector<ObjectId> top_retained_subtrees(const Heap& heap, const DominatorTree& tree,
                                             const ObjectSelection* selection, size_t top) {
+  // Every object lies in the subtree of one top of the dominator tree (a child of the
+  // super-root), which retains at least as much: with every object selected, the list is the
+  // largest tops, found in one pass.
+  if (selection == nullptr || selection->all()) {
+    std::vector<ObjectId> tops = top_objects(heap, nullptr, top, [&](ObjectId id) {
+      return tree.idom[id] == tree.super_root ? tree.retained[id] : 0;
+    });
+    std::erase_if(tops, [&](ObjectId id) { return tree.idom[id] != tree.super_root; });
+    return tops;
+  }
   // Candidates by retained size, largest first, taken in growing batches: an object is listed
   // unless a dominator-tree ancestor already is. Ancestors retain more than their descendants
   // (by their own memsize at least), so they come first, and whether a node lies below a listed
