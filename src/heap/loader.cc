@@ -193,6 +193,7 @@ class Loader {
     heap_.ref_begin.reserve(objects + 1);
     raw_classes_.reserve(objects);
     raw_references_.reserve(references);
+    heap_.string_values.reserve(objects / 4);  // about a quarter of the objects are Strings
   }
 
   Status merge_front(std::deque<std::unique_ptr<Block>>& in_flight,
@@ -245,10 +246,9 @@ class Loader {
       offset += chunk.ref_count[i];
     }
     append(raw_references_, chunk.references);
-    for (StringValue value : chunk.string_values) {
-      value.id += base;
-      heap_.string_values.push_back(value);
-    }
+    const size_t values_before = heap_.string_values.size();
+    append(heap_.string_values, chunk.string_values);
+    for (size_t i = values_before; i < heap_.string_values.size(); ++i) heap_.string_values[i].id += base;
     for (auto [index, name] : chunk.class_names) heap_.class_names.emplace(base + index, strings[name]);
     for (auto [index, name] : chunk.real_class_names) {
       heap_.real_class_names.emplace(base + index, strings[name]);
