@@ -11,12 +11,7 @@ require "objspace"
 
 shape, out = ARGV.fetch(0), ARGV.fetch(1)
 
-class Node
-  def initialize(value, next_node)
-    @value = value
-    @next = next_node
-  end
-end
+require_relative "node"
 
 ObjectSpace.trace_object_allocations_start
 case shape

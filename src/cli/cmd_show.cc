@@ -2,20 +2,12 @@
 // references, what references it, and its path from a root -- where a sample address of
 // `analyze --samples` or `diff --samples` leads.
 #include "cli/dump_object_command.h"
-#include "heap/dominators.h"
 
 namespace memprof::cli {
 namespace {
 
 MEMPROF_COMMAND("show", "One object of a heap dump: fields, references, retainers, retained size, path",
-                [](CLI::App& sub) {
-                  return setup_dump_object_command(
-                      sub, [](const heap::Heap& heap, const heap::Graph& graph, heap::ObjectId target,
-                              const heap::QueryOptions& options) {
-                        auto dominators = heap::DominatorTree::compute(graph, heap);
-                        return heap::render_object(heap, graph, dominators, target, options);
-                      });
-                });
+                [](CLI::App& sub) { return setup_dominated_object_command(sub, heap::render_object); });
 
 }  // namespace
 }  // namespace memprof::cli

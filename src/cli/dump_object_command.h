@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "heap/dominators.h"
 #include "heap/graph.h"
 #include "heap/loader.h"
 #include "heap/object_query.h"
@@ -45,6 +46,17 @@ inline std::function<int()> setup_dump_object_command(CLI::App& sub, DumpObjectR
     std::fwrite(out.data(), 1, out.size(), stdout);
     return 0;
   };
+}
+
+// The same for answers that need the dominator tree (retained sizes, immediate dominators).
+using DominatedObjectRenderer =
+    std::string (*)(const heap::Heap&, const heap::Graph&, const heap::DominatorTree&, heap::ObjectId,
+                    const heap::QueryOptions&);
+inline std::function<int()> setup_dominated_object_command(CLI::App& sub, DominatedObjectRenderer render) {
+  return setup_dump_object_command(sub, [render](const heap::Heap& heap, const heap::Graph& graph,
+                                                 heap::ObjectId target, const heap::QueryOptions& options) {
+    return render(heap, graph, heap::DominatorTree::compute(graph, heap), target, options);
+  });
 }
 
 }  // namespace memprof::cli

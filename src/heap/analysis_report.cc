@@ -245,8 +245,7 @@ std::string render_analysis_json(const ReportContext& context, const Analysis& a
   for (const DuplicateString& dup : analysis.duplicate_strings) {
     json.begin_object();
     json.field("value", dup.value);
-    json.key("cut");
-    json.raw(dup.cut ? "true" : "false");
+    json.flag("cut", dup.cut);
     json.field("length", dup.length);
     json.field("count", dup.count);
     json.field("memsize", dup.memsize);

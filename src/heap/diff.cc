@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "heap/analysis.h"
+#include "heap/top_lists.h"
 
 namespace memprof::heap {
 namespace {
@@ -75,13 +76,7 @@ std::vector<DiffRow> group_rows(const Heap& b, const std::vector<ObjectId>& ids,
     auto& [row, members] = group;
     row.location = key.first;
     row.class_name = key.second;
-    const size_t n = std::min(samples, members.size());
-    std::partial_sort(members.begin(), members.begin() + static_cast<ptrdiff_t>(n), members.end(),
-                      [&](ObjectId x, ObjectId y) {
-                        if (b.memsize[x] != b.memsize[y]) return b.memsize[x] > b.memsize[y];
-                        return b.address[x] < b.address[y];
-                      });
-    row.samples.assign(members.begin(), members.begin() + static_cast<ptrdiff_t>(n));
+    row.samples = largest_first(b, members, samples);
     rows.push_back(std::move(row));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& x, const DiffRow& y) {

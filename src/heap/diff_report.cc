@@ -60,12 +60,7 @@ void json_rows(JsonWriter& json, std::string_view key, const DiffReportContext& 
 }
 
 void json_generation(JsonWriter& json, std::string_view key, uint32_t generation) {
-  json.key(key);
-  if (generation == kNoGeneration) {
-    json.raw("null");
-  } else {
-    json.value(uint64_t{generation});
-  }
+  json.field_or_null(key, generation == kNoGeneration ? std::nullopt : std::optional<uint64_t>(generation));
 }
 
 }  // namespace
@@ -124,8 +119,7 @@ std::string render_diff_json(const DiffReportContext& context, const DiffResult&
   if (!context.filter.empty()) json.field("filter", context.filter);
   json_count(json, "new", diff.new_count, diff.new_memsize);
   json_count(json, "kept", diff.kept_count, diff.kept_memsize);
-  json.key("generations");
-  json.raw(diff.generations ? "true" : "false");
+  json.flag("generations", diff.generations);
   json.key("max_generation");
   json.begin_object();
   json_generation(json, "a", diff.max_generation_a);

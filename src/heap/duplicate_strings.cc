@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "heap/top_lists.h"
+
 namespace memprof::heap {
 
 namespace {
@@ -53,13 +55,7 @@ std::vector<DuplicateString> duplicate_strings(const Heap& heap, const ObjectSel
         largest = std::max(largest, heap.memsize[id]);
       }
       group.wasted = group.memsize - largest;
-      const size_t n = std::min(samples, copies.size());
-      std::partial_sort(copies.begin(), copies.begin() + static_cast<ptrdiff_t>(n), copies.end(),
-                        [&](ObjectId x, ObjectId y) {
-                          if (heap.memsize[x] != heap.memsize[y]) return heap.memsize[x] > heap.memsize[y];
-                          return heap.address[x] < heap.address[y];
-                        });
-      group.samples.assign(copies.begin(), copies.begin() + static_cast<ptrdiff_t>(n));
+      group.samples = largest_first(heap, copies, samples);
     }
   }
   std::sort(duplicates.begin(), duplicates.end(), [](const DuplicateString& x, const DuplicateString& y) {

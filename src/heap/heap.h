@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -188,5 +189,11 @@ struct Heap {
     unsigned shift = 64;
   } index;
 };
+
+// The object's allocation generation, or nullopt when the dump has none for it.
+inline std::optional<uint64_t> generation_of(const Heap& heap, ObjectId id) {
+  if (heap.generation[id] == kNoGeneration) return std::nullopt;
+  return heap.generation[id];
+}
 
 }  // namespace memprof::heap

@@ -162,14 +162,8 @@ void text_path(std::string& out, const Heap& heap, const Graph& graph, ObjectId 
 void json_path(JsonWriter& json, const Heap& heap, const Graph& graph, ObjectId target,
                const QueryOptions& options, const MachineContextOnly& mc) {
   RootPath path = shortest_root_path(graph, heap, target);
-  json.key("reachable");
-  json.raw(path.objects.empty() ? "false" : "true");
-  json.key("root");
-  if (path.objects.empty()) {
-    json.raw("null");
-  } else {
-    json.value(heap.str(path.root_kind));
-  }
+  json.flag("reachable", !path.objects.empty());
+  json.field_or_null("root", root_kind_of(heap, path));
   json.key("path");
   json.begin_array();
   ObjectId previous = kNoObject;
@@ -184,10 +178,8 @@ void json_path(JsonWriter& json, const Heap& heap, const Graph& graph, ObjectId 
       json.field("name", heap.object_label(entry.id));
       json.field("memsize", heap.memsize[entry.id]);
       json.field("location", heap.site_label(entry.id));
-      json.key("via_class");
-      json.raw(previous != kNoObject && via_class(heap, previous, entry.id) ? "true" : "false");
-      json.key("machine_context_only");
-      json.raw(mc.only[entry.id] ? "true" : "false");
+      json.flag("via_class", previous != kNoObject && via_class(heap, previous, entry.id));
+      json.flag("machine_context_only", mc.only[entry.id]);
     }
     json.end_object();
     previous = entry.id;
@@ -256,10 +248,8 @@ std::string render_retainers(const Heap& heap, const Graph& graph, const Dominat
     json.begin_object();
     json.key("object");
     json_object(json, heap, &tree, target);
-    json.key("reachable");
-    json.raw(reachable ? "true" : "false");
-    json.key("machine_context_only");
-    json.raw(mc.only[target] ? "true" : "false");
+    json.flag("reachable", reachable);
+    json.flag("machine_context_only", mc.only[target]);
     json.key("immediate_dominator");
     if (idom == kNoObject || idom == graph.super_root) {
       json.raw(idom == graph.super_root ? "\"roots\"" : "null");
@@ -314,12 +304,7 @@ std::string render_object(const Heap& heap, const Graph& graph, const DominatorT
     json.key("object");
     json_object(json, heap, &tree, target);
     json.field("class_address", klass == kNoObject ? std::string() : address_text(heap.address[klass]));
-    json.key("generation");
-    if (generation == kNoGeneration) {
-      json.raw("null");
-    } else {
-      json.value(uint64_t{generation});
-    }
+    json.field_or_null("generation", generation_of(heap, target));
     json.key("flags");
     json.begin_array();
     for (const std::string& flag : flag_names(heap.flags[target])) json.value(flag);
@@ -327,8 +312,7 @@ std::string render_object(const Heap& heap, const Graph& graph, const DominatorT
     json.field("detail", heap.str(heap.detail[target]));
     json.field("slot_size", uint64_t{heap.slot_size[target]});
     if (value != nullptr) json.field("value_head", value->head_text());
-    json.key("machine_context_only");
-    json.raw(mc.only[target] ? "true" : "false");
+    json.flag("machine_context_only", mc.only[target]);
     json_list(json, "references", heap, &tree, references, options.full);
     json_list(json, "retainers", heap, &tree, retainers, options.full);
     json_path(json, heap, graph, target, options, mc);

@@ -4,6 +4,15 @@
 
 namespace memprof::heap {
 
+std::vector<ObjectId> largest_first(const Heap& heap, std::vector<ObjectId>& ids, size_t n) {
+  n = std::min(n, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(), [&](ObjectId x, ObjectId y) {
+    if (heap.memsize[x] != heap.memsize[y]) return heap.memsize[x] > heap.memsize[y];
+    return heap.address[x] < heap.address[y];
+  });
+  return {ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n)};
+}
+
 std::vector<ObjectId> top_retained_subtrees(const Heap& heap, const DominatorTree& tree,
                                             const ObjectSelection* selection, size_t top) {
   // Every object lies in the subtree of one top of the dominator tree (a child of the

@@ -18,6 +18,9 @@ namespace memprof::heap {
 template <typename Key>
 std::vector<ObjectId> top_objects(const Heap& heap, const ObjectSelection* selection, size_t top, Key key);
 
+// The first `n` of `ids` by memsize, largest first (ties by address); `ids` is reordered.
+std::vector<ObjectId> largest_first(const Heap& heap, std::vector<ObjectId>& ids, size_t n);
+
 // The objects with the largest retained sizes such that none is inside another one's dominator
 // subtree: a chain of 300,000 nodes appears once, by its head, not as 20 nested nodes.
 std::vector<ObjectId> top_retained_subtrees(const Heap& heap, const DominatorTree& tree,

@@ -20,12 +20,7 @@ void summary_fields(heap::JsonWriter& json, const heap::Heap& heap, const heap::
   json.field("memsize", heap.memsize[id]);
   json.field("retained", tree.retained[id]);
   json.field("location", heap.site_label(id));
-  json.key("generation");
-  if (heap.generation[id] == heap::kNoGeneration) {
-    json.raw("null");
-  } else {
-    json.value(uint64_t{heap.generation[id]});
-  }
+  json.field_or_null("generation", heap::generation_of(heap, id));
 }
 
 }  // namespace
@@ -60,12 +55,7 @@ std::string object_pages_json(const heap::Heap& heap, const heap::Graph& graph,
     list("references", std::vector<ObjectId>(refs.begin(), refs.end()));
     list("retainers", heap::retainers_of(graph, id));
     const heap::RootPath path = paths.to(id);
-    json.key("root");
-    if (path.objects.empty()) {
-      json.raw("null");
-    } else {
-      json.value(heap.str(path.root_kind));
-    }
+    json.field_or_null("root", heap::root_kind_of(heap, path));
     json.key("path");
     json.begin_array();
     for (const heap::PathEntry& entry : heap::collapse_runs(heap, path.objects, false)) {
@@ -87,8 +77,7 @@ std::string object_pages_json(const heap::Heap& heap, const heap::Graph& graph,
     json.key(address(id));
     json.begin_object();
     summary_fields(json, heap, tree, id);
-    json.key("summary");
-    json.raw("true");
+    json.flag("summary", true);
     json.end_object();
   }
   json.end_object();
