@@ -36,7 +36,10 @@ int run_analyze(const AnalyzeOptions& options) {
   return 0;
 }
 
-MEMPROF_COMMAND("analyze", "Summarize a heap dump: counts, memsize and retained size by type, class, location, gem",
+MEMPROF_COMMAND("analyze",
+                "Summarize a heap dump: count, memsize and retained size by type, class, location, gem "
+                "and generation; biggest, top retained, machine_context-only and most referenced "
+                "objects; duplicate strings",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<AnalyzeOptions>();
                   sub.add_option("dump", options->dump, "ObjectSpace.dump_all file (plain, gzip or zstd)")

@@ -18,8 +18,8 @@ inline void add_object_filter_options(CLI::App& sub, heap::ObjectFilter& filter,
                  "after a '/' (e.g. 'app/models/user.rb:12')");
   sub.add_option("--type", filter.type, "Only objects of this type (STRING, ARRAY, HASH, DATA, ...)");
   sub.add_option("--samples", samples,
-                 "Show up to N addresses of objects in each row, the largest first (see "
-                 "`memprof show DUMP ADDRESS`)")
+                 "Show up to N object addresses per row (analyze: those retaining the most; "
+                 "diff: the largest) to look at with `memprof show DUMP ADDRESS`")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
 }
