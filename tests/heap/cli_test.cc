@@ -206,6 +206,32 @@ TEST(Cli, AnalyzeSaysWhatTheReaderLeftOut) {
       << r.out;
 }
 
+TEST(Cli, FiltersAndSamplesLeadFromARowToObjects) {
+  CommandResult diff = run_memprof("diff leak_a.json.zst leak_b.json.zst --class Leaky --samples 2");
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  EXPECT_TRUE(diff.out.starts_with("objects of class Leaky only\n"
+                                   "allocated after leak_a.json.zst and alive in leak_b.json.zst: 50 "
+                                   "objects, 2.0 kB\n")) << diff.out;
+  EXPECT_NE(diff.out.find("        50     2.0 kB  make_fixtures.rb:51  Leaky\n"
+                          "                       e.g. " + fixture_address("last_leak") + " "),
+            std::string::npos) << diff.out;
+
+  CommandResult analyze =
+      run_memprof("analyze leak_b.json.zst --type object --site make_fixtures.rb:51 --samples 1 --top 2");
+  ASSERT_EQ(analyze.exit_code, 0) << analyze.err;
+  EXPECT_NE(analyze.out.find("selected: site make_fixtures.rb:51, type object (50 of the dump's 7,736 "
+                             "objects)\nobjects: 50, 2.0 kB (2,000 bytes)\n"),
+            std::string::npos) << analyze.out;
+  EXPECT_NE(analyze.out.find("\nby class (1 of 1)\n       count     memsize    retained  name\n"
+                             "          50      2.0 kB     14.1 kB  Leaky\n"),
+            std::string::npos) << analyze.out;
+
+  CommandResult bad = run_memprof("analyze leak_b.json.zst --type thing");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err, "memprof: --type thing: not an object type (STRING, ARRAY, HASH, OBJECT, DATA, "
+                     "IMEMO, CLASS, ...)\n");
+}
+
 TEST(Cli, BadInputIsOneLineAndExitOne) {
   struct Case {
     std::string args;
