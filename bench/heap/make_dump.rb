@@ -24,12 +24,7 @@ class Customer
   end
 end
 
-class Node
-  def initialize(value, next_node)
-    @value = value
-    @next = next_node
-  end
-end
+require_relative "node"
 
 ObjectSpace.trace_object_allocations_start
 cities = Array.new(100) { |i| "city-#{i}".freeze }

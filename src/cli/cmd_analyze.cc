@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "cli/object_filter_options.h"
 #include "heap/analysis_report.h"
 #include "heap/loader.h"
 
@@ -13,21 +14,32 @@ struct AnalyzeOptions {
   std::string dump;
   bool json = false;
   size_t top = 20;
+  heap::ObjectFilter filter;
+  size_t samples = 0;
 };
 
 int run_analyze(const AnalyzeOptions& options) {
   auto heap = heap::load_heap(options.dump, {.warnings = stderr});
   if (!heap) return fail(heap.message());
   heap->release_index();  // no more lookups by address: its memory goes to the graph
-  auto analyzed = heap::analyze_loaded_heap(*heap, options.top == 0 ? heap->size() : options.top);
-  heap::ReportContext context{options.dump, *heap, analyzed.dominators, options.top};
+  auto selection = heap::ObjectSelection::make(*heap, options.filter);
+  if (!selection) return fail(selection.message());
+  auto analyzed = heap::analyze_loaded_heap(
+      *heap, {.top = options.top == 0 ? heap->size() : options.top,
+              .samples = options.samples,
+              .selection = &*selection});
+  heap::ReportContext context{options.dump, *heap, analyzed.dominators, options.top,
+                              options.filter.describe()};
   std::string out = options.json ? heap::render_analysis_json(context, analyzed.analysis)
                                  : heap::render_analysis_text(context, analyzed.analysis);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
 
-MEMPROF_COMMAND("analyze", "Summarize a heap dump: counts, memsize and retained size by type, class, location, gem",
+MEMPROF_COMMAND("analyze",
+                "Summarize a heap dump: count, memsize and retained size by type, class, location, gem "
+                "and generation; biggest, top retained, machine_context-only and most referenced "
+                "objects; duplicate strings",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<AnalyzeOptions>();
                   sub.add_option("dump", options->dump, "ObjectSpace.dump_all file (plain, gzip or zstd)")
@@ -36,6 +48,12 @@ MEMPROF_COMMAND("analyze", "Summarize a heap dump: counts, memsize and retained 
                   sub.add_option("--top", options->top, "Rows per list (0: all)")
                       ->check(CLI::Range(0, 100000000))
                       ->capture_default_str();
+                  add_object_filter_options(sub, options->filter, options->samples);
+                  sub.footer(
+                      "With --class/--site/--type the totals, groups and lists cover the selected "
+                      "objects only; retained sizes stay those of the whole heap. Sample addresses "
+                      "(--samples) are the objects of a row that retain the most: look at one "
+                      "with `memprof show DUMP ADDRESS`.");
                   return [options] { return run_analyze(*options); };
                 });
 

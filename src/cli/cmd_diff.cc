@@ -1,9 +1,9 @@
 // memprof diff A B [C]: objects allocated after dump A and still alive in B (and C), by
 // allocation site and class -- the three-dump technique for finding leaks.
 #include <cstdio>
-#include <optional>
 
 #include "cli/command.h"
+#include "cli/object_filter_options.h"
 #include "heap/diff_report.h"
 #include "heap/loader.h"
 
@@ -14,6 +14,8 @@ struct DiffOptions {
   std::vector<std::string> dumps;
   bool json = false;
   size_t top = 20;
+  heap::ObjectFilter filter;
+  size_t samples = 0;
 };
 
 int run_diff(const DiffOptions& options) {
@@ -26,12 +28,22 @@ int run_diff(const DiffOptions& options) {
     if (!heap) return fail(heap.message());
     heaps.push_back(std::move(*heap));
   }
+  for (size_t i = 1; i < heaps.size(); ++i) {
+    auto order = heap::check_dump_order(heaps[i - 1], options.dumps[i - 1], heaps[i], options.dumps[i]);
+    if (!order) return fail(order.message());
+  }
+  auto selection = heap::ObjectSelection::make(heaps[1], options.filter);
+  if (!selection) return fail(selection.message());
   const heap::Heap* third = heaps.size() == 3 ? &heaps[2] : nullptr;
-  heap::DiffResult diff = heap::diff_heaps(heaps[0], heaps[1], third);
-  heap::DiffNames names{options.dumps[0], options.dumps[1],
-                        third != nullptr ? std::string_view(options.dumps[2]) : std::string_view()};
-  std::string out = options.json ? heap::render_diff_json(names, diff, options.top)
-                                 : heap::render_diff_text(names, diff, options.top);
+  heap::DiffResult diff = heap::diff_heaps(heaps[0], heaps[1], third,
+                                           {.selection = &*selection, .samples = options.samples});
+  heap::DiffReportContext context{
+      .names = {options.dumps[0], options.dumps[1],
+                third != nullptr ? std::string_view(options.dumps[2]) : std::string_view()},
+      .b = heaps[1],
+      .top = options.top,
+      .filter = options.filter.describe()};
+  std::string out = options.json ? heap::render_diff_json(context, diff) : heap::render_diff_text(context, diff);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
@@ -39,6 +51,13 @@ int run_diff(const DiffOptions& options) {
 MEMPROF_COMMAND("diff", "Objects allocated after dump A and still alive in B (and C), by site and class",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<DiffOptions>();
+                  sub.footer(
+                      "Whether an object of B is new is decided by its allocation generation when "
+                      "the dumps carry one (ObjectSpace.trace_object_allocations_start), else by "
+                      "address, class and site. Objects that cannot be decided (no generation: "
+                      "moved by GC.compact on Ruby 3.1, or older than tracing) are counted and "
+                      "listed apart. Dumps in the wrong order or from different processes are "
+                      "refused. Sample addresses are objects of B.");
                   sub.add_option("dumps", options->dumps, "A B [C]: dumps in the order they were taken")
                       ->required()
                       ->expected(2, 3);
@@ -46,6 +65,7 @@ MEMPROF_COMMAND("diff", "Objects allocated after dump A and still alive in B (an
                   sub.add_option("--top", options->top, "Rows to show (0: all)")
                       ->check(CLI::Range(0, 100000000))
                       ->capture_default_str();
+                  add_object_filter_options(sub, options->filter, options->samples);
                   return [options] { return run_diff(*options); };
                 });
 

@@ -45,7 +45,10 @@ int run_html(const HtmlArguments& args) {
 }
 
 MEMPROF_COMMAND(
-    "html", "Write a self-contained HTML report of a heap dump", [](CLI::App& sub) {
+    "html",
+    "Write a self-contained HTML report of a heap dump: every table of analyze, sortable, with a "
+    "page per group (its largest objects) and per object (references, retainers, path from a root)",
+    [](CLI::App& sub) {
       auto args = std::make_shared<HtmlArguments>();
       add_heap_map_command_arguments(sub, args->common, "HTML file to write", [&sub, args] {
         sub.add_option("--top", args->top,

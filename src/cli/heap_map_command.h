@@ -5,12 +5,14 @@
 
 #include <cstdio>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "cli/command.h"
 #include "core/util/result.h"
 #include "heap/loader.h"
 #include "report/heap_map.h"
+#include "report/output_file.h"
 
 namespace memprof::cli {
 
@@ -27,7 +29,10 @@ inline void add_heap_map_command_arguments(CLI::App& sub, HeapMapCommandArgument
                                            const std::string& output_description,
                                            const std::function<void()>& add_own_options = {}) {
   sub.add_option("dump", args.dump, "ObjectSpace.dump_all file (plain, gzip or zstd)")->required();
-  sub.add_option("-o,--output", args.output, output_description)->required();
+  sub.add_option("-o,--output", args.output,
+                 output_description + " (written through a temporary file and a rename; the dump "
+                                      "itself, by any path or link, is refused)")
+      ->required();
   if (add_own_options) add_own_options();
   sub.add_option("--by", args.by, "Color the heap map's cells by 'type' (default) or 'generation'");
   sub.add_option("--ruby-version", args.ruby_version,
@@ -40,11 +45,12 @@ struct DumpForHeapMap {
   heap::Heap heap;
 };
 
-// The map options first, so that a typo fails before a large dump is read; then the dump, its
-// bad lines reported on stderr.
+// The map options and the output path first, so that a typo or an output that would overwrite
+// the dump fails before a large dump is read; then the dump, its bad lines reported on stderr.
 inline Result<DumpForHeapMap> load_dump_for_heap_map(const HeapMapCommandArguments& args) {
   auto map_options = report::heap_map_options(args.by, args.ruby_version);
   if (!map_options) return map_options.error();
+  MEMPROF_TRY_STATUS(report::check_output_is_not_an_input(args.output, std::span(&args.dump, 1)));
   auto heap = heap::load_heap(args.dump, {.warnings = stderr});
   if (!heap) return heap.error();
   return DumpForHeapMap{*map_options, std::move(*heap)};

@@ -10,6 +10,7 @@
 
 #include "heap/reachability.h"
 #include "heap/run_async.h"
+#include "heap/top_lists.h"
 
 namespace memprof::heap {
 namespace {
@@ -107,6 +108,32 @@ RetainedByGroup walk_subtrees(const DominatorTree& tree, const DominatorChildren
   return retained;
 }
 
+// Up to `samples` objects of each group, those retaining the most first (ties by address).
+void add_samples(const Heap& heap, const DominatorTree& tree, Groupings& groupings, size_t samples,
+                 const ObjectSelection* selection) {
+  auto before = [&](ObjectId a, ObjectId b) {
+    if (tree.retained[a] != tree.retained[b]) return tree.retained[a] > tree.retained[b];
+    return heap.address[a] < heap.address[b];
+  };
+  for (ObjectId id = 0; id < heap.size(); ++id) {
+    if (selection != nullptr && !(*selection)(id)) continue;
+    for (size_t k = 0; k < kGroupingKinds; ++k) {
+      std::vector<ObjectId>& kept = groupings.rows[k][groupings.group_of[id][k]].samples;
+      if (kept.size() == samples && !before(id, kept.back())) continue;
+      kept.insert(std::upper_bound(kept.begin(), kept.end(), id, before), id);
+      if (kept.size() > samples) kept.pop_back();
+    }
+  }
+}
+
+// Generations as numbers, oldest first; "(none)" (allocated before tracing) before them all.
+bool generation_order(const GroupRow& a, const GroupRow& b) {
+  auto key = [](const GroupRow& row) -> uint64_t {
+    return row.name == kNoGenerationGroup ? 0 : std::stoull(row.name) + 1;
+  };
+  return key(a) < key(b);
+}
+
 // Adds the retained sizes to every grouping's rows, walking the dominator tree on two threads,
 // then sorts the rows.
 std::array<std::vector<GroupRow>, kGroupingKinds> rollup(const DominatorTree& tree, Groupings groupings) {
@@ -127,6 +154,7 @@ std::array<std::vector<GroupRow>, kGroupingKinds> rollup(const DominatorTree& tr
       return a.name < b.name;
     });
   }
+  std::sort(rows[kByGeneration].begin(), rows[kByGeneration].end(), generation_order);
   return std::move(rows);
 }
 
@@ -215,14 +243,15 @@ void group_by_generation(const Heap& heap, Groupings& groupings) {
       if (dense[generation] == kUnset) dense[generation] = namer.group(std::to_string(generation));
       namer.assign(id, dense[generation]);
     } else {
-      namer.assign(id, namer.group(generation == kNoGeneration ? "(none)" : std::to_string(generation)));
+      namer.assign(id, namer.group(generation == kNoGeneration ? std::string(kNoGenerationGroup) : std::to_string(generation)));
     }
   }
 }
 
 // All groupings with their counts and memsizes: everything but the retained sizes, which need
-// the dominator tree.
-Groupings group_objects(const Heap& heap) {
+// the dominator tree. Objects the selection leaves out go to one hidden group per grouping
+// (no count: dropped with the empty rows), so that they add nothing to any row.
+Groupings group_objects(const Heap& heap, const ObjectSelection* selection) {
   Groupings groupings;
   groupings.group_of.resize(heap.size());
   group_by_type(heap, groupings);
@@ -230,7 +259,18 @@ Groupings group_objects(const Heap& heap) {
   group_by_location(heap, groupings);
   group_by_gem(heap, groupings);
   group_by_generation(heap, groupings);
+  if (selection != nullptr && !selection->all()) {
+    std::array<uint32_t, kGroupingKinds> hidden;
+    for (size_t k = 0; k < kGroupingKinds; ++k) {
+      hidden[k] = static_cast<uint32_t>(groupings.rows[k].size());
+      groupings.rows[k].emplace_back();
+    }
+    for (ObjectId id = 0; id < heap.size(); ++id) {
+      if (!(*selection)(id)) groupings.group_of[id] = hidden;
+    }
+  }
   for (ObjectId id = 0; id < heap.size(); ++id) {
+    if (selection != nullptr && !(*selection)(id)) continue;
     for (size_t k = 0; k < kGroupingKinds; ++k) {
       GroupRow& row = groupings.rows[k][groupings.group_of[id][k]];
       ++row.count;
@@ -238,20 +278,6 @@ Groupings group_objects(const Heap& heap) {
     }
   }
   return groupings;
-}
-
-template <typename Key>
-std::vector<ObjectId> top_objects(const Heap& heap, size_t top, Key key) {
-  std::vector<ObjectId> ids(heap.size());
-  for (ObjectId id = 0; id < heap.size(); ++id) ids[id] = id;
-  auto before = [&](ObjectId a, ObjectId b) {
-    uint64_t ka = key(a), kb = key(b);
-    if (ka != kb) return ka > kb;
-    return heap.address[a] < heap.address[b];
-  };
-  size_t n = std::min(top, ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(), before);
-  return {ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n)};
 }
 
 }  // namespace
@@ -282,15 +308,20 @@ namespace {
 
 // `without_machine_context`: reachable_without_root_kind(graph, heap, "machine_context").
 Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
-                              size_t top, Groupings groupings,
+                              const AnalysisOptions& options, Groupings groupings,
                               const std::vector<uint8_t>& without_machine_context) {
   Analysis analysis;
+  const ObjectSelection* selection = options.selection;
+  auto selected = [&](ObjectId id) { return selection == nullptr || (*selection)(id); };
   // The top lists need only the heap and the retained sizes: sorted on another thread while this
   // one walks the dominator tree.
   auto tops = run_async([&] {
-    analysis.biggest = top_objects(heap, top, [&](ObjectId id) { return heap.memsize[id]; });
-    analysis.top_retained = top_objects(heap, top, [&](ObjectId id) { return dominators.retained[id]; });
+    analysis.biggest = top_objects(heap, selection, options.top, [&](ObjectId id) { return heap.memsize[id]; });
+    analysis.top_retained = top_retained_subtrees(heap, dominators, selection, options.top);
+    analysis.most_referenced = most_referenced(heap, selection, options.top);
+    analysis.duplicate_strings = duplicate_strings(heap, selection, options.top, options.samples);
   });
+  if (options.samples > 0) add_samples(heap, dominators, groupings, options.samples, selection);
   auto rows = rollup(dominators, std::move(groupings));
   analysis.by_type = std::move(rows[kByType]);
   analysis.by_class = std::move(rows[kByClass]);
@@ -298,19 +329,28 @@ Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
   analysis.by_gem = std::move(rows[kByGem]);
   analysis.by_generation = std::move(rows[kByGeneration]);
 
-  analysis.count = heap.size();
   std::vector<uint8_t> reachable(heap.size(), 0);
   for (ObjectId id = 0; id < heap.size(); ++id) {
+    reachable[id] = dominators.reachable(id);
+    if (!selected(id)) continue;
+    ++analysis.count;
     analysis.memsize += heap.memsize[id];
-    if (dominators.reachable(id)) {
-      reachable[id] = 1;
+    if (reachable[id]) {
       ++analysis.reachable_count;
       analysis.reachable_memsize += heap.memsize[id];
     }
   }
   MachineContextOnly mc = machine_context_only(heap, reachable, without_machine_context);
-  analysis.machine_context_only_count = mc.count;
-  analysis.machine_context_only_memsize = mc.memsize;
+  for (ObjectId id = 0; id < heap.size(); ++id) {
+    if (mc.only[id] && selected(id)) {
+      ++analysis.machine_context_only_count;
+      analysis.machine_context_only_memsize += heap.memsize[id];
+    }
+  }
+  analysis.machine_context_only_objects = top_objects(heap, selection, options.top, [&](ObjectId id) {
+    return mc.only[id] ? dominators.retained[id] + 1 : 0;
+  });
+  std::erase_if(analysis.machine_context_only_objects, [&](ObjectId id) { return !mc.only[id]; });
 
   std::vector<std::pair<StringId, uint64_t>> roots;
   for (const RootSet& root : heap.roots) {
@@ -328,21 +368,21 @@ constexpr std::string_view kMachineContext = "machine_context";
 }  // namespace
 
 Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
-                      size_t top) {
-  return analyze_grouped_heap(heap, dominators, top, group_objects(heap),
+                      const AnalysisOptions& options) {
+  return analyze_grouped_heap(heap, dominators, options, group_objects(heap, options.selection),
                               reachable_without_root_kind(graph, heap, kMachineContext));
 }
 
-AnalyzedHeap analyze_loaded_heap(const Heap& heap, size_t top) {
+AnalyzedHeap analyze_loaded_heap(const Heap& heap, const AnalysisOptions& options) {
   // The second core: groupings need only the heap, the reachability without machine_context
   // only the graph; both run while this thread computes the dominator tree.
-  auto groupings = run_async([&] { return group_objects(heap); });
+  auto groupings = run_async([&] { return group_objects(heap, options.selection); });
   Graph graph = Graph::build(heap);
   auto without_machine_context =
       run_async([&] { return reachable_without_root_kind(graph, heap, kMachineContext); });
   DominatorTree dominators = DominatorTree::compute(graph, heap);
   Analysis analysis =
-      analyze_grouped_heap(heap, dominators, top, groupings.get(), without_machine_context.get());
+      analyze_grouped_heap(heap, dominators, options, groupings.get(), without_machine_context.get());
   return {std::move(graph), std::move(dominators), std::move(analysis)};
 }
 

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "heap/dominators.h"
+#include "heap/duplicate_strings.h"
 #include "heap/graph.h"
 #include "heap/heap.h"
+#include "heap/object_filter.h"
 
 namespace memprof::heap {
 
@@ -22,6 +24,7 @@ struct GroupRow {
   uint64_t count = 0;
   uint64_t memsize = 0;
   uint64_t retained = 0;
+  std::vector<ObjectId> samples;  // the objects retaining the most (AnalysisOptions::samples)
 };
 
 struct RootRow {
@@ -29,8 +32,14 @@ struct RootRow {
   uint64_t count = 0;  // references on ROOT lines of this kind
 };
 
+struct AnalysisOptions {
+  size_t top = 20;      // entries in each object list (biggest, top_retained, ...); rows are all kept
+  size_t samples = 0;   // sample objects per group row
+  const ObjectSelection* selection = nullptr;  // objects the report covers; nullptr: all
+};
+
 struct Analysis {
-  uint64_t count = 0;
+  uint64_t count = 0;       // objects the report covers (all, or those of the selection)
   uint64_t memsize = 0;
   uint64_t reachable_count = 0;
   uint64_t reachable_memsize = 0;
@@ -42,13 +51,20 @@ struct Analysis {
   std::vector<GroupRow> by_class;
   std::vector<GroupRow> by_location;  // "file:line", "(no allocation site)"
   std::vector<GroupRow> by_gem;       // see gem_of_file()
-  std::vector<GroupRow> by_generation;
+  std::vector<GroupRow> by_generation;  // by generation, oldest first; "(none)" first of all
   std::vector<ObjectId> biggest;       // top N by memsize, then address
-  std::vector<ObjectId> top_retained;  // top N by retained size, then address
+  std::vector<ObjectId> top_retained;  // top N by retained size, none inside another's subtree
+  std::vector<ObjectId> machine_context_only_objects;  // top N of them by retained size
+  std::vector<std::pair<ObjectId, uint64_t>> most_referenced;  // top N by references to them
+  std::vector<DuplicateString> duplicate_strings;               // top N by wasted bytes
 };
 
 Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
-                      size_t top);
+                      const AnalysisOptions& options);
+inline Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
+                             size_t top) {
+  return analyze_heap(heap, graph, dominators, AnalysisOptions{.top = top});
+}
 
 // The graph, the dominator tree and the analysis of a loaded heap, as `memprof analyze` needs
 // them. Grouping objects by type, class, site, gem and generation needs only the heap, so it
@@ -58,7 +74,7 @@ struct AnalyzedHeap {
   DominatorTree dominators;
   Analysis analysis;
 };
-AnalyzedHeap analyze_loaded_heap(const Heap& heap, size_t top);
+AnalyzedHeap analyze_loaded_heap(const Heap& heap, const AnalysisOptions& options);
 
 // The gem a source file belongs to: "rack-2.2.4" for .../gems/rack-2.2.4/lib/rack.rb, "rack"
 // for Debian's /usr/lib/ruby/vendor_ruby/rack/..., "ruby" for Ruby's own library
@@ -66,5 +82,6 @@ AnalyzedHeap analyze_loaded_heap(const Heap& heap, size_t top);
 std::string gem_of_file(std::string_view file);
 
 inline constexpr std::string_view kNoSite = "(no allocation site)";
+inline constexpr std::string_view kNoGenerationGroup = "(none)";  // the generation group of untraced objects
 
 }  // namespace memprof::heap

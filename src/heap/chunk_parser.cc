@@ -1,7 +1,12 @@
 #include "heap/chunk_parser.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "heap/line.h"
 #include "heap/record_parser.h"
@@ -10,6 +15,23 @@ namespace memprof::heap {
 namespace {
 
 bool blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+// For a line that could not be parsed: the root kind when it is a ROOT line ("vm", or "?" when
+// its "root" field cannot be found), else nullopt. A plain text search: the line is not JSON.
+std::optional<std::string> root_line_kind(std::string_view line) {
+  if (line.find(R"("type":"ROOT")") == std::string_view::npos) return std::nullopt;
+  constexpr std::string_view kRoot = R"("root":")";
+  size_t at = line.find(kRoot);
+  if (at == std::string_view::npos) return "?";
+  std::string_view rest = line.substr(at + kRoot.size());
+  return std::string(rest.substr(0, std::min<size_t>(rest.find('"'), 40)));
+}
+
+void keep_capped(std::vector<BadLine>& list, uint64_t& count, BadLine line) {
+  if (count++ < Heap::kMaxBadLinesKept) list.push_back(std::move(line));
+}
 
 class ChunkBuilder {
  public:
@@ -24,13 +46,41 @@ class ChunkBuilder {
     if (problem.empty()) problem = add(mark);
     if (!problem.empty()) {
       chunk_.references.resize(mark);
-      if (chunk_.bad_line_count++ < Heap::kMaxBadLinesKept) {
-        chunk_.bad_lines.push_back({line.number, std::string(problem)});
+      BadLine bad{line.number, std::string(problem)};
+      if (auto kind = root_line_kind({line.data, line.size})) {
+        ++chunk_.lost_root_lines;
+        bad.consequence = fmt::format(
+            "ROOT line \"{}\" skipped: the objects it references lose this root; reachability "
+            "and retained sizes are incomplete", *kind);
       }
+      keep_capped(chunk_.bad_lines, chunk_.bad_line_count, std::move(bad));
+      return;
     }
+    for (const SkippedValue& value : parser_.skipped_values()) skipped_value(line.number, value, mark);
   }
 
+  // Called after the last line.
+  void finish() { chunk_.non_utf8_lines = parser_.repaired_lines(); }
+
  private:
+  // A value left out of a kept line: says which line, which value and what the rest kept.
+  void skipped_value(uint64_t line_number, const SkippedValue& value, size_t references_mark) {
+    std::string where = record_.kind == DumpRecord::Kind::kRoot
+                            ? fmt::format("ROOT \"{}\"", record_.root_kind)
+                            : fmt::format("object {:#x}", record_.address);
+    std::string consequence = "value skipped";
+    if (record_.kind == DumpRecord::Kind::kRoot) {
+      const size_t kept = chunk_.roots.back().references.size();
+      consequence += fmt::format("; the root's other {} reference{} kept", kept, kept == 1 ? " is" : "s are");
+    } else if (value.field.starts_with("references[")) {
+      const size_t kept = chunk_.references.size() - references_mark;
+      consequence += fmt::format("; the object's other {} reference{} kept", kept, kept == 1 ? " is" : "s are");
+    }
+    keep_capped(chunk_.bad_values, chunk_.bad_value_count,
+                {line_number, fmt::format("{}: {} {} {}", where, value.field, value.text, value.reason),
+                 std::move(consequence)});
+  }
+
   std::string_view add(size_t mark) {
     switch (record_.kind) {
       case DumpRecord::Kind::kRoot:
@@ -51,9 +101,12 @@ class ChunkBuilder {
       return "too many references on one line";
     }
     ObjectType type = parse_object_type(record_.type);
-    if (!record_.name.empty() && (type == ObjectType::kClass || type == ObjectType::kModule)) {
-      chunk_.class_names.emplace_back(static_cast<uint32_t>(chunk_.address.size()),
-                                      chunk_.strings.intern(record_.name));
+    if (type == ObjectType::kClass || type == ObjectType::kModule) {
+      const auto index = static_cast<uint32_t>(chunk_.address.size());
+      if (!record_.name.empty()) chunk_.class_names.emplace_back(index, chunk_.strings.intern(record_.name));
+      if (!record_.real_class_name.empty()) {
+        chunk_.real_class_names.emplace_back(index, chunk_.strings.intern(record_.real_class_name));
+      }
     }
     chunk_.address.push_back(record_.address);
     chunk_.type.push_back(type);
@@ -65,7 +118,16 @@ class ChunkBuilder {
     chunk_.slot_size.push_back(record_.slot_size);
     chunk_.detail.push_back(chunk_.strings.intern(record_.detail));
     chunk_.ref_count.push_back(static_cast<uint32_t>(chunk_.references.size() - mark));
+    if (record_.has_value && type == ObjectType::kString) add_value(static_cast<ObjectId>(chunk_.address.size() - 1));
     return {};
+  }
+
+  void add_value(ObjectId id) {
+    StringValue& value = chunk_.string_values.emplace_back();
+    value.id = id;
+    value.length = static_cast<uint32_t>(std::min<size_t>(record_.value.size(), UINT32_MAX));
+    value.hash = std::hash<std::string_view>()(record_.value);
+    std::copy_n(record_.value.data(), std::min(record_.value.size(), StringValue::kHeadSize), value.head.data());
   }
 
   uint32_t site_of(std::string_view file, uint32_t line) {
@@ -103,18 +165,22 @@ void ParsedChunk::clear() {
   detail.clear();
   ref_count.clear();
   references.clear();
+  string_values.clear();
   strings = StringPool();
   sites.resize(1);
   class_names.clear();
+  real_class_names.clear();
   roots.clear();
   shape_count = shape_memsize = lines = non_blank_lines = bad_line_count = 0;
+  lost_root_lines = bad_value_count = non_utf8_lines = 0;
   bad_lines.clear();
+  bad_values.clear();
 }
 
-void parse_chunk(const char* data, size_t size, size_t capacity, ParsedChunk& out) {
+void parse_chunk(const char* data, size_t size, size_t capacity, bool file_start, ParsedChunk& out) {
   ChunkBuilder builder(out);
   Line line;
-  size_t offset = 0;
+  size_t offset = file_start && std::string_view(data, size).starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0;
   uint64_t number = 0;
   while (offset < size) {
     const void* newline = std::memchr(data + offset, '\n', size - offset);
@@ -127,6 +193,7 @@ void parse_chunk(const char* data, size_t size, size_t capacity, ParsedChunk& ou
     builder.line(line);
     offset = end + 1;
   }
+  builder.finish();
 }
 
 }  // namespace memprof::heap

@@ -28,10 +28,12 @@ struct ParsedChunk {
   std::vector<uint32_t> detail;      // index into strings, 0: none
   std::vector<uint32_t> ref_count;   // references per object, in order in `references`
   std::vector<uint64_t> references;
+  std::vector<StringValue> string_values;  // ids relative to the chunk
 
   StringPool strings;                                       // chunk-local, 0 = ""
   std::vector<std::pair<uint32_t, uint32_t>> sites{{0, 0}};  // (file string, line)
   std::vector<std::pair<uint32_t, uint32_t>> class_names;   // (object index in chunk, string)
+  std::vector<std::pair<uint32_t, uint32_t>> real_class_names;  // likewise
   struct Root {
     uint32_t kind;  // string
     std::vector<uint64_t> references;
@@ -41,15 +43,22 @@ struct ParsedChunk {
   uint64_t shape_memsize = 0;
   uint64_t lines = 0;            // lines in the chunk
   uint64_t non_blank_lines = 0;
-  std::vector<BadLine> bad_lines;  // line numbers relative to the chunk (1 = its first line)
+  // Line numbers relative to the chunk (1 = its first line); each list capped at
+  // Heap::kMaxBadLinesKept, the counts are totals.
+  std::vector<BadLine> bad_lines;   // lines skipped
   uint64_t bad_line_count = 0;
+  uint64_t lost_root_lines = 0;     // skipped lines that were ROOT lines
+  std::vector<BadLine> bad_values;  // values skipped in kept lines
+  uint64_t bad_value_count = 0;
+  uint64_t non_utf8_lines = 0;
 
   // Empties the chunk for the next block, keeping the arrays' capacity.
   void clear();
 };
 
 // Parses `size` bytes at `data` (complete lines; the last may lack its '\n'). `capacity` bytes
-// from `data` must be readable, capacity >= size + kLinePadding.
-void parse_chunk(const char* data, size_t size, size_t capacity, ParsedChunk& out);
+// from `data` must be readable, capacity >= size + kLinePadding. `file_start`: the bytes begin
+// the file, where a UTF-8 byte order mark (which some editors and tools add) is skipped.
+void parse_chunk(const char* data, size_t size, size_t capacity, bool file_start, ParsedChunk& out);
 
 }  // namespace memprof::heap

@@ -4,14 +4,17 @@
 #include <functional>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "heap/analysis.h"
+#include "heap/top_lists.h"
 
 namespace memprof::heap {
 namespace {
 
-// A 64-bit digest of (type, class label, file, line) comparable across dumps: computed from the
-// strings, not from ids that are private to each dump. Cached per class and per site.
+// 64-bit digests comparable across dumps, computed from strings, not from ids private to each
+// dump: of an object's class (class label and type) and of its signature (class and site).
+// Cached per class and per site.
 class Signatures {
  public:
   explicit Signatures(const Heap& heap) : heap_(heap), site_hash_(heap.sites.size()) {
@@ -20,30 +23,19 @@ class Signatures {
       site_hash_[s] = hash(heap.str(heap.sites[s].file)) * 31 + heap.sites[s].line;
     }
   }
-  uint64_t of(ObjectId id) {
-    // What class_label() depends on, tagged in the top bits: the IMEMO type, the class object,
-    // or (no class) the object type.
-    uint64_t key;
-    if (heap_.type[id] == ObjectType::kImemo) {
-      key = (uint64_t{1} << 62) | heap_.detail[id];
-    } else if (heap_.class_of[id] != kNoObject) {
-      key = (uint64_t{2} << 62) | (uint64_t{heap_.class_of[id]} << 8) | static_cast<uint64_t>(heap_.type[id]);
-    } else {
-      key = (uint64_t{3} << 62) | static_cast<uint64_t>(heap_.type[id]);
+  uint64_t class_of(ObjectId id) {
+    auto [it, inserted] = class_hash_.try_emplace(class_key(heap_, id), 0);
+    if (inserted) {
+      it->second = std::hash<std::string>()(heap_.class_label(id)) * 131 + static_cast<uint64_t>(heap_.type[id]);
     }
-    auto found = class_hash_.find(key);
-    if (found == class_hash_.end()) {
-      uint64_t h = std::hash<std::string>()(heap_.class_label(id)) * 131 +
-                   static_cast<uint64_t>(heap_.type[id]);
-      found = class_hash_.emplace(key, h).first;
-    }
-    return found->second * 0x9E3779B97F4A7C15ull + site_hash_[heap_.site[id]];
+    return it->second;
   }
+  uint64_t of(ObjectId id) { return class_of(id) * 0x9E3779B97F4A7C15ull + site_hash_[heap_.site[id]]; }
 
  private:
   const Heap& heap_;
   std::vector<uint64_t> site_hash_;
-  std::unordered_map<uint64_t, uint64_t> class_hash_;
+  std::unordered_map<ClassKey, uint64_t, ClassKeyHash> class_hash_;
 };
 
 uint32_t max_generation(const Heap& heap) {
@@ -54,100 +46,216 @@ uint32_t max_generation(const Heap& heap) {
   return best;
 }
 
-uint64_t pair_key(uint64_t signature, uint32_t generation) {
+uint64_t with_generation(uint64_t signature, uint32_t generation) {
   return signature * 0x100000001B3ull ^ generation;
 }
 
+// Takes one from the count of `key`, if any is left.
+bool take(std::unordered_map<uint64_t, int64_t>& counts, uint64_t key) {
+  auto found = counts.find(key);
+  if (found == counts.end() || found->second <= 0) return false;
+  --found->second;
+  return true;
+}
+
+// Groups objects of B into rows by (location, class), memsize descending, each with up to
+// `samples` of its largest objects.
+std::vector<DiffRow> group_rows(const Heap& b, const std::vector<ObjectId>& ids, size_t samples,
+                                std::string_view no_site) {
+  std::map<std::pair<std::string, std::string>, std::pair<DiffRow, std::vector<ObjectId>>> groups;
+  for (ObjectId id : ids) {
+    std::string location = b.site_label(id);
+    if (location.empty()) location = std::string(no_site);
+    auto& [row, members] = groups[{location, b.class_label(id)}];
+    ++row.count;
+    row.memsize += b.memsize[id];
+    if (samples > 0) members.push_back(id);
+  }
+  std::vector<DiffRow> rows;
+  for (auto& [key, group] : groups) {
+    auto& [row, members] = group;
+    row.location = key.first;
+    row.class_name = key.second;
+    row.samples = largest_first(b, members, samples);
+    rows.push_back(std::move(row));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& x, const DiffRow& y) {
+    if (x.memsize != y.memsize) return x.memsize > y.memsize;
+    return x.count > y.count;
+  });
+  return rows;
+}
+
+constexpr std::string_view kNoAllocationInfo = "(no allocation info)";
+
 }  // namespace
 
-DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c) {
+DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOptions& options) {
   DiffResult result;
   result.has_third = c != nullptr;
   Signatures sig_a(a), sig_b(b);
-  const uint32_t a_max = max_generation(a);
-  result.generations = a_max != kNoGeneration && max_generation(b) != kNoGeneration;
+  result.max_generation_a = max_generation(a);
+  result.max_generation_b = max_generation(b);
+  const uint32_t a_max = result.max_generation_a;
+  const bool traced = a_max != kNoGeneration && result.max_generation_b != kNoGeneration;
+  result.generations = traced;
 
-  // 1. New in B.
+  // Objects of A per class not yet matched with an old object of B (only needed with
+  // generations, for the objects of B that have none).
+  std::unordered_map<uint64_t, int64_t> room_in_a;
+  if (traced) {
+    for (ObjectId id = 0; id < a.size(); ++id) ++room_in_a[sig_a.class_of(id)];
+  }
+  auto old = [&](ObjectId id) {
+    if (traced) --room_in_a[sig_b.class_of(id)];
+  };
+
+  // 1. Which objects of B are new.
   std::vector<ObjectId> fresh;
-  std::vector<uint64_t> fresh_signature;
+  std::vector<ObjectId> newest;         // of A's newest generation, not at their address in A
+  std::vector<ObjectId> no_generation;  // traced dumps: without generation, not held by A
+  std::vector<uint8_t> claimed_a(a.size(), 0);
   for (ObjectId id = 0; id < b.size(); ++id) {
-    uint64_t signature = sig_b.of(id);
-    ObjectId in_a = a.find(b.address[id]);
-    if (in_a != kNoObject) {
-      if (sig_a.of(in_a) == signature) continue;
-      ++result.address_mismatches;
-    }
-    if (result.generations) {
-      uint32_t g = b.generation[id];
-      // Untraced objects were allocated before tracing began, hence before A; traced ones
-      // below A's highest generation were allocated before A's last GC.
-      if (g == kNoGeneration || g < a_max) {
+    if (options.selection != nullptr && !(*options.selection)(id)) continue;
+    const uint32_t g = b.generation[id];
+    const ObjectId in_a = a.find(b.address[id]);
+    const bool same = in_a != kNoObject && !claimed_a[in_a] && sig_a.of(in_a) == sig_b.of(id) &&
+                      a.generation[in_a] == g;
+    if (in_a != kNoObject && !same) ++result.address_mismatches;
+    if (same) claimed_a[in_a] = 1;
+    if (traced && g != kNoGeneration) {
+      if (g < a_max || (g == a_max && same)) {
         ++result.old_by_generation;
-        continue;
+        old(id);
+      } else if (g > a_max) {
+        ++result.new_by_generation;
+        fresh.push_back(id);
+      } else {
+        newest.push_back(id);
+      }
+    } else if (same) {
+      old(id);
+    } else if (traced) {
+      no_generation.push_back(id);
+    } else {
+      fresh.push_back(id);
+    }
+  }
+  // A's newest generation: old when A holds an unclaimed object of the same class, site and
+  // generation (moved since), else new.
+  if (!newest.empty()) {
+    std::unordered_map<uint64_t, int64_t> unclaimed;
+    for (ObjectId id = 0; id < a.size(); ++id) {
+      if (!claimed_a[id] && a.generation[id] == a_max) ++unclaimed[sig_a.of(id)];
+    }
+    for (ObjectId id : newest) {
+      if (take(unclaimed, sig_b.of(id))) {
+        ++result.old_by_generation;
+        old(id);
+      } else {
+        ++result.new_by_generation;
+        fresh.push_back(id);
       }
     }
-    fresh.push_back(id);
-    fresh_signature.push_back(signature);
+  }
+  // No generation: A's objects of the class that no old object of B accounts for may be them;
+  // the others are new.
+  std::vector<ObjectId> undecided;
+  for (ObjectId id : no_generation) {
+    if (take(room_in_a, sig_b.class_of(id))) {
+      undecided.push_back(id);
+      result.undecided_memsize += b.memsize[id];
+    } else {
+      ++result.new_by_class_count;
+      fresh.push_back(id);
+    }
+  }
+  result.undecided_count = undecided.size();
+  std::sort(fresh.begin(), fresh.end());
+  for (ObjectId id : fresh) {
     ++result.new_count;
     result.new_memsize += b.memsize[id];
   }
 
-  // 2. Still alive in C: by address first, then (with generations) by signature + generation
-  // among the objects of C no address match claimed.
-  std::vector<uint8_t> kept(fresh.size(), c == nullptr ? 1 : 0);
-  if (c != nullptr) {
+  // 2. Which of them are still alive in C.
+  std::vector<ObjectId> kept;
+  if (c == nullptr) {
+    kept = fresh;
+  } else {
+    result.max_generation_c = max_generation(*c);
     Signatures sig_c(*c);
-    std::vector<uint8_t> claimed(c->size(), 0);
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      ObjectId in_c = c->find(b.address[fresh[i]]);
-      if (in_c != kNoObject && !claimed[in_c] && sig_c.of(in_c) == fresh_signature[i]) {
-        claimed[in_c] = 1;
-        kept[i] = 1;
+    std::vector<uint8_t> claimed_c(c->size(), 0);
+    std::vector<ObjectId> missing;  // not at their address in C
+    for (ObjectId id : fresh) {
+      const ObjectId in_c = c->find(b.address[id]);
+      if (in_c != kNoObject && !claimed_c[in_c] && sig_c.of(in_c) == sig_b.of(id) &&
+          c->generation[in_c] == b.generation[id]) {
+        claimed_c[in_c] = 1;
+        kept.push_back(id);
+      } else {
+        missing.push_back(id);
       }
     }
-    if (result.generations && max_generation(*c) != kNoGeneration) {
-      std::unordered_map<uint64_t, uint32_t> unclaimed;
+    if (traced && result.max_generation_c != kNoGeneration) {
+      // Moved: an unclaimed object of C with the same class, site and generation.
+      std::unordered_map<uint64_t, int64_t> moved;
+      // Moved by GC.compact on Ruby 3.1 (allocation info dropped): C's objects of the class
+      // without generation, beyond B's own such objects that were not new.
+      std::unordered_map<uint64_t, int64_t> without_generation;
       for (ObjectId id = 0; id < c->size(); ++id) {
-        if (!claimed[id] && c->generation[id] != kNoGeneration) {
-          ++unclaimed[pair_key(sig_c.of(id), c->generation[id])];
+        if (claimed_c[id]) continue;
+        if (c->generation[id] != kNoGeneration) {
+          ++moved[with_generation(sig_c.of(id), c->generation[id])];
+        } else {
+          ++without_generation[sig_c.class_of(id)];
         }
       }
-      for (size_t i = 0; i < fresh.size(); ++i) {
-        if (kept[i]) continue;
-        auto found = unclaimed.find(pair_key(fresh_signature[i], b.generation[fresh[i]]));
-        if (found != unclaimed.end() && found->second > 0) {
-          --found->second;
-          kept[i] = 1;
+      std::vector<uint8_t> is_fresh(b.size(), 0);
+      for (ObjectId id : fresh) is_fresh[id] = 1;
+      for (ObjectId id = 0; id < b.size(); ++id) {
+        if (!is_fresh[id] && b.generation[id] == kNoGeneration) --without_generation[sig_b.class_of(id)];
+      }
+      for (ObjectId id : missing) {
+        if (b.generation[id] != kNoGeneration && take(moved, with_generation(sig_b.of(id), b.generation[id]))) {
           ++result.kept_by_generation;
+          kept.push_back(id);
+        } else if (take(without_generation, sig_b.class_of(id))) {
+          ++result.kept_by_class;
+          kept.push_back(id);
         }
       }
     }
+    std::sort(kept.begin(), kept.end());
   }
-
-  // 3. Group the kept objects by (site, class label).
-  std::map<std::pair<std::string, std::string>, DiffRow> groups;
-  for (size_t i = 0; i < fresh.size(); ++i) {
-    if (!kept[i]) continue;
-    ObjectId id = fresh[i];
+  for (ObjectId id : kept) {
     ++result.kept_count;
     result.kept_memsize += b.memsize[id];
-    std::string location = b.site_label(id);
-    if (location.empty()) location = std::string(kNoSite);
-    std::string class_name = b.class_label(id);
-    DiffRow& row = groups[{location, class_name}];
-    if (row.count == 0) {
-      row.location = location;
-      row.class_name = class_name;
-    }
-    ++row.count;
-    row.memsize += b.memsize[id];
   }
-  for (auto& [key, row] : groups) result.rows.push_back(std::move(row));
-  std::stable_sort(result.rows.begin(), result.rows.end(), [](const DiffRow& x, const DiffRow& y) {
-    if (x.memsize != y.memsize) return x.memsize > y.memsize;
-    return x.count > y.count;
-  });
+
+  // 3. Rows.
+  result.rows = group_rows(b, kept, options.samples, kNoSite);
+  result.undecided_rows = group_rows(b, undecided, options.samples, kNoAllocationInfo);
   return result;
+}
+
+Status check_dump_order(const Heap& earlier, std::string_view earlier_name, const Heap& later,
+                        std::string_view later_name) {
+  const uint32_t earlier_max = max_generation(earlier), later_max = max_generation(later);
+  if (earlier_max != kNoGeneration && later_max != kNoGeneration && later_max < earlier_max) {
+    return err("{} cannot have been taken after {}: its newest allocation generation ({}) is older "
+               "than that of {} ({}); give the dumps in the order they were taken",
+               later_name, earlier_name, later_max, earlier_name, earlier_max);
+  }
+  // Ruby never moves heap pages: a later dump of the same process keeps objects in pages the
+  // earlier one had (its oldest objects at least). Regions of 64 KiB cover a page on every
+  // Ruby version.
+  std::unordered_set<uint64_t> pages;
+  for (uint64_t address : earlier.address) pages.insert(address >> 16);
+  for (uint64_t address : later.address) {
+    if (pages.count(address >> 16) != 0) return ok_status();
+  }
+  return err("{} and {} share no heap page: they come from different processes (or one "
+             "restarted in between)", earlier_name, later_name);
 }
 
 }  // namespace memprof::heap

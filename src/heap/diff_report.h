@@ -13,10 +13,20 @@ struct DiffNames {
   std::string_view a, b, c;  // c empty: two-dump diff
 };
 
-std::string render_diff_text(const DiffNames& names, const DiffResult& diff, size_t top);
-// {"a","b","c"?,"new":{count,memsize},"kept":{count,memsize},"generations":bool,
-//  "old_by_generation","kept_by_generation","address_mismatches",
-//  "by_location_and_class":[{"location","class","count","memsize"}]}
-std::string render_diff_json(const DiffNames& names, const DiffResult& diff, size_t top);
+struct DiffReportContext {
+  DiffNames names;
+  const Heap& b;           // the dump the rows' sample objects belong to
+  size_t top = 20;         // rows per table; 0: all
+  std::string filter;      // ObjectFilter::describe(), "" when none
+};
+
+std::string render_diff_text(const DiffReportContext& context, const DiffResult& diff);
+// {"a","b","c"?,"filter"?,"new":{count,memsize},"kept":{count,memsize},"generations":bool,
+//  "max_generation":{"a","b","c"?} (null when absent),
+//  "decided":{"new_by_generation","old_by_generation","new_by_class_count"},
+//  "undecided":{count,memsize},"kept_by_generation","kept_by_class","address_mismatches",
+//  "by_location_and_class":[{"location","class","count","memsize","samples"?}],
+//  "undecided_by_class":[{"location","class","count","memsize","samples"?}]}
+std::string render_diff_json(const DiffReportContext& context, const DiffResult& diff);
 
 }  // namespace memprof::heap

@@ -27,6 +27,22 @@ Result<size_t> pread_all(int fd, char* out, size_t length, uint64_t position, co
   return total;
 }
 
+// The file position just after the first '\n' at or after `position`, or the file size when
+// there is none: scanned in small reads, so that finding the end of a 100 MB line costs one
+// pass over it and no buffer of its size.
+Result<uint64_t> find_line_end(int fd, uint64_t file_size, uint64_t position, const std::string& name) {
+  std::vector<char> scratch(size_t{1} << 16);
+  while (position < file_size) {
+    MEMPROF_TRY(n, pread_all(fd, scratch.data(), scratch.size(), position, name));
+    if (n == 0) break;
+    if (const void* newline = std::memchr(scratch.data(), '\n', n)) {
+      return position + static_cast<uint64_t>(static_cast<const char*>(newline) - scratch.data()) + 1;
+    }
+    position += n;
+  }
+  return file_size;
+}
+
 }  // namespace
 
 Status read_file_block(int fd, uint64_t file_size, uint64_t begin, uint64_t end,
@@ -35,49 +51,43 @@ Status read_file_block(int fd, uint64_t file_size, uint64_t begin, uint64_t end,
   block.size = 0;
   end = std::min(end, file_size);
   if (begin >= end) return ok_status();
-  // One byte before `begin` tells whether a line starts exactly at `begin`.
+  // One byte before `begin` tells whether a line starts exactly at `begin`; the slack after
+  // `end` usually holds the rest of the last line.
   const uint64_t start = begin == 0 ? 0 : begin - 1;
-  size_t wanted = static_cast<size_t>(end - start) + (64 << 10);  // room for the last line
-  size_t filled = 0;
-  uint64_t first_line = begin == 0 ? 0 : UINT64_MAX;  // file position of the first owned line
-  for (;;) {
-    if (block.bytes.size() < wanted + kLinePadding) block.bytes.resize(wanted + kLinePadding);
-    MEMPROF_TRY(n, pread_all(fd, block.bytes.data() + filled, wanted - filled, start + filled, name));
-    size_t scan_from = filled;
-    filled += n;
-    const bool at_eof = start + filled >= file_size || n == 0;
-    const char* data = block.bytes.data();
-    if (first_line == UINT64_MAX) {
-      const void* newline = std::memchr(data + scan_from, '\n', filled - scan_from);
-      if (newline != nullptr) {
-        first_line = start + static_cast<uint64_t>(static_cast<const char*>(newline) - data) + 1;
-        if (first_line >= end) return ok_status();  // a line from before covers the whole block
-      } else if (at_eof) {
-        return ok_status();
-      } else {
-        wanted *= 2;
-        continue;
-      }
-    }
-    // The last owned line ends at the first '\n' at or after end - 1.
-    size_t search_from = static_cast<size_t>(std::max<uint64_t>(end - 1, first_line) - start);
-    if (search_from < filled) {
-      const void* newline = std::memchr(data + search_from, '\n', filled - search_from);
-      if (newline != nullptr || at_eof) {
-        size_t stop = newline != nullptr
-                          ? static_cast<size_t>(static_cast<const char*>(newline) - data) + 1
-                          : filled;
-        block.offset = static_cast<size_t>(first_line - start);
-        block.size = stop - block.offset;
-        return ok_status();
-      }
-    } else if (at_eof) {  // the file shrank while being read: keep what is there
-      block.offset = static_cast<size_t>(first_line - start);
-      block.size = filled > block.offset ? filled - block.offset : 0;
-      return ok_status();
-    }
-    wanted *= 2;  // the last line is longer than the slack: read more of it
+  const size_t wanted = static_cast<size_t>(end - start) + (64 << 10);
+  if (block.bytes.size() < wanted + kLinePadding) block.bytes.resize(wanted + kLinePadding);
+  MEMPROF_TRY(n, pread_all(fd, block.bytes.data(), wanted, start, name));
+  size_t filled = n;
+  const char* data = block.bytes.data();
+  // The first owned line starts after the first '\n' at or after begin - 1, before `end`: a
+  // block inside one long line owns nothing (and reads no more of it).
+  uint64_t first = 0;
+  if (begin != 0) {
+    const size_t scan = std::min(filled, static_cast<size_t>(end - start));
+    const void* newline = std::memchr(data, '\n', scan);
+    if (newline == nullptr) return ok_status();
+    first = start + static_cast<uint64_t>(static_cast<const char*>(newline) - data) + 1;
+    if (first >= end) return ok_status();
   }
+  // The last owned line ends at the first '\n' at or after end - 1.
+  uint64_t stop = start + filled;  // the file shrank while being read: keep what is there
+  const size_t search_from = static_cast<size_t>(std::max<uint64_t>(end - 1, first) - start);
+  const void* newline =
+      search_from < filled ? std::memchr(data + search_from, '\n', filled - search_from) : nullptr;
+  if (newline != nullptr) {
+    stop = start + static_cast<uint64_t>(static_cast<const char*>(newline) - data) + 1;
+  } else if (start + filled < file_size && filled == wanted) {
+    // A line longer than the slack: find its end, then read the rest of it at once.
+    MEMPROF_TRY(line_end, find_line_end(fd, file_size, start + filled, name));
+    const size_t need = static_cast<size_t>(line_end - start);
+    block.bytes.resize(need + kLinePadding);
+    MEMPROF_TRY(more, pread_all(fd, block.bytes.data() + filled, need - filled, start + filled, name));
+    filled += more;
+    stop = start + filled;
+  }
+  block.offset = static_cast<size_t>(first - start);
+  block.size = static_cast<size_t>(stop - first);
+  return ok_status();
 }
 
 }  // namespace memprof::heap

@@ -91,19 +91,44 @@ uint64_t Heap::build_index() {
   return duplicates;
 }
 
+std::string_view Heap::own_name(ObjectId klass) const {
+  auto found = class_names.find(klass);
+  if (found != class_names.end()) return str(found->second);
+  found = real_class_names.find(klass);
+  return found == real_class_names.end() ? std::string_view{} : str(found->second);
+}
+
 std::string_view Heap::class_name(ObjectId id) const {
   ObjectId klass = class_of[id];
-  if (klass == kNoObject) return {};
-  auto found = class_names.find(klass);
-  return found == class_names.end() ? std::string_view{} : str(found->second);
+  return klass == kNoObject ? std::string_view{} : own_name(klass);
 }
 
 std::string Heap::class_label(ObjectId id) const {
   if (type[id] == ObjectType::kImemo) return fmt::format("(IMEMO:{})", str(detail[id]));
-  std::string_view name = class_name(id);
-  if (!name.empty()) return std::string(name);
-  if (class_of[id] != kNoObject) return fmt::format("#<Class:{:#x}>", address[class_of[id]]);
+  std::string label;
+  if (std::string_view name = class_name(id); !name.empty()) {
+    label = name;
+  } else if (class_of[id] != kNoObject) {
+    label = fmt::format("#<Class:{:#x}>", address[class_of[id]]);
+  }
+  // A DATA object's class says little (Ruby's own tables are "Object"); its C struct says
+  // what it is.
+  if (type[id] == ObjectType::kData && detail[id] != 0) {
+    return label.empty() ? fmt::format("(DATA:{})", str(detail[id]))
+                         : fmt::format("{} ({})", label, str(detail[id]));
+  }
+  if (!label.empty()) return label;
   return fmt::format("({})", object_type_name(type[id]));
+}
+
+std::string Heap::object_label(ObjectId id) const {
+  if (type[id] != ObjectType::kClass && type[id] != ObjectType::kModule) return class_label(id);
+  if (auto found = class_names.find(id); found != class_names.end()) return std::string(str(found->second));
+  const std::string anonymous = fmt::format("#<{}:{:#x}>", type[id] == ObjectType::kModule ? "Module" : "Class", address[id]);
+  if (auto found = real_class_names.find(id); found != real_class_names.end()) {
+    return fmt::format("{} (singleton class of a {})", anonymous, str(found->second));
+  }
+  return anonymous;
 }
 
 std::string Heap::site_label(ObjectId id) const {

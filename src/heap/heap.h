@@ -13,10 +13,13 @@
 // dominators.h) work on it without copying it.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,10 +67,25 @@ struct Site {
 };
 using SiteId = uint32_t;  // index into Heap::sites; 0 is the empty site
 
-// One line the loader skipped, with the reason (e.g. "invalid JSON", "missing address").
+// A problem the loader found on one line: the whole line skipped (e.g. "invalid JSON", "missing
+// address"), or one value of it skipped while the rest of the line is kept (e.g. one reference
+// that is not an address).
 struct BadLine {
   uint64_t line_number = 0;  // 1-based line number in the (decompressed) dump
-  std::string message;
+  std::string message;       // what is wrong: "invalid JSON", "references[2] \"zz\" is not an address"
+  std::string consequence = "line skipped";  // what was lost because of it
+};
+
+// The value of a String the dump holds in full (Ruby writes "value" for ASCII strings only), as
+// much as the duplicate-strings report needs: a digest of the whole value and its first bytes.
+struct StringValue {
+  static constexpr size_t kHeadSize = 24;
+  ObjectId id = 0;
+  uint32_t length = 0;  // bytes of the value as the dump writes it (JSON escapes kept), capped
+  uint64_t hash = 0;    // of those bytes
+  std::array<char, kHeadSize> head{};  // the first of them (fewer when length is smaller)
+
+  std::string_view head_text() const { return {head.data(), std::min<size_t>(length, kHeadSize)}; }
 };
 
 struct Heap {
@@ -97,10 +115,15 @@ struct Heap {
   // ---- names ----
   StringPool strings;
   std::vector<Site> sites;  // sites[0] is the empty site
-  // "name" of CLASS/MODULE objects or, when they have none, their "real_class_name" (Ruby 3.0+
-  // writes it for singleton classes: the class Ruby's obj.class would answer, e.g. "Class" for
-  // the singleton class of a class). Absent for anonymous classes and ICLASSes.
+  // "name" of CLASS/MODULE objects. Absent for anonymous classes, singleton classes and ICLASSes.
   std::unordered_map<ObjectId, StringId> class_names;
+  // "real_class_name" of CLASS objects without a name (Ruby 3.0+ writes it for singleton
+  // classes): the class Ruby's obj.class answers for their object, e.g. "Class" for the
+  // singleton class of a class.
+  std::unordered_map<ObjectId, StringId> real_class_names;
+
+  // STRING objects whose value the dump holds, in id order.
+  std::vector<StringValue> string_values;
 
   // ---- roots, shapes, diagnostics ----
   std::vector<RootSet> roots;
@@ -108,10 +131,15 @@ struct Heap {
   uint64_t shape_memsize = 0;   // sum of their "memsize" fields
   uint64_t lines = 0;           // lines read, including bad and blank ones
   uint64_t input_bytes = 0;     // decompressed bytes read
-  uint64_t dangling_references = 0;
+  uint64_t dangling_references = 0;  // references to addresses no object line has (dropped)
   uint64_t duplicate_addresses = 0;  // later lines reusing an address; references go to the first
-  std::vector<BadLine> bad_lines;    // capped at kMaxBadLinesKept; bad_line_count has the total
-  uint64_t bad_line_count = 0;
+  std::vector<BadLine> bad_lines;    // lines skipped; capped at kMaxBadLinesKept, bad_line_count
+  uint64_t bad_line_count = 0;       // has the total
+  uint64_t lost_root_lines = 0;      // of the skipped lines, those that were ROOT lines
+  std::vector<BadLine> bad_values;   // values skipped in lines that were kept; capped likewise
+  uint64_t bad_value_count = 0;
+  uint64_t non_utf8_lines = 0;       // lines with bytes that are not UTF-8 (Ruby writes file
+                                     // names as raw bytes), read with U+FFFD in their place
   static constexpr size_t kMaxBadLinesKept = 1000;
 
   size_t size() const { return address.size(); }
@@ -126,13 +154,21 @@ struct Heap {
   // lookups ahead (each find is otherwise a cache miss).
   void prefetch(uint64_t address) const;
 
+  // The name of the class object `klass` as obj.class would say it: its "name", else its
+  // "real_class_name" (singleton classes); "" for anonymous classes.
+  std::string_view own_name(ObjectId klass) const;
   // "name" of the object's class ("String", "ActiveRecord::Base"), or "" when the class is
   // anonymous, missing from the dump, or the object has no class field.
   std::string_view class_name(ObjectId id) const;
   // What reports group objects by: class_name(); for IMEMO objects "(IMEMO:<imemo_type>)"
   // (their class field is not a class); "#<Class:0x...>" for an anonymous class; "(TYPE)"
-  // when there is no class at all.
+  // when there is no class at all. DATA objects add their C struct: "Thread (VM/thread)",
+  // "(DATA:encoding)" without a class.
   std::string class_label(ObjectId id) const;
+  // What reports call one object: class and module objects by their own name ("Concurrent",
+  // "#<Class:0x7f...>" when anonymous, "#<Class:0x7f...> (singleton class of a Foo)"); any
+  // other object by class_label().
+  std::string object_label(ObjectId id) const;
   // "file:line" or "" when not traced.
   std::string site_label(ObjectId id) const;
 
@@ -153,5 +189,11 @@ struct Heap {
     unsigned shift = 64;
   } index;
 };
+
+// The object's allocation generation, or nullopt when the dump has none for it.
+inline std::optional<uint64_t> generation_of(const Heap& heap, ObjectId id) {
+  if (heap.generation[id] == kNoGeneration) return std::nullopt;
+  return heap.generation[id];
+}
 
 }  // namespace memprof::heap

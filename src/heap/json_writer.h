@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,16 @@ class JsonWriter {
   void field(std::string_view name, std::string_view text) { key(name); value(text); }
   void field(std::string_view name, const char* text) { key(name); value(text); }
   void field(std::string_view name, uint64_t number) { key(name); value(number); }
+  // The value, or null when there is none.
+  void field_or_null(std::string_view name, std::optional<std::string_view> text) {
+    key(name);
+    text ? value(*text) : raw("null");
+  }
+  void field_or_null(std::string_view name, std::optional<uint64_t> number) {
+    key(name);
+    number ? value(*number) : raw("null");
+  }
+  void flag(std::string_view name, bool set) { key(name); raw(set ? "true" : "false"); }
 
   const std::string& str() const { return out_; }
 

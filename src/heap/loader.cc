@@ -31,6 +31,7 @@ constexpr size_t kBlocksInFlight = 3;
 
 struct Block {
   FileBlock data;
+  bool file_start = false;  // the block begins the input
   ParsedChunk parsed;
   std::future<Status> done;
 };
@@ -92,7 +93,7 @@ class Loader {
   Status pipeline(Next next, Read read) {
     std::deque<std::unique_ptr<Block>> in_flight;
     std::vector<std::unique_ptr<Block>> spare;
-    for (;;) {
+    for (bool first = true;; first = false) {
       std::unique_ptr<Block> block;
       if (spare.empty()) {
         block = std::make_unique<Block>();
@@ -102,6 +103,7 @@ class Loader {
         block->parsed.clear();
       }
       bool last = false;
+      block->file_start = first;
       auto more = next(*block, last);
       if (!more.ok()) return more.error();  // in-flight futures finish in their destructors
       if (!*more) break;
@@ -120,7 +122,7 @@ class Loader {
       MEMPROF_TRY_STATUS(read(block));
       const FileBlock& data = block.data;
       parse_chunk(data.bytes.data() + data.offset, data.size, data.bytes.size() - data.offset,
-                  block.parsed);
+                  block.file_start, block.parsed);
       return ok_status();
     };
     if (!inline_work) {
@@ -142,8 +144,38 @@ class Loader {
       return err("{}: not a heap dump (line {}: {})", name_, heap_.bad_lines.front().line_number,
                  heap_.bad_lines.front().message);
     }
+    if (heap_.size() == 0) {
+      return err("{}: no objects in the dump ({} ROOT line{}, {} SHAPE line{}, {} line{} skipped)",
+                 name_, raw_roots_.size(), raw_roots_.size() == 1 ? "" : "s", heap_.shape_count,
+                 heap_.shape_count == 1 ? "" : "s", heap_.bad_line_count,
+                 heap_.bad_line_count == 1 ? "" : "s");
+    }
     resolve();
+    summarize();
     return std::move(heap_);
+  }
+
+  // What the per-line warnings do not show: problems found across the whole dump.
+  void summarize() {
+    if (options_.warnings == nullptr) return;
+    auto warn_count = [&](uint64_t count, std::string_view one, std::string_view many,
+                          std::string_view consequence) {
+      if (count == 0) return;
+      fmt::print(options_.warnings, "memprof: warning: {}: {} {} ({})\n", name_, count,
+                 count == 1 ? one : many, consequence);
+    };
+    warn_count(heap_.duplicate_addresses, "object line repeats the address of an earlier one",
+               "object lines repeat the address of an earlier one",
+               "references go to the first object with the address");
+    warn_count(heap_.dangling_references, "reference points to an address no object line has",
+               "references point to addresses no object line has",
+               "dropped; a truncated or partial dump?");
+    warn_count(heap_.non_utf8_lines, "line holds bytes that are not UTF-8",
+               "lines hold bytes that are not UTF-8",
+               "read with U+FFFD in their place; Ruby writes file names as raw bytes");
+    warn_count(heap_.lost_root_lines, "ROOT line could not be read", "ROOT lines could not be read",
+               "the objects they reference lose that root; reachability and retained sizes are "
+               "incomplete");
   }
 
   void reserve(uint64_t bytes) {
@@ -161,6 +193,7 @@ class Loader {
     heap_.ref_begin.reserve(objects + 1);
     raw_classes_.reserve(objects);
     raw_references_.reserve(references);
+    heap_.string_values.reserve(objects / 4);  // about a quarter of the objects are Strings
   }
 
   Status merge_front(std::deque<std::unique_ptr<Block>>& in_flight,
@@ -177,8 +210,12 @@ class Loader {
     const uint64_t line_base = heap_.lines;
     heap_.lines += chunk.lines;
     non_blank_lines_ += chunk.non_blank_lines;
-    for (const BadLine& bad : chunk.bad_lines) bad_line(line_base + bad.line_number, bad.message);
-    heap_.bad_line_count += chunk.bad_line_count - chunk.bad_lines.size();
+    for (const BadLine& bad : chunk.bad_lines) problem(heap_.bad_lines, line_base, bad);
+    heap_.bad_line_count += chunk.bad_line_count;
+    heap_.lost_root_lines += chunk.lost_root_lines;
+    for (const BadLine& bad : chunk.bad_values) problem(heap_.bad_values, line_base, bad);
+    heap_.bad_value_count += chunk.bad_value_count;
+    heap_.non_utf8_lines += chunk.non_utf8_lines;
 
     const size_t objects = chunk.address.size();
     if (heap_.size() + objects >= kNoObject ||
@@ -209,7 +246,13 @@ class Loader {
       offset += chunk.ref_count[i];
     }
     append(raw_references_, chunk.references);
+    const size_t values_before = heap_.string_values.size();
+    append(heap_.string_values, chunk.string_values);
+    for (size_t i = values_before; i < heap_.string_values.size(); ++i) heap_.string_values[i].id += base;
     for (auto [index, name] : chunk.class_names) heap_.class_names.emplace(base + index, strings[name]);
+    for (auto [index, name] : chunk.real_class_names) {
+      heap_.real_class_names.emplace(base + index, strings[name]);
+    }
     for (const ParsedChunk::Root& root : chunk.roots) raw_roots_.emplace_back(strings[root.kind], root.references);
     heap_.shape_count += chunk.shape_count;
     heap_.shape_memsize += chunk.shape_memsize;
@@ -224,27 +267,33 @@ class Loader {
     return it->second;
   }
 
-  void bad_line(uint64_t number, const std::string& problem) {
-    ++heap_.bad_line_count;
-    if (heap_.bad_lines.size() >= Heap::kMaxBadLinesKept) return;
-    heap_.bad_lines.push_back({number, problem});
+  // Keeps a bad line or value of a chunk (its number made absolute) and warns about it.
+  void problem(std::vector<BadLine>& list, uint64_t line_base, const BadLine& bad) {
+    if (list.size() >= Heap::kMaxBadLinesKept) return;
+    list.push_back(bad);
+    list.back().line_number += line_base;
     // Until a line turns out to be a dump record, the input may not be a dump at all: then
     // the caller prints one error, not one warning per line.
-    if (seen_record_) warn(heap_.bad_lines.back());
+    if (seen_record_) warn(list.back());
   }
 
   void first_record() {
     seen_record_ = true;
-    for (const BadLine& line : heap_.bad_lines) warn(line);
+    std::vector<BadLine> earlier = heap_.bad_lines;
+    earlier.insert(earlier.end(), heap_.bad_values.begin(), heap_.bad_values.end());
+    std::sort(earlier.begin(), earlier.end(),
+              [](const BadLine& a, const BadLine& b) { return a.line_number < b.line_number; });
+    for (const BadLine& line : earlier) warn(line);
   }
 
   void warn(const BadLine& line) {
     if (options_.warnings == nullptr) return;
     if (warned_ < kMaxWarnings) {
-      fmt::print(options_.warnings, "memprof: {}:{}: {} (line skipped)\n", name_, line.line_number,
-                 line.message);
+      fmt::print(options_.warnings, "memprof: {}:{}: {} ({})\n", name_, line.line_number,
+                 line.message, line.consequence);
     } else if (warned_ == kMaxWarnings) {
-      fmt::print(options_.warnings, "memprof: {}: more bad lines skipped, not shown\n", name_);
+      fmt::print(options_.warnings, "memprof: {}: more bad lines and values skipped, not shown\n",
+                 name_);
     }
     ++warned_;
   }

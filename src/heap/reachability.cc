@@ -59,29 +59,47 @@ MachineContextOnly machine_context_only(const Heap& heap, const std::vector<uint
   return result;
 }
 
-RootPath shortest_root_path(const Graph& graph, const Heap& heap, ObjectId target) {
+namespace {
+
+// The path to `target` along `parent` links, and the first root set (in dump order) that
+// references its first object.
+RootPath path_along(const Graph& graph, const Heap& heap, const std::vector<ObjectId>& parent,
+                    ObjectId target) {
   RootPath path;
+  if (target == graph.super_root || parent[target] == kNoObject) return path;
+  for (ObjectId node = target; node != graph.super_root; node = parent[node]) {
+    path.objects.push_back(node);
+  }
+  std::reverse(path.objects.begin(), path.objects.end());
+  ObjectId first = path.objects.front();
+  for (const RootSet& root : heap.roots) {
+    if (std::find(root.targets.begin(), root.targets.end(), first) != root.targets.end()) {
+      path.root_kind = root.kind;
+      break;
+    }
+  }
+  return path;
+}
+
+}  // namespace
+
+RootPath shortest_root_path(const Graph& graph, const Heap& heap, ObjectId target) {
   std::vector<uint8_t> seen(graph.node_count, 0);
   std::vector<ObjectId> parent(graph.node_count, kNoObject);
   std::vector<ObjectId> queue{graph.super_root};
   seen[graph.super_root] = 1;
   breadth_first(graph, queue, seen, &parent, target);
-  if (!seen[target] || target == graph.super_root) return path;
-  for (ObjectId node = target; node != graph.super_root; node = parent[node]) {
-    path.objects.push_back(node);
-  }
-  std::reverse(path.objects.begin(), path.objects.end());
-  // Name the root: the first root set (in dump order) that references the path's first object.
-  ObjectId first = path.objects.front();
-  for (const RootSet& root : heap.roots) {
-    for (ObjectId t : root.targets) {
-      if (t == first) {
-        path.root_kind = root.kind;
-        return path;
-      }
-    }
-  }
-  return path;
+  return path_along(graph, heap, parent, target);
 }
+
+RootPaths::RootPaths(const Graph& graph, const Heap& heap)
+    : graph_(graph), heap_(heap), parent_(graph.node_count, kNoObject) {
+  std::vector<uint8_t> seen(graph.node_count, 0);
+  std::vector<ObjectId> queue{graph.super_root};
+  seen[graph.super_root] = 1;
+  breadth_first(graph, queue, seen, &parent_, kNoObject);
+}
+
+RootPath RootPaths::to(ObjectId target) const { return path_along(graph_, heap_, parent_, target); }
 
 }  // namespace memprof::heap

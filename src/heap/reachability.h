@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -37,5 +38,24 @@ struct RootPath {
   std::vector<ObjectId> objects;
 };
 RootPath shortest_root_path(const Graph& graph, const Heap& heap, ObjectId target);
+// The path's root kind, or nullopt when the path is empty (target unreachable).
+inline std::optional<std::string_view> root_kind_of(const Heap& heap, const RootPath& path) {
+  if (path.objects.empty()) return std::nullopt;
+  return heap.str(path.root_kind);
+}
+
+// Shortest paths from the roots to every object at once: the parent of each node in one
+// breadth-first search from the super-root (kNoObject: not reached), for reports that need
+// many paths.
+class RootPaths {
+ public:
+  RootPaths(const Graph& graph, const Heap& heap);
+  RootPath to(ObjectId target) const;
+
+ private:
+  const Graph& graph_;
+  const Heap& heap_;
+  std::vector<ObjectId> parent_;
+};
 
 }  // namespace memprof::heap

@@ -1,10 +1,14 @@
 #include "heap/record_parser.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "heap/heap.h"
 #include "heap/hex_address.h"
+#include "heap/utf8_repair.h"
 
 namespace memprof::heap {
 
@@ -56,6 +60,11 @@ inline bool eq(RawKey key) {
   }
 }
 
+// The key's text: dump keys hold no escapes, so it ends at the next quote.
+std::string_view key_name(RawKey key) {
+  return {key.text, static_cast<size_t>(std::strchr(key.text, '"') - key.text)};
+}
+
 uint16_t flag_bit(RawKey key) {
   if (eq<"wb_protected">(key)) return kFlagWbProtected;
   if (eq<"old">(key)) return kFlagOld;
@@ -75,15 +84,39 @@ uint16_t top_level_flag_bit(RawKey key) {
   return 0;
 }
 
-// Reason strings for bad lines. Static storage: they outlive the parse call.
+// Reasons for skipped lines and values. Static storage: they outlive the parse call.
 constexpr std::string_view kInvalidJson = "invalid JSON";
 constexpr std::string_view kNotAnObject = "not a JSON object";
 constexpr std::string_view kMissingAddress = "missing address";
 constexpr std::string_view kBadAddress = "address is not a hex string";
-constexpr std::string_view kBadReferences = "references is not an array of addresses";
-constexpr std::string_view kBadNumber = "numeric field is not a non-negative integer";
-constexpr std::string_view kBadString = "string field is not a string";
-constexpr std::string_view kBadFlags = "flags is not an object of booleans";
+constexpr std::string_view kNotAnAddress = "is not an address";
+constexpr std::string_view kNotAnArray = "is not an array";
+constexpr std::string_view kBadNumber = "is not a non-negative integer";
+constexpr std::string_view kBadString = "is not a string";
+constexpr std::string_view kNotABoolean = "is not a boolean";
+constexpr std::string_view kNotAnObjectValue = "is not an object";
+
+// simdjson errors that mean the value was of another kind than asked: the document is still
+// well-formed and the value can be skipped. Any other error means the line is not JSON.
+bool wrong_kind(simdjson::error_code error) {
+  return error == simdjson::INCORRECT_TYPE || error == simdjson::NUMBER_ERROR ||
+         error == simdjson::NUMBER_OUT_OF_RANGE ||
+         error == simdjson::STRING_ERROR;
+}
+
+// Records a skipped value with its text as written (cut: a value may be megabytes long).
+// Returns kInvalidJson when the error was not about the value's kind but about the JSON.
+std::string_view skip_value(od::value& value, simdjson::error_code error, std::string field,
+                            std::string_view reason, std::vector<SkippedValue>& skipped) {
+  if (!wrong_kind(error)) return kInvalidJson;
+  std::string_view token = value.raw_json_token();
+  constexpr size_t kShown = 40;
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+  std::string text(token.substr(0, kShown));
+  if (token.size() > kShown) text += "...";
+  skipped.push_back({std::move(field), std::move(text), reason});
+  return {};
+}
 
 // frozen, embedded, shared, fstring, singleton: booleans at the top level. A value of another
 // type is ignored (informational fields must not cost the whole line).
@@ -93,42 +126,71 @@ void read_top_level_flag(od::value value, RawKey key, uint16_t& flags) {
   if (bit != 0 && value.get_bool().get(set) == simdjson::SUCCESS && set) flags |= bit;
 }
 
-std::string_view read_references(od::value value, std::vector<uint64_t>& references) {
+std::string_view read_references(od::value value, std::vector<uint64_t>& references,
+                                 std::vector<SkippedValue>& skipped) {
   od::array array;
-  if (value.get_array().get(array)) return kBadReferences;
+  if (auto error = value.get_array().get(array)) {
+    return skip_value(value, error, "references", kNotAnArray, skipped);
+  }
+  size_t index = 0;
   for (auto element : array) {
+    od::value item;
+    if (element.get(item)) return kInvalidJson;
     od::raw_json_string raw;
-    if (element.get_raw_json_string().get(raw)) return kBadReferences;
-    uint64_t address = parse_hex_address(raw.raw());
-    if (address == 0) return kBadReferences;
-    references.push_back(address);
+    auto error = item.get_raw_json_string().get(raw);
+    uint64_t address = error ? 0 : parse_hex_address(raw.raw());
+    if (address != 0) {
+      references.push_back(address);
+    } else if (std::string_view problem = skip_value(item, error ? error : simdjson::INCORRECT_TYPE,
+                                                     fmt::format("references[{}]", index),
+                                                     kNotAnAddress, skipped);
+               !problem.empty()) {
+      return problem;
+    }
+    ++index;
   }
   return {};
 }
 
-std::string_view read_flags(od::value value, uint16_t& flags) {
+std::string_view read_flags(od::value value, uint16_t& flags, std::vector<SkippedValue>& skipped) {
   od::object object;
-  if (value.get_object().get(object)) return kBadFlags;
+  if (auto error = value.get_object().get(object)) {
+    return skip_value(value, error, "flags", kNotAnObjectValue, skipped);
+  }
   for (auto field : object) {
     od::raw_json_string key;
+    od::value flag;
+    if (field.key().get(key) || field.value().get(flag)) return kInvalidJson;
     bool set = false;
-    if (field.key().get(key) || field.value().get_bool().get(set)) return kBadFlags;
+    if (auto error = flag.get_bool().get(set)) {
+      std::string_view problem =
+          skip_value(flag, error, fmt::format("flags.{}", key_name(RawKey{key.raw()})), kNotABoolean, skipped);
+      if (!problem.empty()) return problem;
+      continue;
+    }
     if (set) flags |= flag_bit(RawKey{key.raw()});
   }
   return {};
 }
 
 template <typename T>
-std::string_view read_uint(od::value value, T& out) {
+std::string_view read_uint(od::value value, std::string_view field, T& out,
+                           std::vector<SkippedValue>& skipped) {
   uint64_t number = 0;
-  if (value.get_uint64().get(number)) return kBadNumber;
+  if (auto error = value.get_uint64().get(number)) {
+    return skip_value(value, error, std::string(field), kBadNumber, skipped);
+  }
   out = number > std::numeric_limits<T>::max() ? std::numeric_limits<T>::max()
                                                 : static_cast<T>(number);
   return {};
 }
 
-std::string_view read_string(od::value value, std::string_view& out) {
-  return value.get_string().get(out) ? kBadString : std::string_view{};
+std::string_view read_string(od::value value, std::string_view field, std::string_view& out,
+                             std::vector<SkippedValue>& skipped) {
+  if (auto error = value.get_string().get(out)) {
+    return skip_value(value, error, std::string(field), kBadString, skipped);
+  }
+  return {};
 }
 
 // simdjson answers INCORRECT_TYPE for anything that does not start with '{', garbage included:
@@ -158,8 +220,73 @@ uint64_t parse_address_text(std::string_view text) {
   return parse_hex_address(quoted);
 }
 
+namespace {
+
+// Lines longer than this are checked for a huge String value before simdjson sees them.
+constexpr size_t kHugeLine = size_t{1} << 20;
+
+// The bytes of the "value" string of a line (between its quotes), or npos. The key's quotes
+// and colon cannot occur unescaped inside a JSON string, so the first match is the key.
+std::pair<size_t, size_t> find_value(std::string_view line) {
+  constexpr std::string_view kKey = R"("value":")";
+  const size_t key = line.find(kKey);
+  if (key == std::string_view::npos) return {std::string_view::npos, 0};
+  const size_t begin = key + kKey.size();
+  for (size_t end = line.find('"', begin); end != std::string_view::npos; end = line.find('"', end + 1)) {
+    size_t backslashes = 0;
+    while (end - backslashes > begin && line[end - backslashes - 1] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return {begin, end};
+  }
+  return {std::string_view::npos, 0};
+}
+
+}  // namespace
+
+// A String of 100 MB is one 100 MB line: simdjson would index every byte of it (4 bytes of
+// structural index per input byte). The value is cut out and the rest of the line parsed; the
+// value itself is only hashed (duplicate strings) and its head kept, from the line as it is.
+std::string_view RecordParser::parse_huge(const Line& line, DumpRecord& record,
+                                          std::vector<uint64_t>& references) {
+  const std::string_view text(line.data, line.size);
+  const auto [begin, end] = find_value(text);
+  if (begin == std::string_view::npos || end - begin < kHugeLine / 2) {
+    return parse_object(line, record, references);
+  }
+  shortened_.assign(text.substr(0, begin));
+  shortened_.append(text.substr(end));
+  const size_t size = shortened_.size();
+  shortened_.append(kLinePadding, '\0');
+  std::string_view problem = parse_object({shortened_.data(), size, shortened_.size(), line.number}, record, references);
+  if (problem.empty()) {
+    record.value = text.substr(begin, end - begin);
+    record.has_value = true;
+  }
+  // The copy's capacity would stay as large as the line: give it back.
+  std::string().swap(shortened_);
+  return problem;
+}
+
 std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
                                      std::vector<uint64_t>& references) {
+  skipped_.clear();
+  const size_t mark = references.size();
+  std::string_view problem = line.size > kHugeLine ? parse_huge(line, record, references)
+                                                   : parse_object(line, record, references);
+  if (problem != kInvalidJson || simdjson::validate_utf8(line.data, line.size)) return problem;
+  // Not UTF-8: parse a repaired copy (rare, so a copy is fine). Its string views point into
+  // repaired_, which lives until the next call.
+  skipped_.clear();
+  references.resize(mark);
+  repaired_.clear();
+  append_repaired_utf8({line.data, line.size}, repaired_);
+  const size_t size = repaired_.size();
+  repaired_.append(kLinePadding, '\0');
+  ++repaired_lines_;
+  return parse_object({repaired_.data(), size, repaired_.size(), line.number}, record, references);
+}
+
+std::string_view RecordParser::parse_object(const Line& line, DumpRecord& record,
+                                            std::vector<uint64_t>& references) {
   record = DumpRecord{};
   od::document document;
   if (parser_.iterate(simdjson::padded_string_view(line.data, line.size, line.capacity))
@@ -172,13 +299,13 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
   if (object_error) return kInvalidJson;
 
   bool address_seen = false;
+  std::string_view problem;
   for (auto field : object) {
     od::raw_json_string raw;
     if (field.key().get(raw)) return kInvalidJson;
     RawKey key{raw.raw()};
     od::value value;
     if (field.value().get(value)) return kInvalidJson;
-    std::string_view problem;
     // Dispatch on the first letter: the hot fields (address, type, class, references,
     // memsize, flags) are decided by one or two comparisons.
     switch (key.text[0]) {
@@ -192,7 +319,7 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
         }
         break;
       case 't':
-        if (eq<"type">(key)) problem = read_string(value, record.type);
+        if (eq<"type">(key)) problem = read_string(value, "type", record.type, skipped_);
         break;
       case 'c':
         if (eq<"class">(key)) {
@@ -205,51 +332,64 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
         break;
       case 'r':
         if (eq<"references">(key)) {
-          problem = read_references(value, references);
+          problem = read_references(value, references, skipped_);
         } else if (eq<"root">(key)) {
-          problem = read_string(value, record.root_kind);
-        } else if (eq<"real_class_name">(key) && record.name.empty()) {
-          problem = read_string(value, record.name);
+          problem = read_string(value, "root", record.root_kind, skipped_);
+        } else if (eq<"real_class_name">(key)) {
+          problem = read_string(value, "real_class_name", record.real_class_name, skipped_);
         }
         break;
       case 'm':
-        if (eq<"memsize">(key)) problem = read_uint(value, record.memsize);
+        if (eq<"memsize">(key)) problem = read_uint(value, "memsize", record.memsize, skipped_);
         break;
       case 'f':
         if (eq<"flags">(key)) {
-          problem = read_flags(value, record.flags);
+          problem = read_flags(value, record.flags, skipped_);
         } else if (eq<"file">(key)) {
           // Ruby writes "file":null for objects allocated outside any Ruby frame.
           bool null = false;
           if (value.is_null().get(null)) return kInvalidJson;
-          if (!null) problem = read_string(value, record.file);
+          if (!null) problem = read_string(value, "file", record.file, skipped_);
         } else {
           read_top_level_flag(value, key, record.flags);
         }
         break;
       case 'l':
-        if (eq<"line">(key)) problem = read_uint(value, record.line);
+        if (eq<"line">(key)) problem = read_uint(value, "line", record.line, skipped_);
         break;
       case 'g':
-        if (eq<"generation">(key)) problem = read_uint(value, record.generation);
+        if (eq<"generation">(key)) {
+          problem = read_uint(value, "generation", record.generation, skipped_);
+        }
         break;
       case 's':
         if (eq<"slot_size">(key)) {
-          problem = read_uint(value, record.slot_size);
+          problem = read_uint(value, "slot_size", record.slot_size, skipped_);
         } else if (eq<"struct">(key)) {
-          problem = read_string(value, record.detail);
+          problem = read_string(value, "struct", record.detail, skipped_);
         } else {
           read_top_level_flag(value, key, record.flags);
         }
         break;
       case 'n':
-        if (eq<"name">(key)) problem = read_string(value, record.name);  // wins over real_class_name
+        if (eq<"name">(key)) problem = read_string(value, "name", record.name, skipped_);
         break;
       case 'i':
-        if (eq<"imemo_type">(key)) problem = read_string(value, record.detail);
+        if (eq<"imemo_type">(key)) problem = read_string(value, "imemo_type", record.detail, skipped_);
         break;
       case 'e':
         read_top_level_flag(value, key, record.flags);
+        break;
+      case 'v':
+        if (eq<"value">(key)) {
+          // As written: comparing escaped texts compares the strings, and nothing is copied.
+          std::string_view token = value.raw_json_token();
+          while (!token.empty() && token.back() != '"') token.remove_suffix(1);
+          if (token.size() >= 2 && token.front() == '"') {
+            record.value = token.substr(1, token.size() - 2);
+            record.has_value = true;
+          }
+        }
         break;
       default:
         break;

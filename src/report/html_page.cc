@@ -27,7 +27,14 @@ table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 th, td { padding: 2px 10px; text-align: right; border-bottom: 1px solid #eee; }
 th { background: #f5f5f5; position: sticky; top: 0; }
 th.text, td.text { text-align: left; }
-td.text { max-width: 520px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+td.text { max-width: 640px; overflow-wrap: anywhere; }
+th.sortable { cursor: pointer; user-select: none; }
+th.sortable[data-dir="asc"]::after { content: " \25B2"; }
+th.sortable[data-dir="desc"]::after { content: " \25BC"; }
+a { color: #0645ad; text-decoration: none; }
+a:hover { text-decoration: underline; }
+ol.path { padding-left: 24px; }
+#detail dl.totals { margin-bottom: 12px; }
 .columns { display: flex; gap: 32px; flex-wrap: wrap; align-items: flex-start; }
 .scroll { max-height: 420px; overflow: auto; }
 #treemap { width: 100%; height: 480px; display: block; border: 1px solid #ccc; }
@@ -43,15 +50,19 @@ td.text { max-width: 520px; overflow: hidden; text-overflow: ellipsis; white-spa
 constexpr std::string_view kScript = R"js(<script>
 "use strict";
 (function () {
-  const analysis = JSON.parse(document.getElementById("analysis-data").textContent);
-  const report = JSON.parse(document.getElementById("report-data").textContent);
+  const data = id => JSON.parse(document.getElementById(id).textContent);
+  const analysis = data("analysis-data");
+  const report = data("report-data");
+  const objects = data("objects-data");
 
   function groupDigits(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+  // SI units with one decimal, as the text report writes them.
   function bytes(n) {
-    if (n < 1024) return groupDigits(n) + " B";
-    if (n < 1024 * 1024) return (n / 1024).toFixed(1) + " KiB";
-    if (n < 1024 * 1024 * 1024) return (n / 1048576).toFixed(1) + " MiB";
-    return (n / 1073741824).toFixed(2) + " GiB";
+    if (n < 1000) return groupDigits(n) + " B";
+    const units = ["kB", "MB", "GB", "TB"];
+    let v = n / 1000, u = 0;
+    while (v >= 999.95 && u + 1 < units.length) { v /= 1000; u++; }
+    return v.toFixed(1) + " " + units[u];
   }
   function node(tag, text, cls) {
     const e = document.createElement(tag);
@@ -59,32 +70,67 @@ constexpr std::string_view kScript = R"js(<script>
     if (cls) e.className = cls;
     return e;
   }
+  function link(text, href) {
+    const a = node("a", text);
+    a.href = href;
+    return a;
+  }
+  // An address, linked to its object page when the page has one.
+  function objectLink(address) {
+    return objects[address] ? link(address, "#object/" + address) : node("span", address);
+  }
   function setValue(id, value, text) {
     const e = document.getElementById(id);
     e.textContent = text;
     e.dataset.value = String(value);
   }
-  // columns: [heading, row => value, "num" | "bytes" | "text"]
-  function fillTable(id, columns, rows) {
-    const table = document.getElementById(id);
+  // columns: [heading, row => value, kind, row => element (optional)]; kind "num" | "bytes" |
+  // "text". Clicking a heading sorts by that column (numbers largest first, text A-Z, then
+  // the other way round). `target`: the table or its id.
+  function fillTable(target, columns, rows) {
+    const table = typeof target === "string" ? document.getElementById(target) : target;
+    table.textContent = "";
     const head = node("tr");
-    for (const [heading, , kind] of columns) {
-      head.appendChild(node("th", heading, kind === "text" ? "text" : undefined));
-    }
-    table.appendChild(node("thead")).appendChild(head);
-    const body = table.appendChild(node("tbody"));
-    for (const row of rows) {
-      const tr = body.appendChild(node("tr"));
-      for (const [, get, kind] of columns) {
-        const v = get(row);
-        const td = node("td", kind === "bytes" ? bytes(v) : kind === "num" ? groupDigits(v) : v,
-                        kind === "text" ? "text" : undefined);
-        if (kind === "text") td.title = v;
-        tr.appendChild(td);
+    const body = node("tbody");
+    function render(list) {
+      body.textContent = "";
+      for (const row of list) {
+        const tr = body.appendChild(node("tr"));
+        for (const [, get, kind, make] of columns) {
+          const v = get(row);
+          const td = node("td", undefined, kind === "text" ? "text" : undefined);
+          if (make) td.appendChild(make(row));
+          else td.textContent = kind === "bytes" ? bytes(v) : kind === "num" ? groupDigits(v) : v;
+          tr.appendChild(td);
+        }
       }
     }
+    columns.forEach(([heading, get, kind], index) => {
+      const th = node("th", heading, "sortable" + (kind === "text" ? " text" : ""));
+      th.addEventListener("click", () => {
+        const dir = th.dataset.dir === (kind === "text" ? "asc" : "desc")
+                        ? (kind === "text" ? "desc" : "asc") : (kind === "text" ? "asc" : "desc");
+        for (const other of head.children) delete other.dataset.dir;
+        th.dataset.dir = dir;
+        const sign = dir === "asc" ? 1 : -1;
+        render(rows.slice().sort((a, b) => {
+          const x = get(a), y = get(b);
+          return sign * (kind === "text" ? String(x).localeCompare(String(y)) : x - y);
+        }));
+        table.dataset.sortedBy = index + " " + dir;
+      });
+      head.appendChild(th);
+    });
+    table.appendChild(node("thead")).appendChild(head);
+    table.appendChild(body);
+    render(rows);
     table.dataset.rows = String(rows.length);
   }
+  const samplesCell = r => {
+    const span = node("span");
+    for (const address of r.samples || []) { span.appendChild(objectLink(address)); span.append(" "); }
+    return span;
+  };
 
   // ---- summary ----
   const count = analysis.by_type.reduce((s, r) => s + r.count, 0);
@@ -105,18 +151,109 @@ constexpr std::string_view kScript = R"js(<script>
         "total is " + analysis.total.count + " / " + analysis.total.memsize;
   }
 
-  const group = [["name", r => r.name, "text"], ["objects", r => r.count, "num"],
-                 ["memsize", r => r.memsize, "bytes"], ["retained", r => r.retained, "bytes"]];
-  fillTable("by-type", group, analysis.by_type);
-  fillTable("by-class", group, analysis.by_class);
-  fillTable("by-location", group, analysis.by_location);
+  // ---- groups: each name leads to the group's page ----
+  const groupings = [["by-type", "by_type"], ["by-class", "by_class"], ["by-location", "by_location"],
+                     ["by-gem", "by_gem"], ["by-generation", "by_generation"]];
+  for (const [id, key] of groupings) {
+    analysis[key].forEach((r, i) => { r.index = i; });
+    fillTable(id, [["name", r => r.name, "text", r => link(r.name, "#group/" + key + "/" + r.index)],
+                   ["objects", r => r.count, "num"], ["memsize", r => r.memsize, "bytes"],
+                   ["retained", r => r.retained, "bytes"]], analysis[key]);
+  }
   fillTable("roots", [["root kind", r => r.kind, "text"], ["references", r => r.count, "num"]],
             analysis.roots);
-  fillTable("top-retained", [["address", r => r.address, "text"], ["type", r => r.type, "text"],
-                             ["class", r => r.class, "text"], ["memsize", r => r.memsize, "bytes"],
-                             ["retained", r => r.retained, "bytes"],
-                             ["allocated at", r => r.location || "", "text"]],
-            analysis.top_retained);
+  const objectColumns = [["address", r => r.address, "text", r => objectLink(r.address)],
+                         ["type", r => r.type, "text"], ["name", r => r.name, "text"],
+                         ["memsize", r => r.memsize, "bytes"], ["retained", r => r.retained, "bytes"],
+                         ["allocated at", r => r.location || "", "text"]];
+  fillTable("top-retained", objectColumns, analysis.top_retained);
+  fillTable("biggest", objectColumns, analysis.biggest);
+  fillTable("machine-context-objects", objectColumns, analysis.machine_context_only_objects);
+  fillTable("most-referenced", [["references", r => r.references, "num"]].concat(objectColumns),
+            analysis.most_referenced);
+  fillTable("duplicate-strings",
+            [["value", r => r.value + (r.cut ? "..." : ""), "text"], ["copies", r => r.count, "num"],
+             ["memsize", r => r.memsize, "bytes"], ["wasted", r => r.wasted, "bytes"],
+             ["copies, largest first", r => (r.samples || []).length, "text", samplesCell]],
+            analysis.duplicate_strings);
+
+  // ---- the group and object pages, chosen by the address bar's #fragment ----
+  const overview = document.getElementById("overview");
+  const detail = document.getElementById("detail");
+  function field(dl, name, value) {
+    dl.appendChild(node("dt", name));
+    const dd = dl.appendChild(node("dd"));
+    if (value instanceof Node) dd.appendChild(value); else dd.textContent = value;
+  }
+  function objectList(title, addresses, more) {
+    const section = node("section");
+    section.appendChild(node("h3", title + " (" + groupDigits(addresses.length + more) + ")"));
+    const table = section.appendChild(node("table"));
+    table.id = "object-" + title;
+    fillTable(table, objectColumns, addresses.map(a => Object.assign({address: a}, objects[a])));
+    if (more > 0) section.appendChild(node("p", "... and " + groupDigits(more) + " more", "muted"));
+    return section;
+  }
+  function showGroup(key, index) {
+    const row = analysis[key][index];
+    detail.appendChild(node("h2", key.replace("_", " ") + ": " + row.name));
+    const dl = detail.appendChild(node("dl", undefined, "totals"));
+    field(dl, "objects", groupDigits(row.count));
+    field(dl, "memsize", bytes(row.memsize));
+    field(dl, "retained", bytes(row.retained));
+    detail.appendChild(node("p", "Its objects that retain the most:", "muted"));
+    const table = detail.appendChild(node("table"));
+    table.id = "group-objects";
+    fillTable(table, objectColumns,
+              (row.samples || []).map(a => Object.assign({address: a}, objects[a])));
+  }
+  function showObject(address) {
+    const o = objects[address];
+    detail.appendChild(node("h2", address + " " + o.type + " " + o.name));
+    const dl = detail.appendChild(node("dl", undefined, "totals"));
+    field(dl, "class", o.class);
+    field(dl, "memsize", bytes(o.memsize));
+    field(dl, "retained", bytes(o.retained));
+    field(dl, "allocated at", o.location || "(no allocation site)");
+    field(dl, "generation", o.generation === null ? "(none)" : String(o.generation));
+    if (o.summary) {
+      detail.appendChild(node("p", "This report lists no references for this object: run " +
+                                   "memprof show DUMP " + address + ".", "muted"));
+      return;
+    }
+    detail.appendChild(objectList("references", o.references, o.more_references));
+    detail.appendChild(objectList("retainers", o.retainers, o.more_retainers));
+    detail.appendChild(node("h3", "Path from a root"));
+    if (o.root === null) {
+      detail.appendChild(node("p", "Not reachable from any root (garbage the GC has not swept yet)."));
+      return;
+    }
+    const path = detail.appendChild(node("ol", undefined, "path"));
+    path.id = "object-path";
+    path.appendChild(node("li", "root " + o.root));
+    for (const hop of o.path) {
+      const li = path.appendChild(node("li"));
+      if (typeof hop === "string") {
+        li.appendChild(objectLink(hop));
+        li.append(" " + objects[hop].type + " " + objects[hop].name + ", " + bytes(objects[hop].memsize));
+      } else {
+        li.textContent = "... " + groupDigits(hop.collapsed) + " more " + hop.name + " ...";
+      }
+    }
+  }
+  function route() {
+    detail.textContent = "";
+    const [view, a, b] = location.hash.slice(1).split("/");
+    const known = view === "object" ? objects[a] : view === "group" ? analysis[a] && analysis[a][b] : null;
+    overview.hidden = !!known;
+    detail.hidden = !known;
+    if (!known) { document.body.dataset.view = "overview"; return; }
+    detail.appendChild(link("back to the overview", "#"));
+    if (view === "object") showObject(a); else showGroup(a, Number(b));
+    document.body.dataset.view = view + "/" + a + (b === undefined ? "" : "/" + b);
+    window.scrollTo(0, 0);
+  }
+  window.addEventListener("hashchange", route);
 
   // ---- treemap: squarified layout (Bruls, Huizing, van Wijk) of the dominator-tree tops ----
   function worst(row, side) {
@@ -206,6 +343,7 @@ constexpr std::string_view kScript = R"js(<script>
                                  img.naturalWidth + " x " + img.naturalHeight + " pixels");
     if (img.complete) shown(); else img.addEventListener("load", shown);
   }
+  route();
   document.body.dataset.rendered = "yes";
 })();
 </script>
@@ -215,6 +353,8 @@ constexpr std::string_view kBodyTop = R"html(<body>
 <h1>memprof heap report</h1>
 <p class="muted">dump: <span id="dump-name"></span></p>
 <p id="consistency" class="warning"></p>
+<div id="detail" hidden></div>
+<div id="overview">
 
 <h2>Summary</h2>
 <div class="columns">
@@ -228,6 +368,8 @@ constexpr std::string_view kBodyTop = R"html(<body>
 </dl>
 <table id="roots"></table>
 </div>
+<p class="muted">Click a column heading to sort by it, a group's name to see its objects that
+retain the most, an address to see the object.</p>
 
 <h2>By type</h2>
 <table id="by-type"></table>
@@ -238,10 +380,32 @@ constexpr std::string_view kBodyTop = R"html(<body>
 <h2>By allocation site</h2>
 <div class="scroll"><table id="by-location"></table></div>
 
+<h2>By gem</h2>
+<div class="scroll"><table id="by-gem"></table></div>
+
+<h2>By generation</h2>
+<div class="scroll"><table id="by-generation"></table></div>
+
 <h2>Largest retained sizes (dominator tree)</h2>
 <p class="muted">An object's retained size is the memory freed if it became unreachable: its own
-memsize plus everything only it keeps alive.</p>
+memsize plus everything only it keeps alive. Each subtree of the dominator tree appears once,
+by its top.</p>
 <div class="scroll"><table id="top-retained"></table></div>
+
+<h2>Biggest objects</h2>
+<div class="scroll"><table id="biggest"></table></div>
+
+<h2>Kept alive only by machine_context</h2>
+<p class="muted">Objects only the conservative scan of machine stacks and registers keeps alive.</p>
+<div class="scroll"><table id="machine-context-objects"></table></div>
+
+<h2>Most referenced objects</h2>
+<div class="scroll"><table id="most-referenced"></table></div>
+
+<h2>Duplicate strings</h2>
+<p class="muted">Strings with the same value held by several objects; wasted: the memsize of
+every copy but the largest.</p>
+<div class="scroll"><table id="duplicate-strings"></table></div>
 
 <h2>What holds the memory</h2>
 <p class="muted">Each box is a class; its area is the memory retained by the top-level objects of
@@ -285,7 +449,7 @@ std::string html_page(const HtmlPageParts& parts) {
   std::string page;
   page.reserve(kHead.size() + kStyle.size() + kBodyTop.size() + kScript.size() +
                parts.analysis_json.size() + parts.report_json.size() +
-               parts.heapmap_base64.size() + 1024);
+               parts.objects_json.size() + parts.heapmap_base64.size() + 1024);
   page += kHead;
   page += "<title>memprof: ";
   page += html_escape(parts.title);
@@ -301,10 +465,13 @@ std::string html_page(const HtmlPageParts& parts) {
     page += parts.heapmap_base64;
     page += "\">\n";
   }
+  page += "</div>\n";  // overview
   page += "\n<script type=\"application/json\" id=\"analysis-data\">";
   page += script_safe_json(parts.analysis_json);
   page += "</script>\n<script type=\"application/json\" id=\"report-data\">";
   page += script_safe_json(parts.report_json);
+  page += "</script>\n<script type=\"application/json\" id=\"objects-data\">";
+  page += script_safe_json(parts.objects_json);
   page += "</script>\n";
   page += kScript;
   page += "</body>\n</html>\n";

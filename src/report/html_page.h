@@ -13,6 +13,7 @@ struct HtmlPageParts {
   std::string_view title;           // plain text; escaped here
   std::string_view analysis_json;   // render_analysis_json() output: totals, groups, top lists
   std::string_view report_json;     // treemap groups and heap map facts (html_report.cc)
+  std::string_view objects_json = "{}";  // object_pages_json(): the objects the page links to
   std::string_view heapmap_base64;  // PNG bytes in base64; empty: no heap map section
 };
 

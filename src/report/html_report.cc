@@ -9,6 +9,7 @@
 #include "heap/json_writer.h"
 #include "report/base64.h"
 #include "report/html_page.h"
+#include "report/object_pages.h"
 #include "report/png_encoder.h"
 #include "report/retained_groups.h"
 
@@ -48,6 +49,25 @@ std::string report_json(const std::vector<RetainedGroup>& groups, const HeapMapD
   return json.str();
 }
 
+// Every object the page links to: the samples of the group rows it shows and the object lists.
+std::vector<heap::ObjectId> linked_objects(const heap::Analysis& analysis, size_t top) {
+  std::vector<heap::ObjectId> ids;
+  for (const auto* rows : {&analysis.by_type, &analysis.by_class, &analysis.by_location,
+                           &analysis.by_gem, &analysis.by_generation}) {
+    for (size_t i = 0; i < std::min(top, rows->size()); ++i) {
+      ids.insert(ids.end(), (*rows)[i].samples.begin(), (*rows)[i].samples.end());
+    }
+  }
+  for (const auto* list : {&analysis.biggest, &analysis.top_retained, &analysis.machine_context_only_objects}) {
+    ids.insert(ids.end(), list->begin(), list->end());
+  }
+  for (auto [id, count] : analysis.most_referenced) ids.push_back(id);
+  for (const heap::DuplicateString& dup : analysis.duplicate_strings) {
+    ids.insert(ids.end(), dup.samples.begin(), dup.samples.end());
+  }
+  return ids;
+}
+
 }  // namespace
 
 Result<HtmlReport> render_html_report(std::string_view dump_name, const heap::Heap& heap,
@@ -59,9 +79,12 @@ Result<HtmlReport> render_html_report(std::string_view dump_name, const heap::He
   const size_t top = options.top == 0
                          ? heap.size()
                          : std::max(options.top, static_cast<size_t>(heap::kObjectTypeCount));
-  const heap::Analysis analysis = heap::analyze_heap(heap, graph, tree, top);
+  const heap::Analysis analysis =
+      heap::analyze_heap(heap, graph, tree, {.top = top, .samples = options.samples});
   const heap::ReportContext context{dump_name, heap, tree, top};
   const std::string analysis_json = heap::render_analysis_json(context, analysis);
+  const std::string objects_json =
+      object_pages_json(heap, graph, tree, linked_objects(analysis, top), options.listed);
   const std::vector<RetainedGroup> groups =
       retained_by_top_level_class(heap, tree, options.treemap_groups);
 
@@ -85,6 +108,7 @@ Result<HtmlReport> render_html_report(std::string_view dump_name, const heap::He
   report.html = html_page({.title = dump_name,
                            .analysis_json = analysis_json,
                            .report_json = report_json(groups, drawn),
+                           .objects_json = objects_json,
                            .heapmap_base64 = png_base64});
   return report;
 }

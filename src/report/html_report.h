@@ -1,6 +1,8 @@
-// `memprof html`: one self-contained HTML page about a dump: totals by type, class and
-// allocation site, the dominator top list (retained sizes), a treemap of retained size by class,
-// and the heap map PNG inline. The numbers are those of `memprof analyze --json` (the same
+// `memprof html`: one self-contained HTML page about a dump: every table of `memprof analyze`
+// (by type, class, allocation site, gem and generation; the object lists; duplicate strings),
+// sortable, each group leading to its largest objects and each object to a page with its
+// references, retainers and path from a root; a treemap of retained size by class, and the heap
+// map PNG inline. The numbers are those of `memprof analyze --json` (the same
 // renderer produces the embedded data), so the two never disagree.
 #pragma once
 
@@ -18,6 +20,8 @@ struct HtmlReportOptions {
   size_t top = 100;  // rows in the class, site and dominator lists (0: all; at least the
                      // number of object types, so the per-type table is always complete)
   size_t treemap_groups = 60;  // boxes in the treemap (the rest merged into one)
+  size_t samples = 5;          // objects per group row the page can drill down to
+  size_t listed = 10;          // references and retainers listed on an object page
   HeapMapOptions heapmap;
 };
 

@@ -1,29 +1,88 @@
 #include "report/output_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/util/scoped_fd.h"
 
 namespace memprof::report {
+namespace {
+
+// A temporary file that is removed unless it was renamed into place.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(const std::string& beside) : path_(beside + ".XXXXXX") {
+    fd_.reset(::mkostemp(path_.data(), O_CLOEXEC));
+    if (!fd_.valid()) path_.clear();
+  }
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  ~TemporaryFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+
+  int fd() const { return fd_.get(); }
+  bool valid() const { return fd_.valid(); }
+  // Closes the file (reporting deferred write errors) and renames it to `target`.
+  bool close_and_rename(const std::string& target) {
+    // Network and quota-limited filesystems report write errors only at close.
+    if (::close(fd_.release()) != 0) return false;
+    if (::rename(path_.c_str(), target.c_str()) != 0) return false;
+    path_.clear();
+    return true;
+  }
+
+ private:
+  std::string path_;
+  ScopedFd fd_;
+};
+
+// The mode a plain open(path, O_CREAT, 0644) would have given: mkstemp makes files 0600.
+mode_t new_file_mode() {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return 0644 & ~mask;
+}
+
+}  // namespace
+
+Status check_output_is_not_an_input(const std::string& output, std::span<const std::string> inputs) {
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return ok_status();  // does not exist (yet)
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+      return err("refusing to write {}: it is the input {}", output, input);
+    }
+  }
+  return ok_status();
+}
 
 Status write_output_file(const std::string& path, std::span<const unsigned char> bytes) {
-  ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return err("cannot write {}: {}", path, std::strerror(errno));
+  auto failed = [&path] { return err("cannot write {}: {}", path, std::strerror(errno)); };
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && S_ISDIR(existing.st_mode)) {
+    errno = EISDIR;
+    return failed();
+  }
+  TemporaryFile file(path);
+  if (!file.valid()) return failed();
+  if (::fchmod(file.fd(), new_file_mode()) != 0) return failed();
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(file.fd(), bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return err("cannot write {}: {}", path, std::strerror(errno));
+      return failed();
     }
     done += static_cast<size_t>(n);
   }
-  // Network and quota-limited filesystems report write errors only at close.
-  if (::close(fd.release()) != 0) return err("cannot write {}: {}", path, std::strerror(errno));
+  if (!file.close_and_rename(path)) return failed();
   return ok_status();
 }
 

@@ -1,4 +1,6 @@
-// Writing a finished report (PNG or HTML bytes) to the path the user gave with -o.
+// Writing a finished report (PNG or HTML bytes) to the path the user gave with -o, without ever
+// destroying a dump: an output that is one of the inputs is refused, and the bytes go to a
+// temporary file that replaces the output only once it is complete.
 #pragma once
 
 #include <span>
@@ -8,8 +10,15 @@
 
 namespace memprof::report {
 
-// Creates or truncates `path` and writes all of `bytes`. Fails with "cannot write PATH: <reason>"
-// when the file cannot be created, a write comes up short, or close reports a deferred error.
+// Fails with "refusing to write OUT: it is the input INPUT" when `output` names the same file
+// as one of `inputs` (same device and inode, so also through another path, a symlink or a hard
+// link). An output that does not exist yet is never an input.
+Status check_output_is_not_an_input(const std::string& output, std::span<const std::string> inputs);
+
+// Writes all of `bytes` to a new temporary file next to `path` and renames it over `path`: a
+// reader never sees a half-written file, a failed write leaves an existing `path` as it was,
+// and the file another hard link of `path` names is not touched. Fails with "cannot write PATH:
+// <reason>" (the temporary file removed).
 Status write_output_file(const std::string& path, std::span<const unsigned char> bytes);
 
 }  // namespace memprof::report

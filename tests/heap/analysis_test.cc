@@ -110,5 +110,82 @@ TEST(Analysis, GemOfFile) {
   EXPECT_EQ(gem_of_file(""), std::string(kNoSite));
 }
 
+TEST(Analysis, GenerationsOldestFirstAndMachineContextObjectsListed) {
+  Heap heap = load_text(sample_dump());
+  Graph graph = Graph::build(heap);
+  DominatorTree tree = DominatorTree::compute(graph, heap);
+  Analysis a = analyze_heap(heap, graph, tree, 5);
+  std::vector<std::string> generations;
+  for (const GroupRow& r : a.by_generation) generations.push_back(r.name);
+  EXPECT_EQ(generations, (std::vector<std::string>{"(none)", "5", "6"}));
+  ASSERT_EQ(a.machine_context_only_objects.size(), 1u);
+  EXPECT_EQ(heap.address[a.machine_context_only_objects[0]], 0x500u);
+}
+
+TEST(Analysis, TopRetainedListsEachDominatorSubtreeOnce) {
+  // vm -> a 30-node chain (each node dominates the rest) and, apart, one big string.
+  std::string text = root_line("vm", {0x1000, 0x9000});
+  for (uint64_t i = 0; i < 30; ++i) {
+    std::vector<uint64_t> next;
+    if (i + 1 < 30) next.push_back(0x1000 + 0x28 * (i + 1));
+    text += object_line(0x1000 + 0x28 * i, "OBJECT", 0, next, 40);
+  }
+  text += object_line(0x9000, "STRING", 0, {}, 500);
+  Heap heap = load_text(text);
+  Graph graph = Graph::build(heap);
+  DominatorTree tree = DominatorTree::compute(graph, heap);
+  Analysis a = analyze_heap(heap, graph, tree, 5);
+  std::vector<uint64_t> listed;
+  for (ObjectId id : a.top_retained) listed.push_back(heap.address[id]);
+  EXPECT_EQ(listed, (std::vector<uint64_t>{0x1000, 0x9000}));  // not 0x1028, 0x1050, ...
+  EXPECT_EQ(tree.retained[a.top_retained[0]], 1200u);
+}
+
+TEST(Analysis, DuplicateStringsAndMostReferenced) {
+  auto str = [](uint64_t address, const std::string& value, uint64_t memsize) {
+    return object_line(address, "STRING", 0, {}, memsize, R"(, "bytesize":3, "value":")" + value + R"(")");
+  };
+  std::string text = root_line("vm", {0x100}) +
+                     object_line(0x100, "ARRAY", 0, {0x200, 0x210, 0x220, 0x230, 0x240, 0x240}, 80) +
+                     str(0x200, "abc", 40) + str(0x210, "abc", 40) + str(0x220, "abc", 72) +
+                     str(0x230, R"(a\"b)", 40) + str(0x240, R"(a\"b)", 40) + str(0x250, "solo", 40);
+  Heap heap = load_text(text);
+  ASSERT_EQ(heap.string_values.size(), 6u);
+  Graph graph = Graph::build(heap);
+  DominatorTree tree = DominatorTree::compute(graph, heap);
+  Analysis a = analyze_heap(heap, graph, tree, AnalysisOptions{.top = 5, .samples = 2});
+  ASSERT_EQ(a.duplicate_strings.size(), 2u);
+  EXPECT_EQ(a.duplicate_strings[0].value, "abc");
+  EXPECT_EQ(a.duplicate_strings[0].count, 3u);
+  EXPECT_EQ(a.duplicate_strings[0].memsize, 152u);
+  EXPECT_EQ(a.duplicate_strings[0].wasted, 80u);  // all but the largest copy
+  EXPECT_EQ(a.duplicate_strings[0].samples, (std::vector<ObjectId>{heap.find(0x220), heap.find(0x200)}));
+  EXPECT_EQ(a.duplicate_strings[1].value, R"(a\"b)");  // as the dump writes it
+  EXPECT_EQ(a.duplicate_strings[1].wasted, 40u);
+  ASSERT_GE(a.most_referenced.size(), 1u);
+  EXPECT_EQ(heap.address[a.most_referenced[0].first], 0x240u);
+  EXPECT_EQ(a.most_referenced[0].second, 2u);
+}
+
+TEST(Analysis, FiltersSelectTheObjectsTheReportCovers) {
+  Heap heap = load_text(sample_dump());
+  Graph graph = Graph::build(heap);
+  DominatorTree tree = DominatorTree::compute(graph, heap);
+  auto selection = ObjectSelection::make(heap, {.site = "entry.rb:7"});
+  ASSERT_TRUE(selection.ok());
+  Analysis a = analyze_heap(heap, graph, tree, AnalysisOptions{.top = 5, .samples = 1, .selection = &*selection});
+  EXPECT_EQ(a.count, 3u);
+  EXPECT_EQ(a.memsize, 120u);
+  ASSERT_EQ(a.by_class.size(), 1u);
+  EXPECT_EQ(a.by_class[0].name, "Entry");
+  EXPECT_EQ(a.by_class[0].retained, 240u);  // each Entry with the String it holds
+  ASSERT_EQ(a.by_class[0].samples.size(), 1u);
+  EXPECT_EQ(heap.address[a.by_class[0].samples[0]], 0x200u);  // retains 140, the most
+  EXPECT_EQ(a.biggest.size(), 3u);
+  auto strings = ObjectSelection::make(heap, {.type = "string"});
+  ASSERT_TRUE(strings.ok());
+  EXPECT_EQ(analyze_heap(heap, graph, tree, AnalysisOptions{.selection = &*strings}).count, 3u);
+}
+
 }  // namespace
 }  // namespace memprof::heap

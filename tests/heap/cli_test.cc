@@ -99,7 +99,56 @@ TEST(Cli, PathFromGlobalThroughAThousandNodeList) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("path_list_tail.txt", r.out);
   EXPECT_TRUE(r.out.starts_with("root global_tbl\n" + fixture_address("list_head") + " OBJECT Node, 40 bytes @ make_fixtures.rb:"));
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1001);  // the root + 1,000 nodes
+  // The root, the list's first 2 and last 2 nodes, and the 996 between collapsed into one line.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6);
+  EXPECT_NE(r.out.find("\n... 996 more Node ...\n"), std::string::npos);
+  CommandResult full = run_memprof("path leak_b.json.zst --full " + fixture_address("list_tail"));
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_EQ(std::count(full.out.begin(), full.out.end(), '\n'), 1001);  // the root + 1,000 nodes
+}
+
+TEST(Cli, PathAndRetainersAsJson) {
+  CommandResult path = run_memprof("path leak_b.json.zst --json " + fixture_address("list_tail"));
+  ASSERT_EQ(path.exit_code, 0) << path.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(path.out).get(doc), simdjson::SUCCESS) << path.out;
+  EXPECT_EQ(std::string_view(doc["root"]), "global_tbl");
+  simdjson::dom::array hops = doc["path"];
+  ASSERT_EQ(hops.size(), 5u);
+  EXPECT_EQ(std::string_view(hops.at(0)["address"]), fixture_address("list_head"));
+  EXPECT_EQ(uint64_t(hops.at(2)["collapsed"]), 996u);
+  EXPECT_EQ(std::string_view(hops.at(2)["name"]), "Node");
+  EXPECT_EQ(std::string_view(hops.at(4)["address"]), fixture_address("list_tail"));
+
+  CommandResult retainers = run_memprof("retainers leak_b.json.zst --json " + fixture_address("first_leak"));
+  ASSERT_EQ(retainers.exit_code, 0) << retainers.err;
+  simdjson::dom::parser parser2;
+  ASSERT_EQ(parser2.parse(retainers.out).get(doc), simdjson::SUCCESS) << retainers.out;
+  EXPECT_EQ(std::string_view(doc["object"]["name"]), "Leaky");
+  EXPECT_EQ(doc["retainers"].get_array().size(), 1u);
+  EXPECT_EQ(uint64_t(doc["more_retainers"]), 0u);
+  EXPECT_EQ(std::string_view(doc["immediate_dominator"]["address"]), "0x7f92563f3320");
+}
+
+TEST(Cli, RetainersOfAClassCollapseToCountsByClass) {
+  // The String class is retained by every String (as its class): 2,972 objects.
+  CommandResult r = run_memprof("retainers leak_b.json.zst 0x7f9255b3e428");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("0x7f9255b3e428 CLASS String, 5,248 bytes (retains 12,480)\n")) << r.out;
+  EXPECT_NE(r.out.find("retained by 1 root kind and 2,972 objects\n"), std::string::npos);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4 + 1 + 20 + 1);
+  EXPECT_NE(r.out.find("\n  ... 2,952 more: 2,815 String, 130 (IMEMO:ment), 3 (IMEMO:callcache), "),
+            std::string::npos);
+}
+
+TEST(Cli, ShowGolden) {
+  CommandResult r = run_memprof("show leak_b.json.zst " + fixture_address("first_leak"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_golden("show_first_leak.txt", r.out);
+  CommandResult json = run_memprof("show leak_b.json.zst --json " + fixture_address("registry"));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  expect_golden("show_registry.json", json.out);
 }
 
 TEST(Cli, RetainersGolden) {
@@ -115,7 +164,7 @@ TEST(Cli, DiffFindsTheLeakedObjectsGolden) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_golden("diff_abc.txt", r.out);
   // 50 Leaky objects (and their Strings) leaked in B; C dropped 10 of them.
-  EXPECT_NE(r.out.find("        40           1600  make_fixtures.rb:"), std::string::npos);
+  EXPECT_NE(r.out.find("\n        40     1.6 kB  make_fixtures.rb:51  Leaky\n"), std::string::npos);
   CommandResult json = run_memprof("diff leak_a.json.zst leak_b.json.zst leak_c.json.zst --json --top 3");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   expect_golden("diff_abc.json", json.out);
@@ -128,12 +177,59 @@ TEST(Cli, DiffAcrossGcCompactUsesGenerations) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS);
-  EXPECT_GT(uint64_t(doc["old_by_generation"]), 1000u);  // moved by GC.compact, not new
+  // Objects older than tracing that GC.compact moved: A has enough objects of their classes for
+  // them to be old, but nothing proves it. They are counted apart, not as new.
+  EXPECT_GT(uint64_t(doc["undecided"]["count"]), 1000u);
   uint64_t leaky = 0;
   for (simdjson::dom::element row : doc["by_location_and_class"].get_array()) {
     if (std::string_view(row["class"]) == "Leaky") leaky += uint64_t(row["count"]);
   }
   EXPECT_EQ(leaky, 5u);
+}
+
+TEST(Cli, AnalyzeSaysWhatTheReaderLeftOut) {
+  std::string path = ::testing::TempDir() + "memprof_problems." + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream(path, std::ios::binary)
+        << R"({"type":"ROOT", "root":"vm", "references":["0x10", "zz"]})" "\n"
+        << R"({"type":"ROOT", "root":"machine_context", "references":["0x10", )" "\n"
+        << R"({"address":"0x10", "type":"STRING", "memsize":40, "references":["0x99"]})" "\n"
+        << R"({"address":"0x10", "type":"STRING", "memsize":40})" "\n";
+  }
+  CommandResult r = run_memprof("analyze " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\ndump problems: 1 ROOT line unreadable (reachability and retained sizes "
+                       "incomplete), 1 bad value skipped, 1 reference to an absent object dropped, "
+                       "1 duplicate address\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, FiltersAndSamplesLeadFromARowToObjects) {
+  CommandResult diff = run_memprof("diff leak_a.json.zst leak_b.json.zst --class Leaky --samples 2");
+  ASSERT_EQ(diff.exit_code, 0) << diff.err;
+  EXPECT_TRUE(diff.out.starts_with("objects of class Leaky only\n"
+                                   "allocated after leak_a.json.zst and alive in leak_b.json.zst: 50 "
+                                   "objects, 2.0 kB\n")) << diff.out;
+  EXPECT_NE(diff.out.find("        50     2.0 kB  make_fixtures.rb:51  Leaky\n"
+                          "                       e.g. " + fixture_address("last_leak") + " "),
+            std::string::npos) << diff.out;
+
+  CommandResult analyze =
+      run_memprof("analyze leak_b.json.zst --type object --site make_fixtures.rb:51 --samples 1 --top 2");
+  ASSERT_EQ(analyze.exit_code, 0) << analyze.err;
+  EXPECT_NE(analyze.out.find("selected: site make_fixtures.rb:51, type object (50 of the dump's 7,736 "
+                             "objects)\nobjects: 50, 2.0 kB (2,000 bytes)\n"),
+            std::string::npos) << analyze.out;
+  EXPECT_NE(analyze.out.find("\nby class (1 of 1)\n       count     memsize    retained  name\n"
+                             "          50      2.0 kB     14.1 kB  Leaky\n"),
+            std::string::npos) << analyze.out;
+
+  CommandResult bad = run_memprof("analyze leak_b.json.zst --type thing");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err, "memprof: --type thing: not an object type (STRING, ARRAY, HASH, OBJECT, DATA, "
+                     "IMEMO, CLASS, ...)\n");
 }
 
 TEST(Cli, BadInputIsOneLineAndExitOne) {
@@ -148,6 +244,7 @@ TEST(Cli, BadInputIsOneLineAndExitOne) {
       {"path leak_a.json.zst 0x1", "memprof: 0x1: no object at this address in leak_a.json.zst\n"},
       {"path leak_a.json.zst nothex", "memprof: nothex: not an address\n"},
       {"retainers missing.json 0x10", "memprof: missing.json: No such file or directory\n"},
+      {"show leak_a.json.zst 0x1", "memprof: 0x1: no object at this address in leak_a.json.zst\n"},
       {"diff leak_a.json.zst /dev/null", "memprof: /dev/null: empty file\n"},
   };
   for (const Case& c : cases) {

@@ -71,7 +71,10 @@ TEST(Diff, GenerationsSeeThroughCompaction) {
   Heap c = load_text(kClasses + object_line(0x120, "OBJECT", 0x10, {}, 40, traced("leak.rb", 7, 9)));
   DiffResult d = diff_heaps(a, b, &c);
   EXPECT_TRUE(d.generations);
-  EXPECT_EQ(d.old_by_generation, 2u);
+  EXPECT_EQ(d.max_generation_a, 8u);
+  EXPECT_EQ(d.max_generation_b, 9u);
+  EXPECT_EQ(d.old_by_generation, 3u);  // the two moved ones and the one at its address
+  EXPECT_EQ(d.new_by_generation, 1u);
   EXPECT_EQ(d.address_mismatches, 1u);
   EXPECT_EQ(d.new_count, 1u);
   EXPECT_EQ(d.kept_count, 1u);
@@ -99,6 +102,83 @@ TEST(Diff, GenerationBoundaryIsTheHighestGenerationOfA) {
   EXPECT_EQ(fmt::format("{} {} x{} {}B", d.rows[0].location, d.rows[0].class_name, d.rows[0].count,
                         d.rows[0].memsize),
             "b.rb:4 String x1 24B");
+}
+
+TEST(Diff, GenerationDecidesEvenInARecycledSlotFromTheSameLine) {
+  // A's object at 0x100 died; a new one from the same line took its slot after A.
+  Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)) +
+                     object_line(0x200, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 4)));
+  Heap b = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 5)) +
+                     object_line(0x200, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 4)));
+  DiffResult d = diff_heaps(a, b, nullptr);
+  EXPECT_EQ(d.new_count, 1u);
+  EXPECT_EQ(d.new_by_generation, 1u);
+  EXPECT_EQ(d.old_by_generation, 1u);
+  EXPECT_EQ(d.address_mismatches, 1u);
+}
+
+TEST(Diff, ObjectsOfTheNewestGenerationOfAAreMatchedWhereverTheyMoved) {
+  Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 4)) +
+                     object_line(0x200, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 4)));
+  // One moved to 0x300; two more from the same line and generation were allocated after A.
+  Heap b = load_text(kClasses + object_line(0x300, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 4)) +
+                     object_line(0x200, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 4)) +
+                     object_line(0x400, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 4)) +
+                     object_line(0x500, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 4)));
+  DiffResult d = diff_heaps(a, b, nullptr);
+  EXPECT_EQ(d.old_by_generation, 2u);
+  EXPECT_EQ(d.new_by_generation, 2u);
+}
+
+TEST(Diff, ClassCountsDecideObjectsThatLostTheirGeneration) {
+  // GC.compact on Ruby 3.1 drops the allocation info of the objects it moves. A has one Leaky
+  // and one String without generation (older than tracing); B has four Leaky and two Strings
+  // without generation, none at an address A used.
+  Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)) +
+                     object_line(0x200, "STRING", 0x18, {}, 40));
+  Heap b = load_text(kClasses + object_line(0x900, "OBJECT", 0x10, {}, 40) +
+                     object_line(0x940, "OBJECT", 0x10, {}, 40) + object_line(0x980, "OBJECT", 0x10, {}, 40) +
+                     object_line(0x9c0, "OBJECT", 0x10, {}, 40, traced("leak.rb", 2, 6)) +
+                     object_line(0xa00, "STRING", 0x18, {}, 40) + object_line(0xa40, "STRING", 0x18, {}, 40));
+  DiffResult d = diff_heaps(a, b, nullptr);
+  EXPECT_EQ(d.new_by_generation, 1u);
+  // Three Leaky without generation, A had one: at least two are new; one may be A's. The two
+  // Strings: one may be A's, so one is new.
+  EXPECT_EQ(d.new_by_class_count, 3u);
+  EXPECT_EQ(d.undecided_count, 2u);
+  EXPECT_EQ(d.undecided_memsize, 80u);
+  EXPECT_EQ(d.new_count, 4u);
+  ASSERT_EQ(d.undecided_rows.size(), 2u);
+  EXPECT_EQ(d.undecided_rows[0].location, "(no allocation info)");
+}
+
+TEST(Diff, RefusesDumpsInTheWrongOrderOrOfAnotherProcess) {
+  Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)));
+  Heap b = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 9)));
+  EXPECT_TRUE(check_dump_order(a, "a", b, "b").ok());
+  auto backwards = check_dump_order(b, "b", a, "a");
+  ASSERT_FALSE(backwards.ok());
+  EXPECT_EQ(backwards.message(),
+            "a cannot have been taken after b: its newest allocation generation (3) is older than "
+            "that of b (9); give the dumps in the order they were taken");
+  Heap elsewhere = load_text(object_line(0x7f0000100000, "OBJECT", 0, {}, 40));
+  auto other = check_dump_order(a, "a", elsewhere, "c");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.message(),
+            "a and c share no heap page: they come from different processes (or one restarted in between)");
+}
+
+TEST(Diff, FilterAndSamples) {
+  Heap a = load_text(kClasses);
+  Heap b = load_text(kClasses + object_line(0x200, "OBJECT", 0x10, {}, 40) +
+                     object_line(0x300, "OBJECT", 0x10, {}, 48) + object_line(0x400, "STRING", 0x18, {}, 64));
+  auto selection = ObjectSelection::make(b, {.class_label = "Leaky"});
+  ASSERT_TRUE(selection.ok());
+  DiffResult d = diff_heaps(a, b, nullptr, {.selection = &*selection, .samples = 1});
+  EXPECT_EQ(d.new_count, 2u);
+  ASSERT_EQ(d.rows.size(), 1u);
+  EXPECT_EQ(d.rows[0].samples, (std::vector<ObjectId>{b.find(0x300)}));  // the largest first
+  EXPECT_FALSE(ObjectSelection::make(b, {.type = "strin"}).ok());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
 #include "heap/byte_source.h"
 #include "heap/loader.h"
@@ -73,7 +74,11 @@ TEST(Reader, ReadsEveryFieldOfRuby31Lines) {
   EXPECT_EQ(heap.class_label(str), "Customer");
   EXPECT_EQ(heap.class_label(klass), "Class");  // real_class_name of its singleton class
   EXPECT_EQ(heap.class_label(imemo), "(IMEMO:callcache)");
-  EXPECT_EQ(heap.class_label(data), "Class");
+  EXPECT_EQ(heap.class_label(data), "Class (proc)");  // DATA: with its C struct
+  // Classes and modules are called by their own name, not their class's.
+  EXPECT_EQ(heap.object_label(klass), "Customer");
+  EXPECT_EQ(heap.object_label(meta), "#<Class:0x1078> (singleton class of a Class)");
+  EXPECT_EQ(heap.object_label(str), "Customer");
 
   EXPECT_EQ(heap.type[str], ObjectType::kString);
   EXPECT_EQ(heap.flags[str], kFlagWbProtected | kFlagPinned | kFlagFrozen | kFlagEmbedded | kFlagFstring);
@@ -131,14 +136,14 @@ TEST(Reader, ReportsBadLinesWithNumbersAndGoesOn) {
                      R"({"address":"zz", "type":"STRING"})" "\n" +        // 5
                      "[1, 2, 3]\n" +                                       // 6
                      "\n" +                                                // 7: blank, fine
-                     R"({"address":"0x30", "references":"0x10"})" "\n" +  // 8
-                     R"({"address":"0x40", "memsize":-5})" "\n" +         // 9
-                     R"({"address":"0x50", "flags":{"old":1}})" "\n" +    // 10
+                     R"({"address":"0x30", "references":"0x10"})" "\n" +  // 8: value skipped
+                     R"({"address":"0x40", "memsize":-5})" "\n" +         // 9: value skipped
+                     R"({"address":"0x50", "flags":{"old":1}})" "\n" +    // 10: value skipped
                      object_line(0x60, "ARRAY", 0, {0x10}, 40);            // 11
   Heap heap = load_text(text);
-  EXPECT_EQ(heap.size(), 2u);
+  EXPECT_EQ(heap.size(), 5u);
   EXPECT_EQ(heap.lines, 11u);
-  ASSERT_EQ(heap.bad_line_count, 8u);
+  ASSERT_EQ(heap.bad_line_count, 5u);
   std::vector<std::pair<uint64_t, std::string>> bad;
   for (const BadLine& line : heap.bad_lines) bad.emplace_back(line.line_number, line.message);
   EXPECT_EQ(bad, (std::vector<std::pair<uint64_t, std::string>>{
@@ -147,12 +152,98 @@ TEST(Reader, ReportsBadLinesWithNumbersAndGoesOn) {
                      {4, "missing address"},
                      {5, "address is not a hex string"},
                      {6, "not a JSON object"},
-                     {8, "references is not an array of addresses"},
-                     {9, "numeric field is not a non-negative integer"},
-                     {10, "flags is not an object of booleans"},
                  }));
+  // One bad value costs the value, not the line.
+  ASSERT_EQ(heap.bad_value_count, 3u);
+  std::vector<std::tuple<uint64_t, std::string, std::string>> values;
+  for (const BadLine& v : heap.bad_values) values.emplace_back(v.line_number, v.message, v.consequence);
+  EXPECT_EQ(values, (std::vector<std::tuple<uint64_t, std::string, std::string>>{
+                        {8, R"(object 0x30: references "0x10" is not an array)", "value skipped"},
+                        {9, "object 0x40: memsize -5 is not a non-negative integer", "value skipped"},
+                        {10, "object 0x50: flags.old 1 is not a boolean", "value skipped"},
+                    }));
+  EXPECT_EQ(heap.memsize[heap.find(0x40)], 0u);
+  EXPECT_EQ(heap.flags[heap.find(0x50)], 0u);
   // The bad lines' references were dropped: the ARRAY references the STRING only.
   EXPECT_EQ(heap.ref_targets, (std::vector<ObjectId>{0}));
+}
+
+TEST(Reader, OneBadReferenceKeepsTheRestOfTheRootLine) {
+  // A vm root with a reference that is not an address and one that is not a string: losing the
+  // whole line would leave both objects unreachable.
+  std::string text = R"({"type":"ROOT", "root":"vm", "references":["0x10", "0xzz", 7, "0x20"]})" "\n" +
+                     object_line(0x10, "STRING", 0, {}, 40) +
+                     object_line(0x20, "ARRAY", 0, {0x10, 0x30}, 40) +
+                     R"({"address":"0x30", "type":"ARRAY", "references":["0x10", null], "memsize":40})" "\n";
+  auto [heap, printed] = load_with_warnings(text);
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  ASSERT_EQ(heap->roots.size(), 1u);
+  EXPECT_EQ(heap->roots[0].targets, (std::vector<ObjectId>{0, 1}));
+  EXPECT_EQ(heap->references(2).size(), 1u);
+  EXPECT_EQ(printed,
+            "memprof: x.json:1: ROOT \"vm\": references[1] \"0xzz\" is not an address (value "
+            "skipped; the root's other 2 references are kept)\n"
+            "memprof: x.json:1: ROOT \"vm\": references[2] 7 is not an address (value skipped; the "
+            "root's other 2 references are kept)\n"
+            "memprof: x.json:4: object 0x30: references[1] null is not an address (value skipped; "
+            "the object's other 1 reference is kept)\n");
+}
+
+TEST(Reader, AnUnreadableRootLineSaysTheRootIsLost) {
+  std::string text = R"({"type":"ROOT", "root":"vm", "references":["0x10", "0x2)" "\n" +
+                     object_line(0x10, "STRING", 0, {}, 40);
+  auto [heap, printed] = load_with_warnings(text);
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  EXPECT_EQ(printed,
+            "memprof: x.json:1: invalid JSON (ROOT line \"vm\" skipped: the objects it references "
+            "lose this root; reachability and retained sizes are incomplete)\n"
+            "memprof: warning: x.json: 1 ROOT line could not be read (the objects they reference "
+            "lose that root; reachability and retained sizes are incomplete)\n");
+}
+
+TEST(Reader, SkipsAByteOrderMarkBeforeTheFirstLine) {
+  auto [heap, printed] = load_with_warnings("\xEF\xBB\xBF" + kRuby31);
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  // No line skipped; kRuby31 has two references to objects it does not hold.
+  EXPECT_EQ(printed,
+            "memprof: warning: x.json: 2 references point to addresses no object line has "
+            "(dropped; a truncated or partial dump?)\n");
+  ASSERT_EQ(heap->roots.size(), 2u);
+  EXPECT_EQ(heap->roots[0].targets.size(), 2u);
+  EXPECT_EQ(heap->size(), 5u);
+}
+
+TEST(Reader, ReadsFileNamesThatAreNotUtf8) {
+  // Ruby writes a file name as the bytes it has: here Latin-1 "café.rb".
+  std::string text = root_line("vm", {0x10}) +
+                     object_line(0x10, "STRING", 0, {}, 40, R"(, "file":"/app/caf)" "\xE9" R"(.rb", "line":3)") +
+                     object_line(0x20, "STRING", 0, {}, 40);
+  auto [heap, printed] = load_with_warnings(text);
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  ASSERT_EQ(heap->size(), 2u);
+  EXPECT_EQ(heap->site_label(0), "/app/caf\xEF\xBF\xBD.rb:3");
+  EXPECT_EQ(printed,
+            "memprof: warning: x.json: 1 line holds bytes that are not UTF-8 (read with U+FFFD in "
+            "their place; Ruby writes file names as raw bytes)\n");
+}
+
+TEST(Reader, WarnsAboutDuplicateAddressesAndReferencesToAbsentObjects) {
+  std::string text = root_line("vm", {0x10, 0x99}) + object_line(0x10, "STRING", 0, {}, 40) +
+                     object_line(0x10, "ARRAY", 0, {0x77, 0x88}, 80);
+  auto [heap, printed] = load_with_warnings(text);
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  EXPECT_EQ(printed,
+            "memprof: warning: x.json: 1 object line repeats the address of an earlier one "
+            "(references go to the first object with the address)\n"
+            "memprof: warning: x.json: 3 references point to addresses no object line has "
+            "(dropped; a truncated or partial dump?)\n");
+}
+
+TEST(Reader, RejectsADumpWithoutObjects) {
+  auto roots_only = load_bytes(root_line("vm", {0x10}) + root_line("machine_context", {}) + "{oops\n");
+  ASSERT_FALSE(roots_only.ok());
+  EXPECT_EQ(roots_only.message(),
+            "test.json: no objects in the dump (2 ROOT lines, 0 SHAPE lines, 1 line skipped)");
 }
 
 TEST(Reader, WarnsOnStreamWithDumpNameAndLine) {
@@ -171,7 +262,7 @@ TEST(Reader, PrintsTwentyWarningsThenOneSummaryLine) {
   EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 21);
   EXPECT_TRUE(printed.starts_with("memprof: x.json:2: invalid JSON (line skipped)\n"));
   EXPECT_TRUE(printed.ends_with("memprof: x.json:21: invalid JSON (line skipped)\n"
-                                "memprof: x.json: more bad lines skipped, not shown\n"));
+                                "memprof: x.json: more bad lines and values skipped, not shown\n"));
 }
 
 TEST(Reader, HandlesCrlfMissingFinalNewlineAndLinesLongerThanTheBuffer) {

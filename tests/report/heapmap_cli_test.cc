@@ -3,6 +3,7 @@
 // slots 0-5, 7-10, 408 and 409; slot 7 pinned; slot 408 sits where a 16 KiB page would keep
 // its malloc reserve, which rules out the Ruby 2.x-3.0 layout).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "support/command_runner.h"
 #include "png_decode.h"
@@ -120,6 +121,44 @@ TEST(HeapmapCli, BadInputIsOneLineAndExitOne) {
     EXPECT_EQ(run.err, c.message);
     EXPECT_EQ(run.out, "");
   }
+}
+
+// `-o` naming the dump itself, by any path, is refused before anything is written: the dump
+// stays byte for byte what it was.
+TEST(HeapmapCli, RefusesToOverwriteTheDump) {
+  TempDir dir;
+  const std::string dump = dir.file("x.json");
+  const std::string original = memprof::testing::read_file(kFixture);
+  memprof::testing::write_file(dump, original);
+  ASSERT_EQ(::link(dump.c_str(), dir.file("hard.json").c_str()), 0);
+  ASSERT_EQ(::symlink(dump.c_str(), dir.file("soft.json").c_str()), 0);
+  const std::vector<std::pair<std::string, std::string>> outputs = {
+      {dump, dump}, {dir.path() + "/./x.json", dump}, {dir.file("hard.json"), dump},
+      {dir.file("soft.json"), dump}};
+  for (const std::string command : {"heapmap", "html"}) {
+    for (const auto& [output, input] : outputs) {
+      const auto run = run_command({kMemprof, command, dump, "-o", output});
+      EXPECT_EQ(run.exit_code, 1) << command << " -o " << output;
+      EXPECT_EQ(run.err, "memprof: refusing to write " + output + ": it is the input " + input + "\n");
+      EXPECT_EQ(memprof::testing::read_file(dump), original);
+    }
+  }
+}
+
+// The output is written to a temporary file and renamed into place: a file that another hard
+// link of the output path names keeps its bytes, and no temporary file is left behind.
+TEST(HeapmapCli, ReplacesTheOutputThroughARename) {
+  TempDir dir;
+  const std::string png = dir.file("heap.png");
+  const std::string other = dir.file("other-link.png");
+  memprof::testing::write_file(png, "old bytes");
+  ASSERT_EQ(::link(png.c_str(), other.c_str()), 0);
+  const auto run = run_command({kMemprof, "heapmap", kFixture, "-o", png});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(memprof::testing::read_file(other), "old bytes");
+  EXPECT_EQ(decode_png_file(png).error, "");
+  const auto listing = run_command({"/bin/ls", "-A", dir.path()});
+  EXPECT_EQ(listing.out, "heap.png\nother-link.png\n");
 }
 
 // A Ruby 3.3-style dump (SHAPE line, "slot_size" fields): a page of 40-byte slots and one of

@@ -46,22 +46,24 @@ TEST(HtmlInChromium, ShowsTheFixtureNumbers) {
   EXPECT_EQ(total.text, "12");
   const auto memsize = element_by_id(dom, "total-memsize", "data-value");
   EXPECT_EQ(memsize.attribute, "1620");
-  EXPECT_EQ(memsize.text, "1.6 KiB");
+  EXPECT_EQ(memsize.text, "1.6 kB");  // SI units, as the text report
   EXPECT_EQ(element_by_id(dom, "reachable-count", "data-value").text, "11");
   const auto reachable = element_by_id(dom, "reachable-memsize", "data-value");
   EXPECT_EQ(reachable.attribute, "1580");
-  EXPECT_EQ(reachable.text, "1.5 KiB");
+  EXPECT_EQ(reachable.text, "1.6 kB");
   EXPECT_EQ(element_by_id(dom, "machine-context-only", "data-value").text, "1 object, 40 B");
   EXPECT_EQ(element_by_id(dom, "consistency", "id").text, "");
 
   EXPECT_EQ(element_by_id(dom, "by-type", "data-rows").attribute, "6");
   EXPECT_EQ(element_by_id(dom, "by-class", "data-rows").attribute, "6");
-  EXPECT_EQ(element_by_id(dom, "top-retained", "data-rows").attribute, "12");
+  // One row per top of the dominator tree (nested objects are inside their top's retained size).
+  EXPECT_EQ(element_by_id(dom, "top-retained", "data-rows").attribute, "4");
   // The dominator list, largest retained first: Foo's class, then the array.
   const std::regex first_rows(
-      "<td class=\"text\" title=\"0x7f1200000168\">0x7f1200000168</td>.*?"
+      "<table id=\"top-retained\".*?"
+      "<a href=\"#object/0x7f1200000168\">0x7f1200000168</a></td>.*?"
       "<td>600 B</td><td>600 B</td>.*?"
-      "<td class=\"text\" title=\"0x7f1200000028\">0x7f1200000028</td>.*?"
+      "<a href=\"#object/0x7f1200000028\">0x7f1200000028</a></td>.*?"
       "<td>80 B</td><td>500 B</td>");
   EXPECT_TRUE(std::regex_search(dom, first_rows));
 
@@ -70,7 +72,7 @@ TEST(HtmlInChromium, ShowsTheFixtureNumbers) {
   EXPECT_EQ(count_of(dom, "<rect "), 4u);
   const auto treemap_total = element_by_id(dom, "treemap-total", "data-value");
   EXPECT_EQ(treemap_total.attribute, "1580");
-  EXPECT_EQ(treemap_total.text, "1.5 KiB");
+  EXPECT_EQ(treemap_total.text, "1.6 kB");
   EXPECT_EQ(count_of(dom, "data-retained=\"600\""), 1u);
   EXPECT_EQ(count_of(dom, "data-retained=\"40\""), 1u);
 
@@ -114,9 +116,10 @@ TEST(HtmlInChromium, HostileClassNamesStayText) {
   ASSERT_EQ(browser.exit_code, 0) << browser.err;
   EXPECT_EQ(count_of(browser.out, "data-rendered=\"yes\""), 1u);
   EXPECT_EQ(count_of(browser.out, "hacked\"></script>"), 0u);
-  // The name shows up as text (serialized with &lt; by Chromium) in the by-class table and in
-  // the dominator list's class column.
-  EXPECT_EQ(count_of(browser.out, ">Foo&lt;/script&gt;&lt;script&gt;document.body.dataset"), 2u);
+  // The name shows up as text (serialized with &lt; by Chromium) wherever the page names the
+  // class or its instance: the by-class table, the class object in the dominator list, the class
+  // object and its instance in the biggest objects, and the instance among the most referenced.
+  EXPECT_EQ(count_of(browser.out, ">Foo&lt;/script&gt;&lt;script&gt;document.body.dataset"), 5u);
 }
 
 }  // namespace

@@ -1,0 +1,70 @@
+#include "heap/duplicate_strings.h"
+
+#include <algorithm>
+
+#include "heap/top_lists.h"
+
+namespace memprof::heap {
+
+namespace {
+
+// Copies of one value: equal hash, length and first bytes (so that a hash collision of two
+// values that differ there does not merge them).
+bool same_value(const StringValue& x, const StringValue& y) {
+  return x.hash == y.hash && x.length == y.length && x.head == y.head;
+}
+
+}  // namespace
+
+std::vector<DuplicateString> duplicate_strings(const Heap& heap, const ObjectSelection* selection,
+                                               size_t top, size_t samples) {
+  // (hash, index) pairs sort fast (no pointer chasing in the comparisons) and bring each
+  // value's copies together; a run of equal hashes is then split by length and first bytes.
+  const std::vector<StringValue>& all = heap.string_values;
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  order.reserve(all.size());
+  for (uint32_t i = 0; i < all.size(); ++i) {
+    if (selection == nullptr || (*selection)(all[i].id)) order.emplace_back(all[i].hash, i);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<DuplicateString> duplicates;
+  std::vector<uint32_t> run;
+  for (size_t begin = 0, end; begin < order.size(); begin = end) {
+    end = begin + 1;
+    while (end < order.size() && order[end].first == order[begin].first) ++end;
+    if (end - begin < 2) continue;
+    run.clear();
+    for (size_t i = begin; i < end; ++i) run.push_back(order[i].second);
+    while (!run.empty()) {
+      const StringValue& first = all[run.front()];
+      std::vector<ObjectId> copies;
+      std::erase_if(run, [&](uint32_t i) {
+        if (!same_value(all[i], first)) return false;
+        copies.push_back(all[i].id);
+        return true;
+      });
+      if (copies.size() < 2) continue;
+      DuplicateString& group = duplicates.emplace_back();
+      group.value = std::string(first.head_text());
+      group.length = first.length;
+      group.cut = first.length > StringValue::kHeadSize;
+      group.count = copies.size();
+      uint64_t largest = 0;
+      for (ObjectId id : copies) {
+        group.memsize += heap.memsize[id];
+        largest = std::max(largest, heap.memsize[id]);
+      }
+      group.wasted = group.memsize - largest;
+      group.samples = largest_first(heap, copies, samples);
+    }
+  }
+  std::sort(duplicates.begin(), duplicates.end(), [](const DuplicateString& x, const DuplicateString& y) {
+    if (x.wasted != y.wasted) return x.wasted > y.wasted;
+    if (x.count != y.count) return x.count > y.count;
+    return x.value < y.value;
+  });
+  if (top != 0 && duplicates.size() > top) duplicates.resize(top);
+  return duplicates;
+}
+
+}  // namespace memprof::heap

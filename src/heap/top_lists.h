@@ -1,0 +1,52 @@
+// The object lists of `memprof analyze`: the biggest objects, the tops of the dominator tree
+// with the largest retained sizes, the objects referenced by the most others, and the objects
+// only machine_context keeps alive.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "heap/dominators.h"
+#include "heap/heap.h"
+#include "heap/object_filter.h"
+
+namespace memprof::heap {
+
+// The `top` objects with the largest key(id), ties by address, among those `selection` keeps
+// (nullptr: all).
+template <typename Key>
+std::vector<ObjectId> top_objects(const Heap& heap, const ObjectSelection* selection, size_t top, Key key);
+
+// The first `n` of `ids` by memsize, largest first (ties by address); `ids` is reordered.
+std::vector<ObjectId> largest_first(const Heap& heap, std::vector<ObjectId>& ids, size_t n);
+
+// The objects with the largest retained sizes such that none is inside another one's dominator
+// subtree: a chain of 300,000 nodes appears once, by its head, not as 20 nested nodes.
+std::vector<ObjectId> top_retained_subtrees(const Heap& heap, const DominatorTree& tree,
+                                            const ObjectSelection* selection, size_t top);
+
+// The objects with the most references to them in the dump's "references" (not counting class
+// edges, which every instance has, nor roots), with that count.
+std::vector<std::pair<ObjectId, uint64_t>> most_referenced(const Heap& heap, const ObjectSelection* selection,
+                                                           size_t top);
+
+template <typename Key>
+std::vector<ObjectId> top_objects(const Heap& heap, const ObjectSelection* selection, size_t top, Key key) {
+  std::vector<ObjectId> ids;
+  ids.reserve(heap.size());
+  for (ObjectId id = 0; id < heap.size(); ++id) {
+    if (selection == nullptr || (*selection)(id)) ids.push_back(id);
+  }
+  auto before = [&](ObjectId a, ObjectId b) {
+    const uint64_t ka = key(a), kb = key(b);
+    if (ka != kb) return ka > kb;
+    return heap.address[a] < heap.address[b];
+  };
+  const size_t n = std::min(top, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(), before);
+  ids.resize(n);
+  return ids;
+}
+
+}  // namespace memprof::heap

@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""`memprof html` clicked through in headless Chromium (Debian's chromium-driver and
+python3-selenium): sorting a table by a column, a group's page with its objects, an object's page
+with its references, retainers and path from a root, and back.
+
+    html_click_test.py MEMPROF FIXTURE_DIR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+MEMPROF, FIXTURES = sys.argv[1], sys.argv[2]
+
+
+def cells(table):
+    return [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+
+
+class ClickThrough(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.page = os.path.join(cls.dir.name, "report.html")
+        subprocess.run([MEMPROF, "html", os.path.join(FIXTURES, "small_heap.json"), "-o", cls.page],
+                       check=True, capture_output=True)
+        options = webdriver.ChromeOptions()
+        for argument in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         "--user-data-dir=" + os.path.join(cls.dir.name, "profile")]:
+            options.add_argument(argument)
+        cls.browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.browser.quit()
+        cls.dir.cleanup()
+
+    def setUp(self):
+        self.browser.get("file://" + self.page)
+        self.assertEqual(self.body("rendered"), "yes")
+
+    def body(self, key):
+        return self.browser.find_element(By.TAG_NAME, "body").get_attribute("data-" + key)
+
+    def test_sorts_a_table_by_the_column_clicked(self):
+        table = self.browser.find_element(By.ID, "by-type")
+        self.assertEqual([row[0] for row in cells(table)][:2], ["CLASS", "MODULE"])  # by memsize
+        table.find_elements(By.TAG_NAME, "th")[1].click()  # objects, most first
+        self.assertEqual(table.get_attribute("data-sorted-by"), "1 desc")
+        self.assertEqual(cells(table)[0][:2], ["STRING", "7"])
+        table.find_elements(By.TAG_NAME, "th")[1].click()  # and the other way round
+        self.assertEqual(table.get_attribute("data-sorted-by"), "1 asc")
+        self.assertEqual(cells(table)[-1][:2], ["STRING", "7"])
+        table.find_elements(By.TAG_NAME, "th")[0].click()  # names A-Z
+        self.assertEqual([row[0] for row in cells(table)],
+                         ["ARRAY", "CLASS", "HASH", "MODULE", "OBJECT", "STRING"])
+
+    def test_group_page_then_object_page_then_back(self):
+        self.browser.find_element(By.LINK_TEXT, "ARRAY").click()
+        self.assertEqual(self.body("view"), "group/by_type/4")
+        self.assertFalse(self.browser.find_element(By.ID, "overview").is_displayed())
+        objects = self.browser.find_element(By.ID, "group-objects")
+        self.assertEqual(cells(objects), [["0x7f1200000028", "ARRAY", "(ARRAY)", "80 B", "500 B", ""]])
+
+        objects.find_element(By.LINK_TEXT, "0x7f1200000028").click()
+        self.assertEqual(self.body("view"), "object/0x7f1200000028")
+        detail = self.browser.find_element(By.ID, "detail")
+        self.assertEqual(detail.find_element(By.TAG_NAME, "h2").text, "0x7f1200000028 ARRAY (ARRAY)")
+        references = self.browser.find_element(By.ID, "object-references")
+        self.assertEqual([row[0] for row in cells(references)],
+                         ["0x7f1200000050", "0x7f1200000078", "0x7f12000000a0"])
+        self.assertEqual(cells(self.browser.find_element(By.ID, "object-retainers")), [])
+        path = [li.text for li in self.browser.find_elements(By.CSS_SELECTOR, "#object-path li")]
+        self.assertEqual(path, ["root vm", "0x7f1200000028 ARRAY (ARRAY), 80 B"])
+
+        # On to a referenced object's page.
+        references.find_element(By.LINK_TEXT, "0x7f12000000a0").click()
+        self.assertEqual(self.body("view"), "object/0x7f12000000a0")
+        path = [li.text for li in self.browser.find_elements(By.CSS_SELECTOR, "#object-path li")]
+        self.assertEqual(path, ["root vm", "0x7f1200000028 ARRAY (ARRAY), 80 B",
+                                "0x7f12000000a0 HASH (HASH), 160 B"])
+        self.browser.find_element(By.LINK_TEXT, "back to the overview").click()
+        self.assertEqual(self.body("view"), "overview")
+        self.assertTrue(self.browser.find_element(By.ID, "overview").is_displayed())
+
+    def test_object_page_of_a_class_instance_shows_its_path(self):
+        self.browser.get("file://" + self.page + "#object/0x7f12000000f0")
+        self.assertEqual(self.body("view"), "object/0x7f12000000f0")
+        path = [li.text for li in self.browser.find_elements(By.CSS_SELECTOR, "#object-path li")]
+        self.assertEqual(path, ["root vm", "0x7f1200000028 ARRAY (ARRAY), 80 B",
+                                "0x7f12000000a0 HASH (HASH), 160 B", "0x7f12000000f0 OBJECT Foo, 40 B"])
+        retainers = cells(self.browser.find_element(By.ID, "object-retainers"))
+        self.assertEqual([row[0] for row in retainers], ["0x7f12000000a0"])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
