@@ -221,6 +221,9 @@ VALUE native_info(VALUE) {
     set("site_bytes", SIZET2NUM(counters[3]));
     set("dropped", SIZET2NUM(counters[4]));
     set("hooked_slots", SIZET2NUM(t.hooked_slots()));
+    set("hooked_call_sites", SIZET2NUM(t.hooked_call_sites()));
+    set("mechanism", t.active() ? ID2SYM(rb_intern(memprof::ruby::mechanism_name(t.mechanism()))) : Qnil);
+    set("fallback_reason", t.fallback_reason().empty() ? Qnil : to_ruby(t.fallback_reason()));
     set("lost_to_compaction", SIZET2NUM(t.lost_to_compaction()));
     return info;
   });

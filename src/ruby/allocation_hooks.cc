@@ -231,6 +231,12 @@ AllocationHooks::~AllocationHooks() {
   call_site_hooks_.clear();  // and each CallSiteHook its sites' displacements
 }
 
+size_t AllocationHooks::patched_call_sites() const {
+  size_t sites = 0;
+  for (const auto& hook : call_site_hooks_) sites += hook->sites().size();
+  return sites;
+}
+
 size_t AllocationHooks::patched_slots() const {
   size_t slots = 0;
   for (const auto& hook : got_hooks_) slots += hook->patched_slots();

@@ -57,6 +57,7 @@ class AllocationHooks {
   AllocationHooks& operator=(const AllocationHooks&) = delete;
 
   size_t patched_slots() const;
+  size_t patched_call_sites() const;
 
  private:
   using CallSites = std::map<const void*, std::vector<uintptr_t>>;

@@ -64,6 +64,11 @@ Status Tracker::start(Mechanism mechanism) {
       return err("cannot hook Ruby's allocator: {}", hooks.message());
     } else {
       mechanism = Mechanism::kTracepoint;
+      // Said once per process: the fallback costs about twice the hooks' overhead.
+      if (fallback_reason_.empty())
+        fmt::print(stderr, "memprof: tracking through Ruby's NEWOBJ event instead of hooks ({})\n",
+                   hooks.message());
+      fallback_reason_ = hooks.message();
     }
   }
   if (mechanism == Mechanism::kTracepoint) {
@@ -92,6 +97,7 @@ void Tracker::stop() {
 }
 
 size_t Tracker::hooked_slots() const { return hooks_ ? hooks_->patched_slots() : 0; }
+size_t Tracker::hooked_call_sites() const { return hooks_ ? hooks_->patched_call_sites() : 0; }
 
 Status Tracker::exactness() const {
   if (mechanism_ == Mechanism::kTracepoint && ractor_started_while_tracking_)

@@ -155,7 +155,11 @@ class Tracker {
 
   void set_audit_log(AuditLog* log) { audit_ = log; }
 
+  // What the hooks patched: GOT slots, and call sites (a ruby with libruby linked in).
   size_t hooked_slots() const;
+  size_t hooked_call_sites() const;
+  // Why :auto fell back to the NEWOBJ event (the last time it did), or empty.
+  const std::string& fallback_reason() const { return fallback_reason_; }
 
  private:
   Tracker();
@@ -219,6 +223,7 @@ class Tracker {
   void update_free_watch();
   void after_fork_in_child() noexcept;
   bool reset_on_fork_ = false;
+  std::string fallback_reason_;
 
   struct PcSite {
     const VALUE* pc = nullptr;
