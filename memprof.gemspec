@@ -15,14 +15,21 @@ Gem::Specification.new do |s|
   TEXT
   s.authors = ["memprof developers"]
   s.homepage = "https://github.com/memprof/memprof"
+  s.license = "MIT"
   s.required_ruby_version = [">= 2.7", "< 3.5"]
   s.platform = Gem::Platform::RUBY
   s.extensions = ["ext/memprof/extconf.rb"]
   s.require_paths = ["lib"]
+  s.bindir = "exe"
+  s.executables = ["memprof"]
+  s.requirements << "rack, for Memprof::Middleware (not needed otherwise)"
+  s.requirements << "to build: g++ with C++20, libzydis-dev, libfmt-dev; " \
+                    "for the memprof command: cmake, libsimdjson-dev, libpng-dev, libzstd-dev, zlib1g-dev, libcli11-dev"
   root = __dir__
+  # The sources of the extension (src/ruby and what it links) and of the command-line tool, which
+  # extconf.rb builds with CMake; no tests, benchmarks or build products.
   s.files = Dir.chdir(root) do
-    Dir["lib/memprof.rb", "lib/memprof/*.rb", "ext/memprof/*.{rb,cc,h}", "docs/ruby.md",
-        "src/ruby/*.{h,cc}", "src/core/track/*.{h,cc}", "src/core/hook/*.{h,cc}",
-        "src/core/hook/x86_64/*.{h,cc}", "src/core/util/*.{h,cc}"]
+    Dir["LICENSE", "README.md", "docs/ruby.md", "exe/memprof", "lib/memprof.rb", "lib/memprof/*.rb",
+        "ext/memprof/*.{rb,cc,h}", "CMakeLists.txt", "src/**/CMakeLists.txt", "src/**/*.{h,cc}"]
   end
 end

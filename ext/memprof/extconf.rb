@@ -38,5 +38,50 @@ $INCFLAGS << " -I#{src}"
 $CXXFLAGS << " -std=c++20 -fvisibility=hidden -DFMT_HEADER_ONLY=1"
 $LDFLAGS << " -Wl,-z,relro,-z,now"
 $libs << " -ldl"
+# Shipped, not debugged: no debug information, symbols stripped (24 MB -> about 1.5 MB).
+RbConfig::MAKEFILE_CONFIG["debugflags"] = ""
+$LDFLAGS << " -s"
 
 create_makefile("memprof/memprof")
+
+# RubyGems installs from a temporary directory and leaves the build directory in the gem: once
+# the extension is installed, its objects and its unstripped copy are dead weight.
+File.open("Makefile", "a") do |makefile|
+  makefile.puts
+  makefile.puts "install: clean-build-products"
+  makefile.puts "clean-build-products: install-so"
+  makefile.puts "\t$(Q) $(RM) $(OBJS) $(DLLIB)"
+end
+
+# The command-line tool (`memprof analyze`, `heapmap`, ...): the C++ CLI, built with CMake from
+# the gem's sources into libexec/, which exe/memprof runs. It is optional -- the profiler is the
+# extension above -- so a failure is recorded for exe/memprof to explain, not fatal.
+# MEMPROF_GEM_CLI=0 skips it.
+def build_cli(root)
+  libexec = File.join(root, "libexec")
+  FileUtils.mkdir_p(libexec)
+  record = File.join(libexec, "memprof.not-built")
+  return File.write(record, "MEMPROF_GEM_CLI=0 at install") if ENV["MEMPROF_GEM_CLI"] == "0"
+  return File.write(record, "cmake not found") unless find_executable("cmake")
+
+  Dir.mktmpdir("memprof-cli") do |build|
+    log = File.join(build, "build.log")
+    configured = system("cmake", "-S", root, "-B", build, "-DMEMPROF_CLI_ONLY=ON",
+                        "-DCMAKE_BUILD_TYPE=Release", out: log, err: log)
+    built = configured && system("cmake", "--build", build, "--target", "memprof", "-j",
+                                 Etc.nprocessors.to_s, out: [log, "a"], err: [log, "a"])
+    unless built
+      File.write(record, "CMake #{configured ? 'build' : 'configuration'} failed: " +
+                         File.readlines(log).grep(/error|Could not find|not found/i).first.to_s.strip)
+      return
+    end
+    FileUtils.cp(File.join(build, "memprof"), File.join(libexec, "memprof"))
+    system("strip", File.join(libexec, "memprof"))
+    FileUtils.rm_f(record)
+  end
+end
+
+require "etc"
+require "fileutils"
+require "tmpdir"
+build_cli(root)

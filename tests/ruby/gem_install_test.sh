@@ -1,13 +1,16 @@
 #!/bin/sh
 # gem build + gem install of memprof.gemspec into a temporary GEM_HOME (mkmf compiles the
-# extension from the gem's src/), then the installed gem -- not the checkout -- profiles a
-# program and must report its allocations exactly.
+# extension from the gem's src/, CMake the command-line tool unless MEMPROF_GEM_CLI=0), then the
+# installed gem -- not the checkout -- profiles a program and must report its allocations
+# exactly; the installed gem holds no build products, and its `memprof` command runs (or, when
+# the tool was not built, says why).
 # Usage: gem_install_test.sh SOURCE_DIR RUBY GEM
 set -eu
 root=$1 ruby=$2 gem=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export GEM_HOME="$work/home" GEM_PATH="$work/home"
+fail() { echo "gem install: $*"; exit 1; }
 
 cd "$root"
 "$gem" build memprof.gemspec --output "$work/memprof.gem" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
@@ -32,8 +35,26 @@ Memprof.stop
 RUBY
 out=$("$ruby" program.rb)
 expected=$(printf '%7d %s:%d:%s\nhooks' 5 program.rb 6 Object)
-if [ "$out" != "$expected" ]; then
-  printf 'unexpected output:\n%s\nexpected:\n%s\n' "$out" "$expected"
-  exit 1
+[ "$out" = "$expected" ] || fail "unexpected output:
+$out
+expected:
+$expected"
+
+gem_dir=$(echo "$GEM_HOME"/gems/memprof-*)
+for f in LICENSE README.md exe/memprof; do [ -f "$gem_dir/$f" ] || fail "$f is not in the gem"; done
+objects=$(find "$GEM_HOME" -name '*.o' | wc -l)
+[ "$objects" -eq 0 ] || fail "$objects object files left in the installed gem"
+size=$(du -sk "$GEM_HOME" | cut -f1)
+[ "$size" -lt 20000 ] || fail "the installed gem takes $size KB"
+for so in $(find "$GEM_HOME" -name memprof.so); do
+  file "$so" | grep -q ', stripped' || fail "$so is not stripped"
+done
+
+if [ "${MEMPROF_GEM_CLI:-1}" = 0 ]; then
+  if "$GEM_HOME/bin/memprof" --help >cli.out 2>&1; then fail "memprof ran without a built tool"; fi
+  grep -q "was not built when the gem was installed (MEMPROF_GEM_CLI=0 at install)" cli.out ||
+    fail "memprof without the tool said: $(cat cli.out)"
+else
+  "$GEM_HOME/bin/memprof" --help | grep -q "analyze" || fail "memprof --help: $("$GEM_HOME/bin/memprof" --help 2>&1)"
 fi
-echo "gem install: ok"
+echo "gem install: ok ($size KB installed)"
