@@ -71,10 +71,13 @@ module RubyBench
   end
 
   # Runs a script of this directory with the checkout's lib/ first on the load path, so that
-  # `require "memprof"` loads the gem built from this tree. Returns [parsed JSON line, nil] or
-  # [nil, error text] (the first line of the child's stderr: Ruby's message for what failed).
+  # `require "memprof"` loads the gem built from this tree (for a Ruby of the test matrix, with
+  # MEMPROF_EXT_DIR naming the extension built for it: build/rubies/NAME). Returns [parsed JSON
+  # line, nil] or [nil, error text] (the first line of the child's stderr: Ruby's message for
+  # what failed).
   def self.run_child(script, *args)
-    cmd = [RbConfig.ruby, "-I", File.join(ROOT, "lib"), File.join(HERE, script), *args.map(&:to_s)]
+    load_path = [ENV["MEMPROF_EXT_DIR"], File.join(ROOT, "lib")].compact.flat_map { |dir| ["-I", dir] }
+    cmd = [RbConfig.ruby, *load_path, File.join(HERE, script), *args.map(&:to_s)]
     out, err, status = Open3.capture3(*cmd)
     return [JSON.parse(out.lines.last), nil] if status.success? && !out.empty?
 
