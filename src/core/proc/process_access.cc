@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <optional>
 #include <string_view>
 
 #include "core/util/proc_file.h"
@@ -14,22 +15,6 @@ namespace memprof::proc {
 namespace {
 
 constexpr int kCapSysPtrace = 19;  // linux/capability.h
-
-// The value of a "Key:\tvalue" line of /proc/PID/status, or empty.
-std::string status_field(const std::string& status, std::string_view key) {
-  size_t at = 0;
-  while (at < status.size()) {
-    size_t end = std::min(status.find('\n', at), status.size());
-    std::string_view line(status.data() + at, end - at);
-    if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ':') {
-      line.remove_prefix(key.size() + 1);
-      size_t start = line.find_first_not_of(" \t");
-      return start == std::string_view::npos ? std::string() : std::string(line.substr(start));
-    }
-    at = end + 1;
-  }
-  return {};
-}
 
 // The real uid of a process (first number of the "Uid:" line).
 std::optional<uid_t> process_uid(pid_t pid) {
@@ -43,6 +28,21 @@ std::optional<uid_t> process_uid(pid_t pid) {
 }
 
 }  // namespace
+
+std::string status_field(std::string_view status, std::string_view key) {
+  size_t at = 0;
+  while (at < status.size()) {
+    size_t end = std::min(status.find('\n', at), status.size());
+    std::string_view line = status.substr(at, end - at);
+    if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ':') {
+      line.remove_prefix(key.size() + 1);
+      size_t start = line.find_first_not_of(" \t");
+      return start == std::string_view::npos ? std::string() : std::string(line.substr(start));
+    }
+    at = end + 1;
+  }
+  return {};
+}
 
 Status check_process_exists(pid_t pid) {
   struct stat st {};
@@ -71,38 +71,91 @@ bool has_cap_sys_ptrace() {
   return (mask >> kCapSysPtrace) & 1;
 }
 
-std::string explain_access_denied(pid_t pid) {
-  if (has_cap_sys_ptrace()) {
-    // Even CAP_SYS_PTRACE is refused for Yama scope 3 and by LSMs (SELinux, AppArmor).
-    if (yama_ptrace_scope() == 3) {
-      return "permission denied: kernel.yama.ptrace_scope is 3, which forbids ptrace for everyone "
-             "until reboot";
-    }
-    return "permission denied although memprof has CAP_SYS_PTRACE (a security module such as "
-           "AppArmor or SELinux may forbid it)";
-  }
-  auto uid = process_uid(pid);
-  if (uid && *uid != ::geteuid()) {
-    return fmt::format(
-        "permission denied: process {} belongs to uid {} and memprof runs as uid {} without "
-        "CAP_SYS_PTRACE; run memprof as that user or as root",
-        pid, *uid, ::geteuid());
-  }
-  switch (yama_ptrace_scope().value_or(0)) {
+namespace {
+
+// Why Yama refuses at `scope` and what to do; nothing for scope 0 (Yama allows it).
+std::optional<std::string> yama_refusal(int scope, bool cap_sys_ptrace, bool ancestor) {
+  switch (scope) {
     case 1:
-      return "permission denied: kernel.yama.ptrace_scope is 1, so only a parent process may "
-             "read another process's memory without CAP_SYS_PTRACE; run memprof as root (or "
-             "with CAP_SYS_PTRACE), or set `sysctl kernel.yama.ptrace_scope=0`";
+      if (cap_sys_ptrace || ancestor) return std::nullopt;
+      return "permission denied: kernel.yama.ptrace_scope is 1, so only an ancestor of a process "
+             "(or one it named with prctl(PR_SET_PTRACER)) may attach to it or read its memory "
+             "without CAP_SYS_PTRACE; run memprof as root (or with CAP_SYS_PTRACE), or set "
+             "`sysctl kernel.yama.ptrace_scope=0`";
     case 2:
+      if (cap_sys_ptrace) return std::nullopt;
       return "permission denied: kernel.yama.ptrace_scope is 2, so only processes with "
              "CAP_SYS_PTRACE may attach; run memprof as root";
     case 3:
       return "permission denied: kernel.yama.ptrace_scope is 3, which forbids ptrace for everyone "
              "until reboot";
     default:
-      return "permission denied: the process is not dumpable (e.g. setuid or it called "
-             "prctl(PR_SET_DUMPABLE, 0)) and memprof lacks CAP_SYS_PTRACE; run memprof as root";
+      return std::nullopt;
   }
+}
+
+std::string other_user_refusal(pid_t pid, uid_t target_uid, uid_t our_uid) {
+  return fmt::format(
+      "permission denied: process {} belongs to uid {} and memprof runs as uid {} without "
+      "CAP_SYS_PTRACE; run memprof as that user or as root",
+      pid, target_uid, our_uid);
+}
+
+// Whether this process is an ancestor of `pid` (following PPid up to init).
+bool is_ancestor_of(pid_t pid) {
+  const pid_t self = ::getpid();
+  for (int depth = 0; depth < 4096 && pid > 1; ++depth) {
+    auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
+    if (!status) return false;
+    std::string parent = status_field(*status, "PPid");
+    pid_t ppid = 0;
+    std::from_chars(parent.data(), parent.data() + parent.size(), ppid);
+    if (ppid == self) return true;
+    pid = ppid;
+  }
+  return false;
+}
+
+}  // namespace
+
+AccessFacts access_facts(pid_t pid) {
+  AccessFacts facts;
+  facts.pid = pid;
+  facts.target_uid = process_uid(pid);
+  facts.our_uid = ::geteuid();
+  facts.cap_sys_ptrace = has_cap_sys_ptrace();
+  facts.yama_scope = yama_ptrace_scope();
+  facts.we_are_ancestor = facts.yama_scope == 1 && is_ancestor_of(pid);
+  return facts;
+}
+
+Status predict_access(const AccessFacts& facts) {
+  const int scope = facts.yama_scope.value_or(0);
+  if (scope == 3) return Error{*yama_refusal(scope, facts.cap_sys_ptrace, facts.we_are_ancestor)};
+  if (!facts.cap_sys_ptrace && facts.target_uid && *facts.target_uid != facts.our_uid) {
+    return Error{other_user_refusal(facts.pid, *facts.target_uid, facts.our_uid)};
+  }
+  if (auto refusal = yama_refusal(scope, facts.cap_sys_ptrace, facts.we_are_ancestor)) {
+    return Error{*refusal};
+  }
+  return ok_status();
+}
+
+std::string explain_access_denied(pid_t pid) {
+  const bool cap = has_cap_sys_ptrace();
+  const int scope = yama_ptrace_scope().value_or(0);
+  if (cap) {
+    // Even CAP_SYS_PTRACE is refused for Yama scope 3 and by LSMs (SELinux, AppArmor).
+    if (auto refusal = yama_refusal(scope, cap, false)) return *refusal;
+    return "permission denied although memprof has CAP_SYS_PTRACE (a security module such as "
+           "AppArmor or SELinux may forbid it)";
+  }
+  auto uid = process_uid(pid);
+  if (uid && *uid != ::geteuid()) return other_user_refusal(pid, *uid, ::geteuid());
+  // Scope 1 is explained even for an ancestor: a refusal then has no other known cause.
+  if (auto refusal = yama_refusal(scope, cap, false)) return *refusal;
+  return "permission denied: the process is not dumpable (e.g. setuid or it called "
+         "prctl(PR_SET_DUMPABLE, 0)) and memprof lacks CAP_SYS_PTRACE; run memprof as root";
 }
 
 }  // namespace memprof::proc

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/util/result.h"
 
@@ -13,10 +14,30 @@ namespace memprof::proc {
 // Ok when /proc/PID exists; otherwise "no such process: PID".
 Status check_process_exists(pid_t pid);
 
+// The value of a "Key:\tvalue" line of a /proc/PID/status text (leading blanks removed), or empty.
+std::string status_field(std::string_view status, std::string_view key);
+
 // /proc/sys/kernel/yama/ptrace_scope, or nothing when Yama is not enabled.
 std::optional<int> yama_ptrace_scope();
 // Whether this process has CAP_SYS_PTRACE in its effective set.
 bool has_cap_sys_ptrace();
+
+// What decides, before trying, whether ptrace on a process is allowed.
+struct AccessFacts {
+  pid_t pid = 0;
+  std::optional<uid_t> target_uid;  // real uid; nothing when unreadable
+  uid_t our_uid = 0;                // effective uid
+  bool cap_sys_ptrace = false;
+  std::optional<int> yama_scope;
+  bool we_are_ancestor = false;  // Yama scope 1 lets ancestors attach
+};
+AccessFacts access_facts(pid_t pid);
+
+// The refusals that are certain from the facts, in the words of explain_access_denied: Yama
+// scope 3, scope 2 without CAP_SYS_PTRACE, another uid without it, scope 1 for a process that is
+// not a descendant (unless the target named memprof with prctl(PR_SET_PTRACER), which cannot be
+// seen from outside). Ok otherwise: a security module or a non-dumpable process may still refuse.
+Status predict_access(const AccessFacts& facts);
 
 // Explains a refused ptrace or process_vm_readv on `pid` (EPERM/EACCES): Yama's scope and what it
 // requires, CAP_SYS_PTRACE, and other users' processes. One sentence, no trailing newline.

@@ -9,29 +9,50 @@
 
 namespace memprof::proc {
 
-Status RemoteMemory::read(uint64_t address, std::span<unsigned char> out) const {
+namespace {
+
+enum class Direction { kRead, kWrite };
+
+// One loop for both directions: a short transfer stops at the first inaccessible page and the
+// next round reports it.
+Status transfer(pid_t pid, Direction direction, uint64_t address, unsigned char* local_bytes,
+                size_t size) {
+  const char* verb = direction == Direction::kRead ? "read" : "write";
   size_t done = 0;
-  while (done < out.size()) {
-    iovec local{out.data() + done, out.size() - done};
-    iovec remote{reinterpret_cast<void*>(address + done), out.size() - done};
-    ssize_t n = ::process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+  while (done < size) {
+    iovec local{local_bytes + done, size - done};
+    iovec remote{reinterpret_cast<void*>(address + done), size - done};
+    ssize_t n = direction == Direction::kRead ? ::process_vm_readv(pid, &local, 1, &remote, 1, 0)
+                                              : ::process_vm_writev(pid, &local, 1, &remote, 1, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      if (errno == ESRCH) return err("no such process: {}", pid_);
+      if (errno == ESRCH) return err("no such process: {}", pid);
       if (errno == EPERM || errno == EACCES) {
-        return err("cannot read the memory of process {}: {}", pid_, explain_access_denied(pid_));
+        return err("cannot {} the memory of process {}: {}", verb, pid,
+                   explain_access_denied(pid));
       }
-      return err("process {}: cannot read {} bytes at {:#x}: {}", pid_, out.size() - done,
+      return err("process {}: cannot {} {} bytes at {:#x}: {}", pid, verb, size - done,
                  address + done, std::strerror(errno));
     }
     if (n == 0) {
-      return err("process {}: cannot read {} bytes at {:#x}: not mapped", pid_, out.size() - done,
+      return err("process {}: cannot {} {} bytes at {:#x}: not mapped", pid, verb, size - done,
                  address + done);
     }
-    // A short read stops at the first unreadable page; the next round reports it.
     done += static_cast<size_t>(n);
   }
   return ok_status();
+}
+
+}  // namespace
+
+Status RemoteMemory::read(uint64_t address, std::span<unsigned char> out) const {
+  return transfer(pid_, Direction::kRead, address, out.data(), out.size());
+}
+
+Status RemoteMemory::write(uint64_t address, std::span<const unsigned char> bytes) const {
+  // process_vm_writev takes a non-const local iovec but only reads from it.
+  return transfer(pid_, Direction::kWrite, address, const_cast<unsigned char*>(bytes.data()),
+                  bytes.size());
 }
 
 Result<std::string> RemoteMemory::read_cstring(uint64_t address, size_t max_length) const {

@@ -1,5 +1,6 @@
-// Reads another process's memory with process_vm_readv (no ptrace stop needed; the kernel applies
-// the same access check as PTRACE_ATTACH, see process_access.h for the error text).
+// Reads and writes another process's memory with process_vm_readv/writev (no ptrace stop needed;
+// the kernel applies the same access check as PTRACE_ATTACH, see process_access.h for the error
+// text). Writes honour the target's page protections: they reach writable memory only.
 #pragma once
 
 #include <sys/types.h>
@@ -29,6 +30,10 @@ class RemoteMemory {
     if (!status.ok()) return status.error();
     return value;
   }
+
+  // Writes `bytes` at `address`. A partial write (unmapped or read-only page) is an error naming
+  // the address; the bytes before it have been written.
+  Status write(uint64_t address, std::span<const unsigned char> bytes) const;
 
   // A NUL-terminated string of at most `max_length` bytes (longer ones are an error).
   Result<std::string> read_cstring(uint64_t address, size_t max_length = 4096) const;
