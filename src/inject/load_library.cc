@@ -1,0 +1,79 @@
+// load_library: preflight, find dlopen, choose a safe thread and moment, call, put back, detach.
+#include <dlfcn.h>
+
+#include <filesystem>
+
+#include "core/proc/loaded_objects.h"
+#include "core/proc/remote_memory.h"
+#include "inject/deferred_termination.h"
+#include "inject/hijacked_thread.h"
+#include "inject/inject.h"
+#include "inject/ptrace_session.h"
+#include "inject/safe_point.h"
+#include "inject/target_libc.h"
+
+namespace memprof::inject {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// dlopen's path is resolved in the target, whose working directory is not ours.
+std::string absolute_library_path(const std::string& path) {
+  if (path.empty() || path.front() == '/' || path.find('/') == std::string::npos) {
+    return path;  // absolute, or a bare name for the target's library search path
+  }
+  std::error_code error;
+  auto absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.string();
+}
+
+// dlerror()'s text in the target after a failed dlopen, or a stand-in when there is none.
+std::string remote_dlerror(HijackedThread& thread, const TargetLibc& libc, pid_t pid,
+                           std::chrono::milliseconds timeout) {
+  if (libc.dlerror == 0) return fmt::format("{} returned NULL (no dlerror in this C library)",
+                                            libc.dlopen_name);
+  auto message = thread.call(libc.dlerror, {}, "dlerror", timeout);
+  if (!message) return fmt::format("{} returned NULL ({})", libc.dlopen_name, message.message());
+  if (*message == 0) return fmt::format("{} returned NULL and dlerror() nothing", libc.dlopen_name);
+  auto text = proc::RemoteMemory(pid).read_cstring(*message);
+  return text ? *text : fmt::format("{} returned NULL ({})", libc.dlopen_name, text.message());
+}
+
+}  // namespace
+
+Result<InjectResult> load_library(pid_t pid, const std::string& library_path,
+                                  const InjectOptions& options) {
+  const std::string path = absolute_library_path(library_path);
+  MEMPROF_TRY_STATUS(check_can_inject(pid));
+  MEMPROF_TRY(objects, proc::process_objects(pid));
+  MEMPROF_TRY(libc, find_target_libc(pid, objects.objects));
+
+  PtraceSession session(pid);
+  MEMPROF_TRY(safe_point, find_safe_point(session, libc, options.safe_point_timeout));
+  // From here the target thread may run with borrowed registers: no dying halfway by Ctrl-C.
+  DeferredTermination deferred_termination;
+  MEMPROF_TRY(thread, HijackedThread::take(session, safe_point.thread, safe_point.regs));
+
+  const std::string what = fmt::format("{}(\"{}\")", libc.dlopen_name, path);
+  auto handle = thread.call(libc.dlopen, {path, uint64_t{RTLD_NOW} | libc.dlopen_extra_flags},
+                            what, options.call_timeout);
+  std::string failure;
+  if (!handle) {
+    failure = handle.message();
+  } else if (*handle == 0) {
+    failure = fmt::format("{} failed in process {}: {}", what, pid,
+                          remote_dlerror(thread, libc, pid, options.call_timeout));
+  }
+  Status finished = thread.finish();
+  auto pause = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() -
+                                                                     safe_point.stopped_at);
+  if (!failure.empty()) return Error{failure};
+  if (!finished) {
+    return err("process {}: dlopen succeeded but thread {} could not be put back: {}", pid,
+               safe_point.thread, finished.message());
+  }
+  return InjectResult{*handle, safe_point.thread, pause};
+}
+
+}  // namespace memprof::inject

@@ -1,0 +1,95 @@
+// check_can_inject: what can be known about a process before attaching to it, each problem told
+// in one sentence saying what to do.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <string_view>
+
+#include "core/proc/loaded_objects.h"
+#include "core/proc/process_access.h"
+#include "core/proc/threads.h"
+#include "core/util/proc_file.h"
+#include "inject/inject.h"
+#include "inject/target_libc.h"
+
+namespace memprof::inject {
+
+namespace {
+
+pid_t number_field(std::string_view status, std::string_view key) {
+  std::string text = proc::status_field(status, key);
+  pid_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+std::string process_name(pid_t pid) {
+  auto comm = read_proc_file(fmt::format("/proc/{}/comm", pid));
+  if (!comm) return "an unknown process";
+  std::string name = *comm;
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
+}
+
+// The first tracer of any thread of `pid` (a debugger may trace one thread only), or 0.
+pid_t tracer_of(pid_t pid, std::string_view leader_status) {
+  if (pid_t tracer = number_field(leader_status, "TracerPid")) return tracer;
+  for (pid_t tid : proc::process_threads(pid)) {
+    auto status = read_proc_file(fmt::format("/proc/{}/task/{}/status", pid, tid));
+    if (!status) continue;
+    if (pid_t tracer = number_field(*status, "TracerPid")) return tracer;
+  }
+  return 0;
+}
+
+Status check_state(pid_t pid, std::string_view status) {
+  std::string state = proc::status_field(status, "State");
+  switch (state.empty() ? '?' : state.front()) {
+    case 'Z':
+      return err("process {} is a zombie: it has exited and its parent has not reaped it yet, so "
+                 "there is nothing to attach to", pid);
+    case 'X':
+      return err("process {} has exited", pid);
+    case 'T':
+      // Attaching would work but the stopped thread could not run dlopen: memprof would wait.
+      return err("process {} is stopped (SIGSTOP); resume it with kill -CONT {}", pid, pid);
+    default:
+      return ok_status();
+  }
+}
+
+}  // namespace
+
+Status check_can_inject(pid_t pid) {
+  int error_number = 0;
+  auto status = pid > 0 ? read_proc_file(fmt::format("/proc/{}/status", pid), &error_number)
+                        : Result<std::string>(err("bad pid"));
+  if (!status) {
+    if (pid > 0 && error_number != ENOENT && error_number != ESRCH) {
+      return err("cannot inspect process {}: {}", pid, status.message());
+    }
+    return err("no such process: {}; check the process id (ps -p {})", pid, pid);
+  }
+  if (pid_t tgid = number_field(*status, "Tgid"); tgid != 0 && tgid != pid) {
+    return err("{} is a thread of process {}; give the process id {} instead", pid, tgid, tgid);
+  }
+  MEMPROF_TRY_STATUS(check_state(pid, *status));
+  if (pid_t tracer = tracer_of(pid, *status)) {
+    return err("process {} is already traced by {} (pid {}); detach it or stop that tracer first",
+               pid, process_name(tracer), tracer);
+  }
+  if (auto access = proc::predict_access(proc::access_facts(pid)); !access) {
+    return err("cannot attach to process {}: {}", pid, access.message());
+  }
+  MEMPROF_TRY(found, proc::process_objects(pid));
+  bool has_libc = std::any_of(found.objects.begin(), found.objects.end(),
+                              [](const proc::LoadedObject& object) {
+                                return !object.is_main && is_libc_path(object.path);
+                              });
+  if (!has_libc) return statically_linked_error(pid);
+  return ok_status();
+}
+
+}  // namespace memprof::inject

@@ -1,0 +1,144 @@
+#include "inject/target_libc.h"
+
+#include <elf.h>
+
+#include <algorithm>
+
+namespace memprof::inject {
+
+namespace {
+
+// __RTLD_DLOPEN (glibc's include/dlfcn.h): __libc_dlopen_mode's callers set it to get dlopen's
+// behaviour (e.g. the namespace of the caller instead of the base one).
+constexpr uint64_t kRtldDlopen = 0x80000000;
+
+std::string_view basename_of(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+ObjectRanges ranges_of(const proc::LoadedObject& object) {
+  ObjectRanges ranges{object.path, {}};
+  for (const auto& segment : object.segments) {
+    if (segment.type != PT_LOAD) continue;
+    uint64_t start = object.load_bias + segment.vaddr;
+    ranges.ranges.push_back({start, start + segment.memsz});
+  }
+  return ranges;
+}
+
+// The address of a function called `name` (preferring its default version: libc.so.6 has both
+// dlopen@@GLIBC_2.34 and the compatibility dlopen@GLIBC_2.2.5), or 0.
+uint64_t function_address(const elf::ObjectSymbols& symbols, std::string_view name) {
+  const elf::ObjectSymbols::Entry* best = nullptr;
+  for (const auto* entry : symbols.find(name)) {
+    // An IFUNC's address is its resolver, not the function: never call it.
+    if (entry->type != STT_FUNC) continue;
+    if (best == nullptr || (entry->default_version && !best->default_version)) best = entry;
+  }
+  return best == nullptr ? 0 : best->address;
+}
+
+const proc::LoadedObject* find_object(const std::vector<proc::LoadedObject>& objects,
+                                      bool (*matches)(std::string_view)) {
+  auto it = std::find_if(objects.begin(), objects.end(), [&](const proc::LoadedObject& object) {
+    return !object.is_vdso && !object.is_main && matches(object.path);
+  });
+  return it == objects.end() ? nullptr : &*it;
+}
+
+bool is_libdl_path(std::string_view path) { return basename_of(path).starts_with("libdl."); }
+
+}  // namespace
+
+bool ObjectRanges::contains(uint64_t address) const {
+  return std::any_of(ranges.begin(), ranges.end(),
+                     [&](const AddressRange& range) { return range.contains(address); });
+}
+
+bool is_libc_path(std::string_view path) {
+  std::string_view name = basename_of(path);
+  return name.starts_with("libc.so") || name.starts_with("libc.musl") ||
+         (name.starts_with("libc-") && name.ends_with(".so"));
+}
+
+bool is_loader_path(std::string_view path) {
+  std::string_view name = basename_of(path);
+  return name.starts_with("ld-linux") || name.starts_with("ld-musl") ||
+         (name.starts_with("ld-") && name.ends_with(".so"));
+}
+
+std::string TargetLibc::describe(uint64_t address) const {
+  if (libc.contains(address)) {
+    std::string_view name = basename_of(libc.path);
+    if (libc_symbols) {
+      if (auto match = libc_symbols->find_address(address - libc_bias)) {
+        return fmt::format("{}+{:#x} in {}", match->symbol->name, match->offset, name);
+      }
+    }
+    return fmt::format("{:#x} in {}", address, name);
+  }
+  if (loader.contains(address)) return fmt::format("{:#x} in {}", address, basename_of(loader.path));
+  return fmt::format("{:#x}", address);
+}
+
+Error statically_linked_error(pid_t pid) {
+  return err("process {} has no libc.so loaded (it is statically linked), so memprof cannot load "
+             "a library into it; link the program dynamically", pid);
+}
+
+Result<TargetLibc> find_target_libc(pid_t pid, const std::vector<proc::LoadedObject>& objects) {
+  const proc::LoadedObject* libc = find_object(objects, is_libc_path);
+  if (libc == nullptr) {
+    return statically_linked_error(pid);
+  }
+  TargetLibc target;
+  target.libc = ranges_of(*libc);
+  if (const auto* loader = find_object(objects, is_loader_path)) target.loader = ranges_of(*loader);
+  target.libc_bias = libc->load_bias;
+
+  // Files through /proc/PID/root: the target may live in another mount namespace.
+  auto load_symbols = [&](const proc::LoadedObject& object) {
+    return elf::ObjectSymbols::load(fmt::format("/proc/{}/root{}", pid, object.path),
+                                    /*use_debug_files=*/false);
+  };
+  auto libc_symbols = load_symbols(*libc);
+  if (!libc_symbols) {
+    return err("process {}: cannot read the symbols of its C library: {}", pid,
+               libc_symbols.message());
+  }
+  target.libc_symbols = std::make_shared<const elf::ObjectSymbols>(std::move(*libc_symbols));
+
+  // glibc >= 2.34 (and musl) export dlopen from libc itself.
+  if (uint64_t dlopen = function_address(*target.libc_symbols, "dlopen")) {
+    target.dlopen_name = "dlopen";
+    target.dlopen = libc->load_bias + dlopen;
+    if (uint64_t dlerror = function_address(*target.libc_symbols, "dlerror")) {
+      target.dlerror = libc->load_bias + dlerror;
+    }
+    return target;
+  }
+  // Older glibc: libdl's dlopen when the program loaded libdl, else libc's private entry point.
+  if (const auto* libdl = find_object(objects, is_libdl_path)) {
+    if (auto symbols = load_symbols(*libdl)) {
+      if (uint64_t dlopen = function_address(*symbols, "dlopen")) {
+        target.dlopen_name = "dlopen";
+        target.dlopen = libdl->load_bias + dlopen;
+        if (uint64_t dlerror = function_address(*symbols, "dlerror")) {
+          target.dlerror = libdl->load_bias + dlerror;
+        }
+        return target;
+      }
+    }
+  }
+  if (uint64_t mode = function_address(*target.libc_symbols, "__libc_dlopen_mode")) {
+    target.dlopen_name = "__libc_dlopen_mode";
+    target.dlopen = libc->load_bias + mode;
+    target.dlopen_extra_flags = kRtldDlopen;
+    return target;
+  }
+  return err("process {}: its C library {} exports neither dlopen nor __libc_dlopen_mode, so "
+             "memprof cannot load a library into it", pid, libc->path);
+}
+
+}  // namespace memprof::inject
