@@ -28,7 +28,9 @@ end
 require_relative "memprof/version"
 require_relative "memprof/runtime"
 Memprof::Runtime.check!
-require "memprof/memprof"   # lib/memprof/memprof.so (the build copies it there; gem install too)
+# lib/memprof/memprof.so (the build copies it there; gem install too), or the extension for this
+# Ruby that `memprof attach` chose (src/agent/ruby_calls.cc).
+require(Memprof.instance_variable_get(:@agent_extension) || "memprof/memprof")
 require_relative "memprof/report"
 require_relative "memprof/compaction"
 require_relative "memprof/output"
@@ -144,7 +146,9 @@ module Memprof
     # allocation on every object memprof tracked, to `target`: a path (String or Pathname),
     # replaced only once the dump is complete, or an IO. Returns `target`.
     def dump_all(target)
-      require "objspace"
+      # (Not `require` when loaded: the attach agent dumps from a forked child in trap context,
+      # where rubygems' require raises.)
+      require "objspace" unless ObjectSpace.respond_to?(:dump_all)
       Output.replace(target, "Memprof.dump_all") do |annotated_path|
         Output.scratch_file(annotated_path, "raw", "Memprof.dump_all") do |raw|
           gc_was_disabled = GC.disable

@@ -115,6 +115,13 @@ VALUE groups_to_rows(const std::vector<memprof::track::NamedGroup>& groups) {
   return rows;
 }
 
+VALUE native_live_groups(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    MEMPROF_TRY(groups, memprof::ruby::live_groups(t));
+    return groups_to_rows(groups);
+  });
+}
+
 VALUE native_report_begin() {
   return guarded([](Tracker& t) -> Result<VALUE> {
     if (t.active()) return memprof::err("tracking is already started");
@@ -262,6 +269,13 @@ VALUE native_coverage_end(VALUE) {
 
 }  // namespace
 
+// The Ruby this extension was compiled for, "MAJOR.MINOR": `memprof attach` reads it from the
+// file to pick the extension that matches the target process (src/attach/installation.h).
+#define MEMPROF_STRINGIFY2(x) #x
+#define MEMPROF_STRINGIFY(x) MEMPROF_STRINGIFY2(x)
+extern "C" __attribute__((visibility("default"))) const char memprof_ruby_abi[] =
+    MEMPROF_STRINGIFY(RUBY_API_VERSION_MAJOR) "." MEMPROF_STRINGIFY(RUBY_API_VERSION_MINOR);
+
 extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   VALUE memprof = rb_define_module("Memprof");
   g_error_class = rb_const_get(memprof, rb_intern("Error"));
@@ -274,6 +288,7 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "active?", native_active_p, 0);
   rb_define_module_function(native, "mechanism", native_mechanism, 0);
   rb_define_module_function(native, "stats_lines", native_stats_lines, 0);
+  rb_define_module_function(native, "live_groups", native_live_groups, 0);
   rb_define_module_function(native, "clear", native_clear, 0);
   rb_define_module_function(native, "prune", native_prune, 0);
   rb_define_module_function(native, "report", native_report, 0);

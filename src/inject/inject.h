@@ -26,6 +26,10 @@ struct InjectOptions {
   std::chrono::milliseconds safe_point_timeout{2000};
   // How long dlopen itself (with the library's constructors) may run.
   std::chrono::milliseconds call_timeout{20000};
+  // A function of the library to call, with no argument, after dlopen returns: a library loaded
+  // before (dlopen does not run its constructors again) can be restarted this way. Its int
+  // result must be 0.
+  std::string then_call;
 };
 
 struct InjectResult {

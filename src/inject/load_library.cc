@@ -1,6 +1,7 @@
 // load_library: preflight, find dlopen, choose a safe thread and moment, call, put back, detach.
 #include <dlfcn.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "core/proc/loaded_objects.h"
@@ -40,6 +41,22 @@ std::string remote_dlerror(HijackedThread& thread, const TargetLibc& libc, pid_t
   return text ? *text : fmt::format("{} returned NULL ({})", libc.dlopen_name, text.message());
 }
 
+// Calls `name`() of the library `handle`; empty on success (the function returned 0), else
+// why not.
+std::string call_exported(HijackedThread& thread, const TargetLibc& libc, uint64_t handle,
+                          const std::string& name, pid_t pid, std::chrono::milliseconds timeout) {
+  if (libc.dlsym == 0) return fmt::format("process {}: its C library has no dlsym", pid);
+  auto address = thread.call(libc.dlsym, {handle, name}, "dlsym", timeout);
+  if (!address) return address.message();
+  if (*address == 0) return fmt::format("process {}: the loaded library has no {}", pid, name);
+  auto result = thread.call(*address, {}, name, timeout);
+  if (!result) return result.message();
+  if (static_cast<int>(*result) != 0)
+    return fmt::format("process {}: {}() failed: {}", pid, name,
+                       std::strerror(static_cast<int>(*result)));
+  return {};
+}
+
 }  // namespace
 
 Result<InjectResult> load_library(pid_t pid, const std::string& library_path,
@@ -64,6 +81,8 @@ Result<InjectResult> load_library(pid_t pid, const std::string& library_path,
   } else if (*handle == 0) {
     failure = fmt::format("{} failed in process {}: {}", what, pid,
                           remote_dlerror(thread, libc, pid, options.call_timeout));
+  } else if (!options.then_call.empty()) {
+    failure = call_exported(thread, libc, *handle, options.then_call, pid, options.call_timeout);
   }
   Status finished = thread.finish();
   auto pause = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() -

@@ -116,6 +116,9 @@ Result<TargetLibc> find_target_libc(pid_t pid, const std::vector<proc::LoadedObj
     if (uint64_t dlerror = function_address(*target.libc_symbols, "dlerror")) {
       target.dlerror = libc->load_bias + dlerror;
     }
+    if (uint64_t dlsym = function_address(*target.libc_symbols, "dlsym")) {
+      target.dlsym = libc->load_bias + dlsym;
+    }
     return target;
   }
   // Older glibc: libdl's dlopen when the program loaded libdl, else libc's private entry point.
@@ -126,6 +129,9 @@ Result<TargetLibc> find_target_libc(pid_t pid, const std::vector<proc::LoadedObj
         target.dlopen = libdl->load_bias + dlopen;
         if (uint64_t dlerror = function_address(*symbols, "dlerror")) {
           target.dlerror = libdl->load_bias + dlerror;
+        }
+        if (uint64_t dlsym = function_address(*symbols, "dlsym")) {
+          target.dlsym = libdl->load_bias + dlsym;
         }
         return target;
       }

@@ -40,6 +40,7 @@ struct TargetLibc {
   // Added to RTLD_NOW: __libc_dlopen_mode wants __RTLD_DLOPEN to behave like dlopen.
   uint64_t dlopen_extra_flags = 0;
   uint64_t dlerror = 0;  // 0 when the target has none (glibc < 2.34 without libdl)
+  uint64_t dlsym = 0;    // likewise
   std::shared_ptr<const elf::ObjectSymbols> libc_symbols;
   uint64_t libc_bias = 0;
 

@@ -177,6 +177,16 @@ Result<std::vector<std::string>> stats_lines(Tracker& tracker) {
   return lines;
 }
 
+Result<std::vector<track::NamedGroup>> live_groups(Tracker& tracker) {
+  MEMPROF_TRY_STATUS(tracker.exactness());
+  MEMPROF_TRY_STATUS(tracker.prune());
+  Tracker::Pause pause(tracker);
+  GcDisabled gc;
+  std::vector<Item> items = shown_items(tracker, true);
+  ClassNames names;
+  return named_groups(tracker, items, names);
+}
+
 Status report_begin(Tracker& tracker) {
   rb_gc_start();
   g_report_gc_was_disabled = RTEST(rb_gc_disable());

@@ -25,6 +25,9 @@ void ignore_path_prefix(std::string prefix);
 // Memprof.stats: one line per live (site, class) group, largest first.
 Result<std::vector<std::string>> stats_lines(Tracker& tracker);
 
+// The same groups with their bytes (rb_obj_memsize_of), for the attach agent's top and leaks.
+Result<std::vector<track::NamedGroup>> live_groups(Tracker& tracker);
+
 struct ReportSnapshot {
   std::vector<track::NamedGroup> allocated;
   std::vector<track::NamedGroup> retained;

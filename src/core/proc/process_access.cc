@@ -16,7 +16,9 @@ namespace {
 
 constexpr int kCapSysPtrace = 19;  // linux/capability.h
 
-// The real uid of a process (first number of the "Uid:" line).
+}  // namespace
+
+// The first number of the "Uid:" line.
 std::optional<uid_t> process_uid(pid_t pid) {
   auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
   if (!status) return std::nullopt;
@@ -26,8 +28,6 @@ std::optional<uid_t> process_uid(pid_t pid) {
   if (ec != std::errc() || end == uids.data()) return std::nullopt;
   return uid;
 }
-
-}  // namespace
 
 std::string status_field(std::string_view status, std::string_view key) {
   size_t at = 0;

@@ -11,6 +11,9 @@
 
 namespace memprof::proc {
 
+// The real uid of a process, or nothing when it is gone or unreadable.
+std::optional<uid_t> process_uid(pid_t pid);
+
 // Ok when /proc/PID exists; otherwise "no such process: PID".
 Status check_process_exists(pid_t pid);
 

@@ -1,0 +1,140 @@
+# frozen_string_literal: true
+
+module Memprof
+  # The Ruby half of the attach agent (src/agent): `memprof attach`, `stats`, `top`, `leaks`,
+  # `dump` and `detach` reach a running process through the agent's socket. The agent starts
+  # one Ruby thread, "memprof-agent", which runs Agent.serve: requests come through a pipe and
+  # the replies go back through another (src/agent/ruby_service.h). Replies are JSON, written
+  # here without the json library so that attaching loads nothing into the app beyond memprof.
+  module Agent
+    class << self
+      # Serves the agent until it says "quit". Frames: a 4-byte little-endian length, then
+      # "ID\nCOMMAND"; replies "ID\nok\nJSON" or "ID\nerror\nMESSAGE". The first reply, ID 0,
+      # says that memprof is loaded.
+      def serve(requests, replies)
+        write_frame(replies, "0\nok\n{}")
+        while (payload = read_frame(requests))
+          id, command = payload.split("\n", 2)
+          reply =
+            begin
+              command == "quit" ? "ok\n{}" : "ok\n#{handle(command)}"
+            rescue Exception => e # rubocop:disable Lint/RescueException -- nothing may escape into the app
+              "error\n#{e.class}: #{e.message}"
+            end
+          write_frame(replies, "#{id}\n#{reply}")
+          break if command == "quit"
+        end
+      end
+
+      # One command, as JSON; raises on failure.
+      def handle(command)
+        verb, argument = command.split(" ", 2)
+        reply =
+          case verb
+          when "start" then start
+          when "status" then status
+          when "stats" then stats(Integer(argument || "0"))
+          when "groups" then groups
+          when "stop" then { "stopped" => Memprof.stop }
+          when "dump" then dump(argument)
+          else raise ArgumentError, "unknown command #{verb.inspect}"
+          end
+        JSONText.generate(reply)
+      end
+
+      private
+
+      def read_frame(io)
+        header = io.read(4)
+        return nil unless header && header.bytesize == 4
+
+        io.read(header.unpack1("V"))
+      end
+
+      def write_frame(io, payload)
+        payload = payload.b
+        io.write([payload.bytesize].pack("V"), payload)
+      end
+
+      def start
+        # A heap dump runs in a forked child in trap context, where `require` cannot run.
+        require "objspace"
+        started = Memprof.start
+        status.merge("started" => started)
+      end
+
+      def status
+        info = Memprof.info
+        {
+          "pid" => Process.pid, "ruby" => RUBY_VERSION, "active" => Memprof.started?,
+          "mechanism" => info[:mechanism]&.to_s, "fallback_reason" => info[:fallback_reason],
+          "hooked_slots" => info[:hooked_slots], "hooked_call_sites" => info[:hooked_call_sites],
+          "entries" => info[:entries], "table_bytes" => info[:table_bytes] + info[:site_bytes]
+        }
+      end
+
+      def stats(top)
+        lines = Native.stats_lines
+        lines = lines.first(top) if top.positive?
+        { "lines" => lines }
+      end
+
+      # Live tracked objects by site and class, for `top` and `leaks`: the CLI computes rates and
+      # growth between two of these. total_allocated is Ruby's own counter of every object
+      # allocated since boot.
+      def groups
+        rows = Native.live_groups
+        {
+          "time" => Process.clock_gettime(Process::CLOCK_MONOTONIC),
+          "total_allocated" => GC.stat(:total_allocated_objects), "gc_count" => GC.count,
+          "groups" => rows
+        }
+      end
+
+      def dump(path)
+        raise ArgumentError, "dump needs a path" if path.nil? || path.empty?
+
+        Memprof.dump_all(path)
+        { "path" => path, "bytes" => File.size(path) }
+      end
+    end
+
+    # JSON for the agent's replies: Hash, Array, String, Symbol, Integer, Float, true, false,
+    # nil. Strings that are not valid UTF-8 (file names are bytes) are scrubbed.
+    module JSONText
+      ESCAPES = { '"' => '\\"', "\\" => "\\\\", "\n" => "\\n", "\r" => "\\r", "\t" => "\\t" }.freeze
+
+      def self.generate(value, out = +"")
+        case value
+        when Hash
+          out << "{"
+          value.each_with_index do |(key, item), i|
+            out << "," if i.positive?
+            string(key.to_s, out) << ":"
+            generate(item, out)
+          end
+          out << "}"
+        when Array
+          out << "["
+          value.each_with_index do |item, i|
+            out << "," if i.positive?
+            generate(item, out)
+          end
+          out << "]"
+        when String, Symbol then string(value.to_s, out)
+        when Integer then out << value.to_s
+        when Float then out << (value.finite? ? value.to_s : "null")
+        when true then out << "true"
+        when false then out << "false"
+        else out << "null"
+        end
+      end
+
+      def self.string(text, out)
+        text = text.dup.force_encoding(Encoding::UTF_8).scrub("\uFFFD")
+        escaped = text.gsub(/["\\\x00-\x1f]/) { |c| ESCAPES[c] || format("\\u%04x", c.ord) }
+        out << '"' << escaped << '"'
+      end
+    end
+  end
+end

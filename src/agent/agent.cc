@@ -1,0 +1,157 @@
+// The agent's life: loaded into a process (LD_PRELOAD by `memprof run`, or dlopen by the
+// injector for `memprof attach`), its constructor only starts one thread -- no Ruby call, no
+// hook -- which serves the control socket until a `detach` request ends it. Nothing here may
+// end or crash the host process: no exception leaves the thread, no exit/abort/assert.
+//
+// Fork: only the forking thread survives in the child, so the agent's thread and socket do not;
+// a pthread_atfork child handler starts fresh ones for the child (puma and unicorn workers get
+// their own agent), except in the children the agent forks itself for heap dumps.
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <new>
+
+#include "agent/control_server.h"
+#include "agent/request_handler.h"
+#include "agent/ruby_calls.h"
+#include "agent/ruby_runtime.h"
+#include "agent/ruby_service.h"
+
+namespace memprof::agent {
+namespace {
+
+// The Ruby runtime's job slot is registered with Ruby once per process and must outlive every
+// agent thread (a forked child inherits the registration): never destroyed.
+RubyRuntime* ruby_runtime() {
+  static RubyRuntime* runtime = []() -> RubyRuntime* {
+    auto api = find_ruby_api();
+    return api ? new (std::nothrow) RubyRuntime(*api) : nullptr;
+  }();
+  return runtime;
+}
+
+RubyService* ruby_service() {
+  static RubyService* service = []() -> RubyService* {
+    RubyRuntime* runtime = ruby_runtime();
+    return runtime != nullptr ? new (std::nothrow) RubyService(*runtime) : nullptr;
+  }();
+  return service;
+}
+
+// Guards starting; constant-initialized, so that it exists before any constructor runs (the
+// agent's constructor may run before this file's dynamic initializers). A fork child rebuilds
+// it: the parent's agent thread may have held it.
+constinit std::mutex g_start_mutex;
+constinit bool g_running = false;
+
+// `memprof run` asks for tracking from the start: "LIB_FILE\nEXTENSION_FILE".
+constexpr const char* kAutostartVariable = "MEMPROF_AGENT_AUTOSTART";
+
+void log_problem(const std::string& message) {
+  // The agent has no terminal of its own; stderr is the host's. One line, only for problems
+  // the user needs to know about (the socket could not be made).
+  std::string line = "memprof agent (pid " + std::to_string(::getpid()) + "): " + message + "\n";
+  (void)!::write(STDERR_FILENO, line.data(), line.size());
+}
+
+void serve() {
+  auto server = ControlServer::open(::getuid(), ::getpid());
+  if (!server.ok()) {
+    log_problem(server.message());
+    return;
+  }
+  RequestHandler handler(ruby_runtime(), ruby_service());
+  if (const char* autostart = std::getenv(kAutostartVariable); autostart != nullptr) {
+    std::string value = autostart;
+    size_t newline = value.find('\n');
+    if (newline != std::string::npos && !memprof_loaded()) {
+      Status started = handler.autostart(value.substr(0, newline), value.substr(newline + 1));
+      if (!started.ok()) log_problem(started.message());
+    }
+  }
+  int never_readable[2];
+  if (::pipe2(never_readable, O_CLOEXEC) != 0) return;
+  ScopedFd stop_read(never_readable[0]), stop_write(never_readable[1]);
+  while (!handler.detach_requested()) {
+    auto connection = server->accept(stop_read.get());
+    if (!connection.ok()) {
+      log_problem(connection.message());
+      return;
+    }
+    if (!connection->valid()) return;
+    auto frame = read_frame(connection->get(), kMaxRequestBytes, std::chrono::seconds(5));
+    std::string reply;
+    if (!frame.ok()) {
+      reply = encode_reply_error(frame.message());
+    } else {
+      auto request = decode_request(*frame);
+      reply = request.ok() ? handler.handle(*request) : encode_reply_error(request.message());
+    }
+    (void)write_frame(connection->get(), reply);
+  }
+}
+
+void* thread_main(void*) {
+  try {
+    serve();
+  } catch (...) {
+    // Out of memory in a reply, most likely: the agent ends, the process goes on.
+    log_problem("stopped after an internal error");
+  }
+  std::lock_guard lock(g_start_mutex);
+  g_running = false;
+  return nullptr;
+}
+
+int start_thread() {
+  std::lock_guard lock(g_start_mutex);
+  if (g_running) return 0;
+  // The thread takes no signal meant for the process (Ruby's SIGVTALRM, the app's SIGTERM).
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  int error = pthread_create(&thread, &attributes, thread_main, nullptr);
+  pthread_attr_destroy(&attributes);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (error != 0) return error;
+  pthread_setname_np(thread, "memprof-agent");
+  g_running = true;
+  return 0;
+}
+
+void after_fork_in_child() {
+  // The parent's agent thread does not exist here; a lock it held stays held: start over.
+  bool was_running = g_running;
+  new (&g_start_mutex) std::mutex;
+  g_running = false;
+  if (forking_for_handler() || !was_running) return;
+  if (RubyRuntime* ruby = ruby_runtime(); ruby != nullptr) ruby->reset_after_fork();
+  if (RubyService* service = ruby_service(); service != nullptr) service->reset_after_fork();
+  start_thread();
+}
+
+}  // namespace
+}  // namespace memprof::agent
+
+// Starts the agent's thread unless it runs; 0 or an errno. The injector calls it again to
+// re-attach a process whose agent was detached (dlopen does not rerun constructors).
+extern "C" __attribute__((visibility("default"))) int memprof_agent_start() {
+  try {
+    return memprof::agent::start_thread();
+  } catch (...) {
+    return ENOMEM;
+  }
+}
+
+__attribute__((constructor)) static void memprof_agent_loaded() {
+  pthread_atfork(nullptr, nullptr, memprof::agent::after_fork_in_child);
+  memprof_agent_start();
+}

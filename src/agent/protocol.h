@@ -1,0 +1,49 @@
+// The agent's control protocol, shared by the agent (inside the target) and the CLI.
+//
+// Transport: a Unix stream socket at /tmp/memprof-UID/PID.sock, made by the agent in a directory
+// only UID may enter (0700), the socket itself 0600; the agent also checks SO_PEERCRED.
+//
+// Messages are frames: a 4-byte little-endian length, then that many bytes. A request is
+// "<verb>\n<body>"; a reply is "ok\n<body>" or "error\n<one sentence>". Bodies are text (the
+// Ruby side answers in JSON). Sizes are bounded on both sides, so a malformed or hostile peer
+// costs an error reply, never unbounded memory.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "core/util/result.h"
+
+namespace memprof::agent {
+
+inline constexpr size_t kMaxRequestBytes = 64 * 1024;
+inline constexpr size_t kMaxReplyBytes = 64 * 1024 * 1024;
+
+// /tmp/memprof-UID: the per-user directory of agent sockets.
+std::string socket_directory(uid_t uid);
+// /tmp/memprof-UID/PID.sock
+std::string socket_path(uid_t uid, pid_t pid);
+
+// Writes one frame to a socket or a pipe. Handles short writes and EINTR; never raises SIGPIPE
+// on a socket.
+Status write_frame(int fd, std::string_view payload);
+// Reads one frame of at most `max_bytes`, waiting at most `timeout` for each part. A peer that
+// closed the connection before the first byte is "connection closed".
+Result<std::string> read_frame(int fd, size_t max_bytes, std::chrono::milliseconds timeout);
+
+struct Request {
+  std::string verb;
+  std::string body;
+};
+std::string encode_request(std::string_view verb, std::string_view body = {});
+Result<Request> decode_request(std::string_view frame);
+
+std::string encode_reply_ok(std::string_view body);
+std::string encode_reply_error(std::string_view message);
+// The body of an "ok" reply, or the error it carries.
+Result<std::string> decode_reply(std::string_view frame);
+
+}  // namespace memprof::agent

@@ -1,0 +1,143 @@
+#include "agent/request_handler.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "agent/ruby_calls.h"
+#include "core/util/json_escape.h"
+
+namespace memprof::agent {
+
+namespace {
+
+// In the process's memory, so that a forked child's agent knows them too and can start its own
+// Ruby thread (the parent's does not survive fork).
+bool g_memprof_loaded = false;
+std::string* g_lib_file = nullptr;
+std::string* g_extension_file = nullptr;
+
+constexpr const char* kAgentVersion = "0.1.0";
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  append_json_escaped(out, text);
+  out += '"';
+  return out;
+}
+
+// Reads the child's reply to EOF (bounded), then reaps it. A server that reaps every child
+// itself (waitpid(-1), as unicorn's master does) may take the status first: then the reply
+// decides.
+Result<std::string> collect_child(ForkedHandler& child) {
+  std::string output;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(child.output.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (output.size() + static_cast<size_t>(n) > kMaxReplyBytes / 2)
+      return err("the forked child's reply is over {} bytes", kMaxReplyBytes / 2);
+    output.append(buffer, static_cast<size_t>(n));
+  }
+  int status = 0;
+  pid_t reaped;
+  do {
+    reaped = ::waitpid(child.pid, &status, __WALL);
+  } while (reaped < 0 && errno == EINTR);
+  bool failed = reaped == child.pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  if (failed || output.empty() || output[0] != '{')
+    return err("{}", output.empty() ? "the forked child ended without a reply" : output);
+  return output;
+}
+
+}  // namespace
+
+bool memprof_loaded() { return g_memprof_loaded; }
+
+std::string RequestHandler::handle(const Request& request) {
+  Result<std::string> reply = [&]() -> Result<std::string> {
+    if (request.verb == "hello") return hello();
+    if (request.verb == "load") return load(request.body);
+    if (request.verb == "ruby") return ruby_command(request.body);
+    if (request.verb == "fork-ruby") return fork_ruby_command(request.body);
+    if (request.verb == "detach") return detach();
+    return err("unknown request '{}'", request.verb);
+  }();
+  return reply.ok() ? encode_reply_ok(*reply) : encode_reply_error(reply.message());
+}
+
+Result<std::string> RequestHandler::hello() const {
+  std::string ruby = ruby_ != nullptr ? json_string(ruby_->version()) : "null";
+  return fmt::format(R"({{"pid":{},"agent":"{}","ruby":{},"ruby_ready":{},"memprof_loaded":{}}})",
+                     ::getpid(), kAgentVersion, ruby,
+                     ruby_ != nullptr && ruby_->vm_ready(), g_memprof_loaded);
+}
+
+Status RequestHandler::require_memprof() const {
+  if (ruby_ == nullptr) return err("process {} is not running a supported Ruby", ::getpid());
+  if (!g_memprof_loaded) return err("memprof is not loaded in process {} (memprof attach -p {})",
+                                    ::getpid(), ::getpid());
+  return ok_status();
+}
+
+Status RequestHandler::ensure_service() {
+  MEMPROF_TRY_STATUS(require_memprof());
+  return service_->start(*g_lib_file, *g_extension_file, kRubyTimeout);
+}
+
+Result<std::string> RequestHandler::load(const std::string& body) {
+  if (ruby_ == nullptr) return err("process {} is not running a supported Ruby", ::getpid());
+  size_t newline = body.find('\n');
+  if (newline == std::string::npos) return err("malformed load request");
+  bool fresh = !g_memprof_loaded;
+  if (fresh) {
+    g_lib_file = new std::string(body.substr(0, newline));
+    g_extension_file = new std::string(body.substr(newline + 1));
+  }
+  MEMPROF_TRY_STATUS(service_->start(*g_lib_file, *g_extension_file, kRubyTimeout));
+  g_memprof_loaded = true;
+  return fmt::format(R"({{"loaded":{}}})", fresh);
+}
+
+Result<std::string> RequestHandler::ruby_command(const std::string& command) {
+  MEMPROF_TRY_STATUS(ensure_service());
+  return service_->call(command, kRubyTimeout);
+}
+
+Result<std::string> RequestHandler::fork_ruby_command(const std::string& command) {
+  MEMPROF_TRY_STATUS(require_memprof());
+  std::optional<ForkedHandler> child;
+  MEMPROF_TRY_STATUS(ruby_->run(
+      [&](const RubyApi& api) -> Result<std::string> {
+        auto forked = fork_and_handle(api, command);
+        if (!forked.ok()) return forked.error();
+        child = std::move(*forked);
+        return std::string();
+      },
+      kRubyTimeout));
+  MEMPROF_TRY(reply, collect_child(*child));
+  return fmt::format(R"({{"child":{},"fork_us":{},"reply":{}}})", child->pid,
+                     child->fork_time.count(), reply);
+}
+
+Result<std::string> RequestHandler::detach() {
+  detach_requested_ = true;
+  if (ruby_ == nullptr || !g_memprof_loaded) return std::string("{\"stopped\":false}");
+  auto stopped = ruby_command("stop");
+  service_->stop(kRubyTimeout);
+  return stopped;
+}
+
+Status RequestHandler::autostart(const std::string& lib_file, const std::string& extension_file) {
+  if (ruby_ == nullptr) return ok_status();  // not a Ruby: the agent serves native requests
+  while (!ruby_->vm_ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  MEMPROF_TRY_STATUS(load(lib_file + "\n" + extension_file));
+  MEMPROF_TRY_STATUS(ruby_command("start"));
+  return ok_status();
+}
+
+}  // namespace memprof::agent

@@ -1,0 +1,54 @@
+// What the agent does for each request (protocol.h). Verbs:
+//   hello              who is here: {"pid", "agent", "ruby", "ruby_ready", "memprof_loaded"}
+//   load LIB\nEXT      starts memprof's Ruby thread, loading the gem (ruby_service.h); idempotent
+//   ruby COMMAND       Memprof::Agent.handle(COMMAND) on that thread; its JSON reply
+//   fork-ruby COMMAND  the same in a forked child (heap dumps): {"child", "fork_us", "reply"}
+//   detach             stops tracking; the agent then closes its socket and ends its thread
+// Replies are built here and never throw: every failure is an "error" reply.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "agent/protocol.h"
+#include "agent/ruby_runtime.h"
+#include "agent/ruby_service.h"
+
+namespace memprof::agent {
+
+class RequestHandler {
+ public:
+  // `runtime` and `service` are null in a process without (a supported) Ruby.
+  RequestHandler(RubyRuntime* runtime, RubyService* service)
+      : ruby_(runtime), service_(service) {}
+
+  // The reply frame's payload.
+  std::string handle(const Request& request);
+  bool detach_requested() const { return detach_requested_; }
+
+  // Launch mode (memprof run): load the gem and start tracking as soon as Ruby runs.
+  Status autostart(const std::string& lib_file, const std::string& extension_file);
+
+ private:
+  Result<std::string> hello() const;
+  Result<std::string> load(const std::string& body);
+  Result<std::string> ruby_command(const std::string& command);
+  Result<std::string> fork_ruby_command(const std::string& command);
+  Result<std::string> detach();
+  Status require_memprof() const;
+
+  Status ensure_service();
+
+  RubyRuntime* ruby_;
+  RubyService* service_;
+  bool detach_requested_ = false;
+};
+
+// How long a request waits for Ruby to run it (ruby_runtime.h).
+inline constexpr std::chrono::milliseconds kRubyTimeout{5000};
+
+// Whether an agent has loaded the gem into this process (survives fork).
+bool memprof_loaded();
+
+}  // namespace memprof::agent

@@ -1,0 +1,154 @@
+#include "agent/ruby_calls.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace memprof::agent {
+
+namespace {
+
+// The Ruby thread's body. The agent passes "LIB\nEXTENSION\nREQUEST_FD\nREPLY_FD" in an
+// instance variable of Memprof; the IOs never close the agent's descriptors (autoclose: false),
+// so that a forked child's garbage collector cannot close a descriptor number reused since.
+constexpr const char* kStartThread = R"ruby(
+Thread.new(*Memprof.remove_instance_variable(:@agent_boot).split("\n")) do |lib, ext, request_fd, reply_fd|
+  Thread.current.name = "memprof-agent"
+  Thread.current.report_on_exception = false
+  requests = IO.for_fd(Integer(request_fd), autoclose: false)
+  replies = IO.for_fd(Integer(reply_fd), autoclose: false)
+  replies.sync = true
+  begin
+    unless defined?(Memprof::Native)
+      Memprof.instance_variable_set(:@agent_extension, ext)
+      begin
+        require lib
+      ensure
+        Memprof.remove_instance_variable(:@agent_extension)
+      end
+    end
+    require File.join(File.dirname(lib), "memprof", "agent")
+  rescue Exception => e
+    message = "0\nerror\nloading memprof into the process: #{e.class}: #{e.message}".b
+    replies.write([message.bytesize].pack("V"), message)
+  else
+    Memprof::Agent.serve(requests, replies)
+  end
+end
+nil
+)ruby";
+
+constexpr const char* kHandle =
+    "Memprof::Agent.handle(Memprof.remove_instance_variable(:@agent_request))";
+
+std::atomic<bool> g_forking{false};
+const RubyApi* g_api = nullptr;  // for the rb_protect callbacks, which take one VALUE
+
+RubyValue call_message(RubyValue exception) {
+  return g_api->funcallv(exception, g_api->intern("full_message"), 0, nullptr);
+}
+
+RubyValue call_bytesize(RubyValue string) {
+  return g_api->funcallv(string, g_api->intern("bytesize"), 0, nullptr);
+}
+
+RubyValue nil(const RubyApi& api) {
+  int state = 0;
+  return api.eval_string_protect("nil", &state);
+}
+
+// The bytes of a Ruby String (the handler returns one), copied.
+Result<std::string> to_string(const RubyApi& api, RubyValue value) {
+  int state = 0;
+  RubyValue size = api.protect(call_bytesize, value, &state);
+  if (state != 0) {
+    api.set_errinfo(nil(api));
+    return err("the agent's Ruby handler returned something other than a String");
+  }
+  volatile RubyValue string = value;
+  const char* bytes = api.string_value_ptr(&string);
+  return std::string(bytes, static_cast<size_t>(api.num2long(size)));
+}
+
+// The pending exception as an error value, then cleared so that Ruby goes on as before.
+Error take_exception(const RubyApi& api, const char* doing) {
+  RubyValue exception = api.errinfo();
+  int state = 0;
+  RubyValue message = api.protect(call_message, exception, &state);
+  std::string text = "(no message)";
+  if (state == 0) {
+    auto converted = to_string(api, message);
+    if (converted.ok()) text = std::move(*converted);
+  }
+  api.set_errinfo(nil(api));
+  // full_message ends with a newline and may carry a backtrace: keep its first line.
+  if (size_t newline = text.find('\n'); newline != std::string::npos) text.resize(newline);
+  return err("{}: {}", doing, text);
+}
+
+void set_memprof_ivar(const RubyApi& api, const char* name, const std::string& value) {
+  RubyValue module = api.define_module("Memprof");
+  api.ivar_set(module, api.intern(name),
+               api.str_new(value.data(), static_cast<long>(value.size())));
+}
+
+Result<std::string> eval(const RubyApi& api, const char* source, const char* doing) {
+  g_api = &api;
+  int state = 0;
+  RubyValue value = api.eval_string_protect(source, &state);
+  if (state != 0) return take_exception(api, doing);
+  return to_string(api, value);
+}
+
+}  // namespace
+
+Status start_ruby_thread(const RubyApi& api, const std::string& lib_file,
+                         const std::string& extension_file, int request_fd, int reply_fd) {
+  g_api = &api;
+  set_memprof_ivar(api, "@agent_boot",
+                   fmt::format("{}\n{}\n{}\n{}", lib_file, extension_file, request_fd, reply_fd));
+  int state = 0;
+  api.eval_string_protect(kStartThread, &state);
+  if (state != 0) return take_exception(api, "starting memprof's Ruby thread");
+  return ok_status();
+}
+
+bool forking_for_handler() { return g_forking.load(std::memory_order_acquire); }
+
+Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& command) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return err("pipe: {}", std::strerror(errno));
+  ScopedFd read_end(pipe_fds[0]);
+  ScopedFd write_end(pipe_fds[1]);
+  set_memprof_ivar(api, "@agent_request", command);
+  g_forking.store(true, std::memory_order_release);
+  auto started = std::chrono::steady_clock::now();
+  pid_t child = ::fork();
+  auto fork_time = std::chrono::steady_clock::now() - started;
+  if (child == 0) {
+    // Only this thread exists in the child, holding the GVL; none of the parent's other Ruby
+    // threads runs. _exit skips at_exit blocks and finalizers, which belong to the parent.
+    auto result = eval(api, kHandle, "memprof's agent handler");
+    std::string_view text = result.ok() ? std::string_view(*result) : result.message();
+    while (!text.empty()) {
+      ssize_t n = ::write(write_end.get(), text.data(), text.size());
+      if (n <= 0 && errno != EINTR) break;
+      if (n > 0) text.remove_prefix(static_cast<size_t>(n));
+    }
+    ::_exit(result.ok() ? 0 : 1);
+  }
+  g_forking.store(false, std::memory_order_release);
+  int saved_errno = errno;
+  // The parent does not need the request any more.
+  int state = 0;
+  api.eval_string_protect("Memprof.remove_instance_variable(:@agent_request)", &state);
+  if (state != 0) api.set_errinfo(nil(api));
+  if (child < 0) return err("fork: {}", std::strerror(saved_errno));
+  return ForkedHandler{child, std::move(read_end),
+                       std::chrono::duration_cast<std::chrono::microseconds>(fork_time)};
+}
+
+}  // namespace memprof::agent

@@ -1,0 +1,40 @@
+// What the agent's postponed jobs do in Ruby (ruby_runtime.h). Jobs run in what Ruby calls trap
+// context: Mutex#lock -- and with it every `require` through rubygems -- raises there. So a job
+// does as little as possible: it starts memprof's own Ruby thread (ruby_service.h), which does
+// the real work in ordinary context, or forks for a heap dump. Every call is wrapped in
+// rb_protect: an exception comes back as an error value and never unwinds into the agent or the
+// interrupted Ruby code.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+
+#include "agent/ruby_runtime.h"
+#include "core/util/scoped_fd.h"
+
+namespace memprof::agent {
+
+// Starts the Ruby thread "memprof-agent", which loads the memprof gem unless the process has it
+// (lib/memprof.rb at `lib_file`, the extension built for this Ruby at `extension_file`), then
+// serves framed requests from `request_fd` with replies on `reply_fd` (Memprof::Agent.serve in
+// lib/memprof/agent.rb). Its first frame says whether loading worked.
+Status start_ruby_thread(const RubyApi& api, const std::string& lib_file,
+                         const std::string& extension_file, int request_fd, int reply_fd);
+
+struct ForkedHandler {
+  pid_t pid = 0;
+  ScopedFd output;  // the child's reply, or its error message, then EOF
+  std::chrono::microseconds fork_time{0};
+};
+// Forks; the child runs Memprof::Agent.handle(command), writes the reply (or the error) to a
+// pipe and ends with _exit (0 when the handler succeeded), without running the parent's
+// at_exit blocks, finalizers or fork hooks, and without an agent of its own. The Ruby process
+// pauses only for the fork itself (`fork_time`).
+Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& command);
+
+// Set while the agent forks for a handler: the child must not start an agent (agent.cc).
+bool forking_for_handler();
+
+}  // namespace memprof::agent

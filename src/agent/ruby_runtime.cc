@@ -1,0 +1,178 @@
+#include "agent/ruby_runtime.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "core/util/proc_file.h"
+
+namespace memprof::agent {
+
+namespace {
+
+template <typename T>
+void resolve(T& slot, const char* name) {
+  slot = reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
+}
+
+// While it waits, the agent repeats Ruby's wake-up this often: a signal that arrives just
+// before the main thread blocks is lost.
+constexpr std::chrono::milliseconds kWakeInterval{50};
+
+const char* syscall_name(long number) {
+  switch (number) {
+    case SYS_read: return "read(2)";
+    case SYS_write: return "write(2)";
+    case SYS_poll: return "poll(2)";
+    case SYS_ppoll: return "ppoll(2)";
+    case SYS_select: return "select(2)";
+    case SYS_pselect6: return "pselect6(2)";
+    case SYS_epoll_wait: return "epoll_wait(2)";
+    case SYS_epoll_pwait: return "epoll_pwait(2)";
+    case SYS_nanosleep: return "nanosleep(2)";
+    case SYS_clock_nanosleep: return "clock_nanosleep(2)";
+    case SYS_futex: return "futex(2) (waiting for a lock or a condition)";
+    case SYS_accept: return "accept(2)";
+    case SYS_accept4: return "accept4(2)";
+    case SYS_recvfrom: return "recvfrom(2)";
+    case SYS_recvmsg: return "recvmsg(2)";
+    case SYS_wait4: return "wait4(2)";
+    case SYS_pause: return "pause(2)";
+    case SYS_rt_sigsuspend: return "rt_sigsuspend(2)";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+std::optional<RubyApi> find_ruby_api() {
+  RubyApi api;
+  resolve(api.api_version, "ruby_api_version");
+  resolve(api.version, "ruby_version");
+  resolve(api.job_preregister, "rb_postponed_job_preregister");
+  resolve(api.job_trigger, "rb_postponed_job_trigger");
+  resolve(api.job_register_one, "rb_postponed_job_register_one");
+  resolve(api.eval_string_protect, "rb_eval_string_protect");
+  resolve(api.protect, "rb_protect");
+  resolve(api.str_new, "rb_str_new");
+  resolve(api.define_module, "rb_define_module");
+  resolve(api.ivar_set, "rb_ivar_set");
+  resolve(api.intern, "rb_intern");
+  resolve(api.funcallv, "rb_funcallv");
+  resolve(api.string_value_ptr, "rb_string_value_ptr");
+  resolve(api.num2long, "rb_num2long");
+  resolve(api.errinfo, "rb_errinfo");
+  resolve(api.set_errinfo, "rb_set_errinfo");
+  resolve(api.current_vm, "ruby_current_vm_ptr");
+  bool has_jobs = (api.job_preregister != nullptr && api.job_trigger != nullptr) ||
+                  api.job_register_one != nullptr;
+  if (api.api_version == nullptr || !has_jobs || api.eval_string_protect == nullptr ||
+      api.protect == nullptr || api.str_new == nullptr || api.define_module == nullptr ||
+      api.ivar_set == nullptr || api.intern == nullptr || api.funcallv == nullptr ||
+      api.string_value_ptr == nullptr || api.num2long == nullptr || api.errinfo == nullptr ||
+      api.set_errinfo == nullptr)
+    return std::nullopt;
+  // Up to 3.0, register_one from a thread Ruby does not know crashes (ruby/ruby#4108).
+  if (api.api_version[0] < 3 || (api.api_version[0] == 3 && api.api_version[1] < 1))
+    return std::nullopt;
+  return api;
+}
+
+RubyRuntime::RubyRuntime(const RubyApi& api) : api_(api) {}
+
+void RubyRuntime::job_entry(void* self) { static_cast<RubyRuntime*>(self)->run_queued_job(); }
+
+void RubyRuntime::run_queued_job() {
+  std::function<Result<std::string>(const RubyApi&)> work;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ != State::kQueued) return;  // a coalesced or late trigger: nothing asked
+    state_ = State::kRunning;
+    work = std::move(work_);
+  }
+  Result<std::string> result = work(api_);
+  std::lock_guard lock(mutex_);
+  result_ = std::move(result);
+  state_ = State::kDone;
+  done_.notify_all();
+}
+
+bool RubyRuntime::trigger() {
+  if (api_.job_preregister != nullptr && api_.job_trigger != nullptr) {
+    // Preregistering from this thread is safe on 3.3 and 3.4 (it takes no Ruby lock and reads
+    // no execution context); it is done once, so the 32-entry table never fills.
+    if (!handle_registered_) {
+      handle_ = api_.job_preregister(0, &RubyRuntime::job_entry, this);
+      handle_registered_ = handle_ != ~0U;
+      if (!handle_registered_) return false;
+    }
+    api_.job_trigger(handle_);
+    return true;
+  }
+  return api_.job_register_one(0, &RubyRuntime::job_entry, this) != 0;
+}
+
+void RubyRuntime::wake_main_thread() const {
+  // Only when Ruby's own handler is installed: SIGVTALRM's default action ends the process.
+  struct sigaction current {};
+  if (sigaction(SIGVTALRM, nullptr, &current) != 0) return;
+  if (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN) return;
+  syscall(SYS_tgkill, getpid(), getpid(), SIGVTALRM);
+}
+
+Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const RubyApi&)> work,
+                                     std::chrono::milliseconds timeout) {
+  if (!vm_ready()) return err("Ruby has not started yet in this process");
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::kRunning || state_ == State::kQueued)
+      return err("the previous request is still running in Ruby");
+    state_ = State::kQueued;
+    work_ = std::move(work);
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lock(mutex_);
+  bool triggered = false;
+  while (state_ != State::kDone) {
+    if (state_ == State::kQueued) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        state_ = State::kIdle;
+        work_ = nullptr;
+        return err("waiting for Ruby: the main thread is {} and has not let the agent run "
+                   "for {} s; try again when it is busy or idle in Ruby code",
+                   describe_main_thread(), timeout.count() / 1000.0);
+      }
+      lock.unlock();
+      // Before 3.3 the queue may be momentarily full: register again on the next round.
+      if (!triggered || api_.job_trigger == nullptr) triggered = trigger();
+      wake_main_thread();
+      lock.lock();
+    }
+    done_.wait_for(lock, kWakeInterval);
+  }
+  state_ = State::kIdle;
+  return std::move(result_);
+}
+
+void RubyRuntime::reset_after_fork() {
+  new (&mutex_) std::mutex;
+  new (&done_) std::condition_variable;
+  state_ = State::kIdle;
+  work_ = nullptr;
+}
+
+std::string describe_main_thread() {
+  auto syscall_line = read_proc_file(fmt::format("/proc/self/task/{}/syscall", getpid()));
+  if (!syscall_line.ok()) return "in an unknown state";
+  if (syscall_line->rfind("running", 0) == 0) return "running";
+  long number = std::strtol(syscall_line->c_str(), nullptr, 10);
+  if (number < 0) return "running";
+  const char* name = syscall_name(number);
+  return name != nullptr ? fmt::format("in {}", name) : fmt::format("in system call {}", number);
+}
+
+}  // namespace memprof::agent

@@ -1,0 +1,103 @@
+// The Ruby VM of the process the agent runs in, reached without linking libruby: the agent is
+// one library for every Ruby version (and for processes with no Ruby at all), so it finds
+// Ruby's C API with dlsym at run time.
+//
+// The agent's own thread is not a Ruby thread: it must never call into Ruby directly (on a
+// thread Ruby does not know, rb_funcall and rb_sourcefile dereference a NULL execution context,
+// and rb_thread_call_with_gvl prints [BUG] and calls exit). Everything that needs Ruby runs as
+// a postponed job, which Ruby executes on one of its own threads holding the GVL, outside GC:
+//   Ruby 3.3+   rb_postponed_job_preregister once, rb_postponed_job_trigger per request;
+//   3.1 / 3.2   rb_postponed_job_register_one, with non-NULL data (Bug #19991).
+// A job runs at the next interrupt check. A main thread blocked in a system call gets Ruby's
+// own wake-up signal, SIGVTALRM (Ruby installs a no-op handler for it so that blocking calls
+// return EINTR and check interrupts); a thread that cannot be woken is named in the error
+// ("main thread is in read(2)") instead of making the caller hang.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "core/util/result.h"
+
+namespace memprof::agent {
+
+using RubyValue = uintptr_t;
+
+// The C API functions the agent calls, all from a postponed job (a Ruby thread with the GVL).
+struct RubyApi {
+  const int* api_version = nullptr;  // ruby_api_version: {major, minor, teeny}
+  const char* version = nullptr;     // ruby_version: "3.3.8"
+  // Postponed jobs: 3.3+ ...
+  unsigned (*job_preregister)(unsigned flags, void (*func)(void*), void* data) = nullptr;
+  void (*job_trigger)(unsigned handle) = nullptr;
+  // ... and before.
+  int (*job_register_one)(unsigned flags, void (*func)(void*), void* data) = nullptr;
+  RubyValue (*eval_string_protect)(const char* source, int* state) = nullptr;
+  RubyValue (*protect)(RubyValue (*func)(RubyValue), RubyValue arg, int* state) = nullptr;
+  RubyValue (*str_new)(const char* bytes, long length) = nullptr;
+  RubyValue (*define_module)(const char* name) = nullptr;
+  RubyValue (*ivar_set)(RubyValue object, unsigned long id, RubyValue value) = nullptr;
+  unsigned long (*intern)(const char* name) = nullptr;
+  RubyValue (*funcallv)(RubyValue receiver, unsigned long method, int argc,
+                        const RubyValue* argv) = nullptr;
+  char* (*string_value_ptr)(volatile RubyValue* string) = nullptr;
+  long (*num2long)(RubyValue number) = nullptr;
+  RubyValue (*errinfo)() = nullptr;
+  void (*set_errinfo)(RubyValue error) = nullptr;
+  void** current_vm = nullptr;  // ruby_current_vm_ptr: non-NULL once the VM exists
+};
+
+// Finds Ruby in this process: nothing when it has none (or one older than memprof supports).
+std::optional<RubyApi> find_ruby_api();
+
+// Runs work on a Ruby thread and waits for it. One request at a time (the agent serves one
+// connection at a time).
+class RubyRuntime {
+ public:
+  explicit RubyRuntime(const RubyApi& api);
+  RubyRuntime(const RubyRuntime&) = delete;
+  RubyRuntime& operator=(const RubyRuntime&) = delete;
+
+  const RubyApi& api() const { return api_; }
+  std::string version() const { return api_.version != nullptr ? api_.version : "?"; }
+  // Whether the VM has been created (a process launched with the agent preloaded starts it
+  // after the agent's thread).
+  bool vm_ready() const { return api_.current_vm != nullptr && *api_.current_vm != nullptr; }
+
+  // Runs `work` on a Ruby thread holding the GVL and returns its result, or an error when Ruby
+  // did not run it within `timeout` (naming what the main thread is doing). `work` must not
+  // throw. If it has not started by then, it never will; once started, it is waited for.
+  Result<std::string> run(std::function<Result<std::string>(const RubyApi&)> work,
+                          std::chrono::milliseconds timeout);
+
+  // In a forked child: the parent's agent thread may have held the lock or left a request
+  // queued; Ruby's registration of the job (this object) is inherited and stays valid.
+  void reset_after_fork();
+
+ private:
+  enum class State { kIdle, kQueued, kRunning, kDone };
+  static void job_entry(void* self);
+  void run_queued_job();
+  bool trigger();
+  void wake_main_thread() const;
+
+  RubyApi api_;
+  unsigned handle_ = ~0U;
+  bool handle_registered_ = false;
+  std::mutex mutex_;
+  std::condition_variable done_;
+  State state_ = State::kIdle;
+  std::function<Result<std::string>(const RubyApi&)> work_;
+  Result<std::string> result_{std::string()};
+};
+
+// "main thread is in read(2)" / "main thread is running" — for messages, from /proc.
+std::string describe_main_thread();
+
+}  // namespace memprof::agent

@@ -1,0 +1,67 @@
+#include "attach/agent_client.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "agent/protocol.h"
+#include "core/proc/process_access.h"
+#include "core/util/scoped_fd.h"
+
+namespace memprof::attach {
+
+namespace {
+
+Result<ScopedFd> connect_to_agent(pid_t pid) {
+  MEMPROF_TRY_STATUS(proc::check_process_exists(pid));
+  auto uid = proc::process_uid(pid);
+  if (!uid) return err("cannot read the owner of process {}", pid);
+  std::string path = agent::socket_path(*uid, pid);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0)
+    return err("no memprof agent in process {} (run: memprof attach -p {})", pid, pid);
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != *uid)
+    return err("{} is not the agent's socket: it belongs to uid {}, and process {} runs as uid "
+               "{}; remove it and attach again",
+               path, st.st_uid, pid, *uid);
+  ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return err("socket: {}", std::strerror(errno));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), std::min(path.size() + 1, sizeof(address.sun_path)));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    if (errno == EACCES || errno == EPERM)
+      return err("permission denied on {}: process {} belongs to uid {} (run as that user or "
+                 "root)",
+                 path, pid, *uid);
+    return err("no memprof agent answering in process {} ({}: {}; run: memprof attach -p {})",
+               pid, path, std::strerror(errno), pid);
+  }
+  return fd;
+}
+
+}  // namespace
+
+bool agent_listening(pid_t pid) { return connect_to_agent(pid).ok(); }
+
+Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body,
+                                  std::chrono::milliseconds timeout) {
+  MEMPROF_TRY(fd, connect_to_agent(pid));
+  MEMPROF_TRY_STATUS(agent::write_frame(fd.get(), agent::encode_request(verb, body)));
+  auto frame = agent::read_frame(fd.get(), agent::kMaxReplyBytes, timeout);
+  if (!frame.ok()) return err("process {}: no reply from the agent: {}", pid, frame.message());
+  auto reply = agent::decode_reply(*frame);
+  if (!reply.ok()) return err("process {}: {}", pid, reply.message());
+  return reply;
+}
+
+Result<std::string> ruby_request(pid_t pid, std::string_view command,
+                                 std::chrono::milliseconds timeout) {
+  return agent_request(pid, "ruby", command, timeout);
+}
+
+}  // namespace memprof::attach

@@ -1,0 +1,17 @@
+#include "attach/duration.h"
+
+#include <cstdlib>
+
+namespace memprof::attach {
+
+Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  std::string unit(end);
+  double scale = unit.empty() || unit == "s" ? 1000 : unit == "ms" ? 1 : unit == "m" ? 60000 : -1;
+  if (end == text.c_str() || scale < 0 || value < 0)
+    return err("'{}' is not a duration (e.g. 500ms, 10s, 2m)", text);
+  return std::chrono::milliseconds(static_cast<int64_t>(value * scale));
+}
+
+}  // namespace memprof::attach

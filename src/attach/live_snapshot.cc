@@ -1,0 +1,78 @@
+#include "attach/live_snapshot.h"
+
+#include <simdjson.h>
+
+#include <unordered_map>
+
+#include "attach/agent_client.h"
+
+namespace memprof::attach {
+
+Result<LiveSnapshot> parse_snapshot(const std::string& json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(json).get(root) != simdjson::SUCCESS) return err("malformed reply from the agent");
+  LiveSnapshot snapshot;
+  simdjson::dom::array groups;
+  if (root["time"].get(snapshot.time) != simdjson::SUCCESS ||
+      root["total_allocated"].get(snapshot.total_allocated) != simdjson::SUCCESS ||
+      root["gc_count"].get(snapshot.gc_count) != simdjson::SUCCESS ||
+      root["groups"].get(groups) != simdjson::SUCCESS)
+    return err("malformed reply from the agent (groups)");
+  for (simdjson::dom::element row : groups) {
+    simdjson::dom::array fields;
+    if (row.get(fields) != simdjson::SUCCESS || fields.size() != 5) continue;
+    LiveGroup group;
+    std::string_view file, class_name;
+    int64_t line = 0;
+    if (fields.at(0).get(file) || fields.at(1).get(line) || fields.at(2).get(class_name) ||
+        fields.at(3).get(group.count) || fields.at(4).get(group.bytes))
+      continue;
+    group.file = file;
+    group.line = static_cast<int>(line);
+    group.class_name = class_name;
+    snapshot.groups.push_back(std::move(group));
+  }
+  return snapshot;
+}
+
+Result<LiveSnapshot> read_snapshot(pid_t pid) {
+  MEMPROF_TRY(json, ruby_request(pid, "groups"));
+  return parse_snapshot(json);
+}
+
+std::string row_key(const LiveGroup& group, Grouping grouping) {
+  switch (grouping) {
+    case Grouping::kClass: return group.class_name;
+    case Grouping::kSite: return fmt::format("{}:{}", group.file, group.line);
+    case Grouping::kBoth: break;
+  }
+  return fmt::format("{}:{} {}", group.file, group.line, group.class_name);
+}
+
+std::vector<Row> rows_of(const LiveSnapshot& now, const LiveSnapshot* before, Grouping grouping) {
+  std::unordered_map<std::string, Row> rows;
+  for (const LiveGroup& group : now.groups) {
+    Row& row = rows[row_key(group, grouping)];
+    row.count += group.count;
+    row.bytes += group.bytes;
+    row.growth += static_cast<int64_t>(group.count);
+  }
+  if (before != nullptr) {
+    for (const LiveGroup& group : before->groups) {
+      auto it = rows.find(row_key(group, grouping));
+      if (it != rows.end()) it->second.growth -= static_cast<int64_t>(group.count);
+    }
+  } else {
+    for (auto& [key, row] : rows) row.growth = 0;
+  }
+  std::vector<Row> out;
+  out.reserve(rows.size());
+  for (auto& [key, row] : rows) {
+    row.key = key;
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace memprof::attach

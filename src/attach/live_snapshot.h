@@ -1,0 +1,50 @@
+// A reading of the live tracked objects of an attached process (Memprof::Agent's "groups"), and
+// what `top` and `leaks` compute from two or more of them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/util/result.h"
+
+namespace memprof::attach {
+
+struct LiveGroup {
+  std::string file;
+  int line = 0;
+  std::string class_name;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+
+struct LiveSnapshot {
+  double time = 0;               // the target's monotonic clock, seconds
+  uint64_t total_allocated = 0;  // GC.stat(:total_allocated_objects)
+  uint64_t gc_count = 0;
+  std::vector<LiveGroup> groups;
+};
+
+Result<LiveSnapshot> parse_snapshot(const std::string& json);
+// Asks the agent of `pid` for one.
+Result<LiveSnapshot> read_snapshot(pid_t pid);
+
+// How rows are grouped: by class, by file:line, or by both.
+enum class Grouping { kClass, kSite, kBoth };
+
+struct Row {
+  std::string key;  // "String", "app.rb:12" or "app.rb:12 String"
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int64_t growth = 0;  // count minus the count in the previous snapshot
+};
+
+std::string row_key(const LiveGroup& group, Grouping grouping);
+// The rows of `now`, with growth against `before` (no growth when it is null).
+std::vector<Row> rows_of(const LiveSnapshot& now, const LiveSnapshot* before, Grouping grouping);
+
+}  // namespace memprof::attach

@@ -1,0 +1,124 @@
+#include "attach/top_screen.h"
+
+#include <algorithm>
+
+#include "heap/units.h"
+
+namespace memprof::attach {
+
+namespace {
+
+const char* grouping_name(Grouping grouping) {
+  switch (grouping) {
+    case Grouping::kClass: return "class";
+    case Grouping::kSite: return "file:line";
+    case Grouping::kBoth: break;
+  }
+  return "file:line + class";
+}
+
+const char* sort_name(SortKey sort) {
+  switch (sort) {
+    case SortKey::kCount: return "count";
+    case SortKey::kBytes: return "bytes";
+    case SortKey::kGrowth: break;
+  }
+  return "growth";
+}
+
+// Keeps the end of a long key (the file name and line matter more than the directories).
+std::string fit_left(const std::string& text, size_t width) {
+  if (text.size() <= width) return text;
+  if (width <= 3) return text.substr(text.size() - width);
+  return "..." + text.substr(text.size() - (width - 3));
+}
+
+std::string signed_count(int64_t value) {
+  std::string digits = heap::count_text(static_cast<uint64_t>(value < 0 ? -value : value));
+  return value > 0 ? "+" + digits : value < 0 ? "-" + digits : digits;
+}
+
+}  // namespace
+
+bool apply_key(char key, TopSettings& settings) {
+  switch (key) {
+    case 'q': case 'Q': return false;
+    case 'c': settings.grouping = Grouping::kClass; break;
+    case 'l': settings.grouping = Grouping::kSite; break;
+    case 'b': settings.grouping = Grouping::kBoth; break;
+    case 'n': settings.sort = SortKey::kCount; break;
+    case 'B': case 'm': settings.sort = SortKey::kBytes; break;
+    case 'g': settings.sort = SortKey::kGrowth; break;
+    case 's':
+      settings.sort = settings.sort == SortKey::kCount   ? SortKey::kBytes
+                      : settings.sort == SortKey::kBytes ? SortKey::kGrowth
+                                                         : SortKey::kCount;
+      break;
+    case ' ': case 'p': settings.paused = !settings.paused; break;
+    default: break;
+  }
+  return true;
+}
+
+double allocation_rate(const TopFrame& frame) {
+  if (frame.before == nullptr || frame.now->time <= frame.before->time) return 0;
+  return static_cast<double>(frame.now->total_allocated - frame.before->total_allocated) /
+         (frame.now->time - frame.before->time);
+}
+
+std::vector<Row> sorted_rows(const TopFrame& frame, const TopSettings& settings) {
+  std::vector<Row> rows = rows_of(*frame.now, frame.before, settings.grouping);
+  auto value = [&](const Row& row) -> int64_t {
+    switch (settings.sort) {
+      case SortKey::kCount: return static_cast<int64_t>(row.count);
+      case SortKey::kBytes: return static_cast<int64_t>(row.bytes);
+      case SortKey::kGrowth: break;
+    }
+    return row.growth;
+  };
+  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    int64_t va = value(a), vb = value(b);
+    return va != vb ? va > vb : a.key < b.key;
+  });
+  return rows;
+}
+
+std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& settings,
+                                    size_t width, size_t height) {
+  uint64_t live = 0, bytes = 0;
+  for (const LiveGroup& group : frame.now->groups) {
+    live += group.count;
+    bytes += group.bytes;
+  }
+  std::vector<std::string> lines;
+  auto add = [&](std::string line) {
+    if (line.size() > width) line.resize(width);
+    lines.push_back(std::move(line));
+  };
+  add(fmt::format("memprof top - pid {}{}", frame.pid, settings.paused ? "  [paused]" : ""));
+  double seconds = frame.before != nullptr ? frame.now->time - frame.before->time : 0;
+  double gcs = seconds > 0 ? static_cast<double>(frame.now->gc_count - frame.before->gc_count) /
+                                 seconds
+                           : 0;
+  add(fmt::format("allocations {}/s  GC {:.1f}/s  live tracked {} objects, {}",
+                  heap::count_text(static_cast<uint64_t>(allocation_rate(frame))), gcs,
+                  heap::count_text(live), heap::bytes_text(bytes)));
+  add(fmt::format("by {}, sorted by {}  (c/l/b group, n/m/g sort, space pause, q quit)",
+                  grouping_name(settings.grouping), sort_name(settings.sort)));
+  add("");
+  constexpr size_t kNumbers = 11 + 1 + 11 + 1 + 10 + 2;
+  add(fmt::format("{:>11} {:>11} {:>10}  {}", "LIVE", "BYTES", "GROWTH",
+                  settings.grouping == Grouping::kClass  ? "CLASS"
+                  : settings.grouping == Grouping::kSite ? "FILE:LINE"
+                                                         : "FILE:LINE CLASS"));
+  size_t key_width = width > kNumbers ? width - kNumbers : 1;
+  for (const Row& row : sorted_rows(frame, settings)) {
+    if (lines.size() >= height) break;
+    add(fmt::format("{:>11} {:>11} {:>10}  {}", heap::count_text(row.count),
+                    heap::bytes_text(row.bytes), signed_count(row.growth),
+                    fit_left(row.key, key_width)));
+  }
+  return lines;
+}
+
+}  // namespace memprof::attach

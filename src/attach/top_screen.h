@@ -1,0 +1,38 @@
+// What `memprof top` shows: one frame of text from two snapshots (live_snapshot.h), sized to
+// the terminal, and the keys that change it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "attach/live_snapshot.h"
+
+namespace memprof::attach {
+
+enum class SortKey { kCount, kBytes, kGrowth };
+
+struct TopSettings {
+  Grouping grouping = Grouping::kBoth;
+  SortKey sort = SortKey::kCount;
+  bool paused = false;
+};
+
+// Applies a key press; false when the key means quit.
+bool apply_key(char key, TopSettings& settings);
+
+struct TopFrame {
+  pid_t pid = 0;
+  const LiveSnapshot* now = nullptr;
+  const LiveSnapshot* before = nullptr;  // null on the first frame: no rates yet
+};
+
+// The frame as lines no wider than `width`, at most `height` of them.
+std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& settings,
+                                    size_t width, size_t height);
+
+// The rows, sorted as `settings` says (shared by the screen and --json).
+std::vector<Row> sorted_rows(const TopFrame& frame, const TopSettings& settings);
+// Objects allocated per second between the two snapshots (Ruby's own counter), or 0.
+double allocation_rate(const TopFrame& frame);
+
+}  // namespace memprof::attach

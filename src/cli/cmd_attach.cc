@@ -1,0 +1,65 @@
+// memprof attach -p PID: loads the agent into a running Ruby process (no restart, no gem in its
+// Gemfile) and starts tracking allocations. Idempotent.
+#include <simdjson.h>
+
+#include "attach/json_field.h"
+
+#include "attach/attach_flow.h"
+#include "cli/command.h"
+
+namespace memprof::cli {
+namespace {
+
+struct AttachOptions {
+  pid_t pid = 0;
+  bool json = false;
+};
+
+int run_attach(const AttachOptions& options) {
+  auto outcome = attach::attach_ruby(options.pid);
+  if (!outcome.ok()) return fail(outcome.message());
+  if (options.json) {
+    fmt::print("{{\"pid\":{},\"injected\":{},\"started\":{},\"pause_ms\":{:.3f},\"status\":{}}}\n",
+               options.pid, outcome->injected, outcome->started, outcome->pause_ms,
+               outcome->status_json);
+    return 0;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element status;
+  std::string_view ruby = "?", mechanism = "?";
+  uint64_t slots = 0, call_sites = 0;
+  if (parser.parse(outcome->status_json).get(status) == simdjson::SUCCESS) {
+    attach::read_field(status, "ruby", ruby);
+    attach::read_field(status, "mechanism", mechanism);
+    attach::read_field(status, "hooked_slots", slots);
+    attach::read_field(status, "hooked_call_sites", call_sites);
+  }
+  std::string how = mechanism == "hooks"
+                        ? fmt::format("hooks on {} GOT slots and {} call sites", slots, call_sites)
+                        : fmt::format("Ruby's NEWOBJ event ({})", mechanism);
+  if (outcome->injected)
+    fmt::print("attached to process {} (Ruby {}) in {:.1f} ms of pause\n", options.pid, ruby,
+               outcome->pause_ms);
+  fmt::print("{} process {}: {}\n", outcome->started ? "tracking" : "already tracking",
+             options.pid, how);
+  fmt::print("next: memprof top -p {0}   memprof stats -p {0}   memprof detach -p {0}\n",
+             options.pid);
+  return 0;
+}
+
+MEMPROF_COMMAND("attach", "Attach to a running Ruby process and track its allocations",
+                [](CLI::App& sub) -> std::function<int()> {
+                  auto options = std::make_shared<AttachOptions>();
+                  sub.add_option("-p,--pid", options->pid, "Process to attach to")->required();
+                  sub.add_flag("--json", options->json, "Print the outcome as JSON");
+                  sub.footer(
+                      "Loads memprof's agent into the process with ptrace (one thread is held\n"
+                      "for a few milliseconds, at a moment when it holds no malloc or loader\n"
+                      "lock), then the memprof gem built for that Ruby, and starts tracking\n"
+                      "allocations from now on. Attaching again does nothing. The process needs\n"
+                      "no change and no restart; `memprof detach` removes every hook.");
+                  return [options] { return run_attach(*options); };
+                });
+
+}  // namespace
+}  // namespace memprof::cli

@@ -1,0 +1,38 @@
+// memprof detach -p PID: stops tracking, removes every hook and ends the agent's thread.
+#include "attach/agent_client.h"
+#include "cli/command.h"
+
+namespace memprof::cli {
+namespace {
+
+struct DetachOptions {
+  pid_t pid = 0;
+  bool json = false;
+};
+
+int run_detach(const DetachOptions& options) {
+  auto reply = attach::agent_request(options.pid, "detach");
+  if (!reply.ok()) return fail(reply.message());
+  if (options.json)
+    fmt::print("{{\"pid\":{},\"detached\":true,\"reply\":{}}}\n", options.pid, *reply);
+  else
+    fmt::print("detached from process {}: hooks removed, patched bytes restored, agent stopped\n",
+               options.pid);
+  return 0;
+}
+
+MEMPROF_COMMAND("detach", "Stop tracking an attached process and remove the agent's hooks",
+                [](CLI::App& sub) -> std::function<int()> {
+                  auto options = std::make_shared<DetachOptions>();
+                  sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+                  sub.add_flag("--json", options->json, "Print the outcome as JSON");
+                  sub.footer(
+                      "Stops tracking (Memprof.stop: every GOT slot and call site is restored,\n"
+                      "the tables are freed), closes the agent's socket and ends its threads.\n"
+                      "The agent's code stays mapped (a library cannot be unloaded safely while\n"
+                      "Ruby may still hold a pointer into it); `memprof attach` restarts it.");
+                  return [options] { return run_detach(*options); };
+                });
+
+}  // namespace
+}  // namespace memprof::cli

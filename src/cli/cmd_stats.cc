@@ -1,0 +1,49 @@
+// memprof stats -p PID: what Memprof.stats prints, read from an attached process.
+#include <simdjson.h>
+
+#include "attach/agent_client.h"
+#include "cli/command.h"
+
+namespace memprof::cli {
+namespace {
+
+struct StatsOptions {
+  pid_t pid = 0;
+  size_t top = 0;
+  bool json = false;
+};
+
+int run_stats(const StatsOptions& options) {
+  auto reply = attach::ruby_request(options.pid, fmt::format("stats {}", options.top));
+  if (!reply.ok()) return fail(reply.message());
+  if (options.json) {
+    fmt::print("{}\n", *reply);
+    return 0;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  simdjson::dom::array lines;
+  if (parser.parse(*reply).get(root) != simdjson::SUCCESS || root["lines"].get(lines))
+    return fail("malformed reply from the agent");
+  for (simdjson::dom::element line : lines) {
+    std::string_view text;
+    if (line.get(text) == simdjson::SUCCESS) fmt::print("{}\n", text);
+  }
+  return 0;
+}
+
+MEMPROF_COMMAND("stats", "Live tracked objects of an attached process, by file:line and class",
+                [](CLI::App& sub) -> std::function<int()> {
+                  auto options = std::make_shared<StatsOptions>();
+                  sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+                  sub.add_option("--top", options->top, "Only the N largest groups (0: all)");
+                  sub.add_flag("--json", options->json, "Print {\"lines\": [...]}");
+                  sub.footer(
+                      "One line per group of live objects allocated since `memprof attach`, as\n"
+                      "Memprof.stats prints them: COUNT FILE:LINE:CLASS, largest first. Live\n"
+                      "means not yet freed by the GC.");
+                  return [options] { return run_stats(*options); };
+                });
+
+}  // namespace
+}  // namespace memprof::cli

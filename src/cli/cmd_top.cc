@@ -1,0 +1,189 @@
+// memprof top -p PID: a live view of an attached process's allocations, refreshed every second.
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "attach/duration.h"
+#include "attach/live_snapshot.h"
+#include "attach/top_screen.h"
+#include "cli/command.h"
+#include "core/util/json_escape.h"
+
+namespace memprof::cli {
+namespace {
+
+struct TopOptions {
+  pid_t pid = 0;
+  bool once = false;
+  bool json = false;
+  std::string interval = "1s";
+  std::string group = "both";
+  std::string sort = "count";
+  size_t rows = 0;
+};
+
+volatile sig_atomic_t g_interrupted = 0;
+
+// Raw keys, no echo, the alternate screen; all put back on every exit path.
+class TerminalSession {
+ public:
+  TerminalSession() {
+    active_ = ::tcgetattr(STDIN_FILENO, &saved_) == 0;
+    if (!active_) return;
+    termios raw = saved_;
+    raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
+    raw.c_cc[VMIN] = 0;
+    raw.c_cc[VTIME] = 0;
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+    fmt::print("\x1b[?1049h\x1b[?25l");
+    std::fflush(stdout);
+  }
+  ~TerminalSession() {
+    fmt::print("\x1b[?25h\x1b[?1049l");
+    std::fflush(stdout);
+    if (active_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  TerminalSession(const TerminalSession&) = delete;
+  TerminalSession& operator=(const TerminalSession&) = delete;
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
+
+std::pair<size_t, size_t> terminal_size() {
+  winsize size{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 && size.ws_row > 0)
+    return {size.ws_col, size.ws_row};
+  return {80, 24};
+}
+
+std::string frame_json(const attach::TopFrame& frame, const attach::TopSettings& settings,
+                       size_t limit) {
+  std::string out = fmt::format(R"({{"pid":{},"allocations_per_second":{:.1f},"rows":[)",
+                                frame.pid, attach::allocation_rate(frame));
+  size_t shown = 0;
+  for (const attach::Row& row : attach::sorted_rows(frame, settings)) {
+    if (limit != 0 && shown == limit) break;
+    if (shown++ != 0) out += ',';
+    out += "{\"key\":\"";
+    append_json_escaped(out, row.key);
+    out += fmt::format(R"(","live":{},"bytes":{},"growth":{}}})", row.count, row.bytes,
+                       row.growth);
+  }
+  return out + "]}";
+}
+
+Result<attach::TopSettings> settings_of(const TopOptions& options) {
+  attach::TopSettings settings;
+  if (options.group == "class") settings.grouping = attach::Grouping::kClass;
+  else if (options.group == "line") settings.grouping = attach::Grouping::kSite;
+  else if (options.group != "both") return err("--group: class, line or both");
+  if (options.sort == "bytes") settings.sort = attach::SortKey::kBytes;
+  else if (options.sort == "growth") settings.sort = attach::SortKey::kGrowth;
+  else if (options.sort != "count") return err("--sort: count, bytes or growth");
+  return settings;
+}
+
+// Waits up to `interval` for a key; false when the user quits.
+bool read_keys(std::chrono::milliseconds interval, attach::TopSettings& settings, bool& changed) {
+  auto deadline = std::chrono::steady_clock::now() + interval;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || g_interrupted) return !g_interrupted;
+    pollfd input{STDIN_FILENO, POLLIN, 0};
+    if (::poll(&input, 1, static_cast<int>(left.count())) <= 0) continue;
+    char key = 0;
+    if (::read(STDIN_FILENO, &key, 1) != 1) continue;
+    if (!attach::apply_key(key, settings)) return false;
+    changed = true;
+    return true;
+  }
+}
+
+int run_top(const TopOptions& options) {
+  auto interval = attach::parse_duration(options.interval);
+  if (!interval.ok()) return fail(interval.message());
+  auto settings = settings_of(options);
+  if (!settings.ok()) return fail(settings.message());
+  auto first = attach::read_snapshot(options.pid);
+  if (!first.ok()) return fail(first.message());
+  attach::LiveSnapshot before = std::move(*first);
+  if (options.once || options.json) {
+    // Rates need two readings: one interval apart.
+    std::this_thread::sleep_for(*interval);
+    auto now = attach::read_snapshot(options.pid);
+    if (!now.ok()) return fail(now.message());
+    attach::TopFrame frame{options.pid, &*now, &before};
+    if (options.json) {
+      fmt::print("{}\n", frame_json(frame, *settings, options.rows));
+    } else {
+      auto [width, height] = terminal_size();
+      size_t rows = options.rows != 0 ? options.rows + 5 : std::max<size_t>(height - 1, 6);
+      for (const std::string& line : attach::render_top(frame, *settings, width, rows))
+        fmt::print("{}\n", line);
+    }
+    return 0;
+  }
+  if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO))
+    return fail("memprof top needs a terminal; use --once or --json in scripts");
+  struct sigaction on_interrupt {};
+  on_interrupt.sa_handler = [](int) { g_interrupted = 1; };
+  ::sigaction(SIGINT, &on_interrupt, nullptr);
+  ::sigaction(SIGTERM, &on_interrupt, nullptr);
+  std::string error;
+  {
+  TerminalSession terminal;
+  attach::LiveSnapshot now = before;
+  bool first_frame = true;
+  for (;;) {
+    auto [width, height] = terminal_size();
+    attach::TopFrame frame{options.pid, &now, first_frame ? nullptr : &before};
+    std::string screen = "\x1b[H\x1b[2J";
+    for (const std::string& line : attach::render_top(frame, *settings, width, height - 1))
+      screen += line + "\r\n";
+    fmt::print("{}", screen);
+    std::fflush(stdout);
+    bool changed = false;
+    if (!read_keys(*interval, *settings, changed)) break;
+    if (changed || settings->paused) continue;  // redraw at once with the same readings
+    auto next = attach::read_snapshot(options.pid);
+    if (!next.ok()) {
+      error = next.message();
+      break;
+    }
+    before = std::move(now);
+    now = std::move(*next);
+    first_frame = false;
+  }
+  }
+  return error.empty() ? 0 : fail(error);
+}
+
+MEMPROF_COMMAND(
+    "top", "Live view of an attached process's allocations by class and file:line",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto options = std::make_shared<TopOptions>();
+      sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+      sub.add_flag("--once", options->once, "Print one frame (two readings, --interval apart)");
+      sub.add_flag("--json", options->json, "Print one frame as JSON");
+      sub.add_option("--interval", options->interval, "Refresh interval (default 1s)");
+      sub.add_option("--group", options->group, "class, line or both (default both)");
+      sub.add_option("--sort", options->sort, "count, bytes or growth (default count)");
+      sub.add_option("--rows", options->rows, "Rows with --once/--json (default: the screen)");
+      sub.footer(
+          "Rows are groups of live tracked objects: LIVE objects, their BYTES (memsize), and\n"
+          "their GROWTH since the previous refresh. The header shows objects allocated per\n"
+          "second (all of them, from Ruby's own counter) and GCs per second.\n"
+          "Keys: c class, l file:line, b both; n count, m bytes, g growth, s cycle;\n"
+          "space pause; q quit.");
+      return [options] { return run_top(*options); };
+    });
+
+}  // namespace
+}  // namespace memprof::cli
