@@ -1,6 +1,7 @@
 // load_library against a real target whose main thread computes, sleeps, blocks in read(2), or
 // allocates alongside 8 other allocating threads: the library is loaded, and the thread carries
 // on exactly where it was.
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -142,6 +143,35 @@ TEST(LoadLibrary, TargetExitingMidwayIsAnErrorNotAHang) {
   auto loaded = load_library(target.pid(), INJECT_EXIT_LIB);
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.message().find("exited with status 7"), std::string::npos) << loaded.message();
+}
+
+}  // namespace
+}  // namespace memprof::inject
+
+namespace memprof::inject {
+namespace {
+
+TEST(LoadLibrary, SignalsArrivingDuringTheCallAreDeliveredAfterIt) {
+  InjectTarget target("read");
+  ASSERT_TRUE(testing::wait_for_syscall(target.pid(), target.pid(), SYS_read));
+  std::thread sender([&] {
+    // Once the constructor sleeps inside dlopen, one plain signal and one queued one.
+    if (!testing::wait_for_syscall(target.pid(), target.pid(), SYS_clock_nanosleep) &&
+        !testing::wait_for_syscall(target.pid(), target.pid(), SYS_nanosleep)) {
+      return;
+    }
+    ::kill(target.pid(), SIGUSR1);
+    ::sigqueue(target.pid(), SIGUSR2, sigval{42});
+  });
+  auto loaded = load_library(target.pid(), INJECT_SLOW_LIB);
+  sender.join();
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_GE(loaded->pause, std::chrono::milliseconds(300));
+  // The handlers ran on the restored thread and read was restarted (SA_RESTART).
+  ASSERT_TRUE(target.child().write_stdin("after"));
+  EXPECT_EQ(target.line(), "read 5 after");
+  EXPECT_EQ(target.injections_reported(), 1);
+  EXPECT_EQ(target.signals_reported(), 2);
 }
 
 }  // namespace

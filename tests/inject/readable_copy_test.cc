@@ -66,6 +66,7 @@ TEST(MakeReadableFor, AnotherUsersProcessGetsAPrivateCopy) {
     EXPECT_FALSE(fs::exists(fs::path(*copy).parent_path()));
     ASSERT_TRUE(child.write_stdin("z"));
     EXPECT_EQ(child.read_line_within(10000), "read 1 z");
+    EXPECT_EQ(child.read_line_within(10000), "signals 0");
     EXPECT_EQ(child.read_line_within(10000), "injections 1");
   }
   fs::remove_all(open_dir);

@@ -41,14 +41,22 @@ InjectTarget::InjectTarget(const std::string& mode, const std::string& executabl
   EXPECT_EQ(line(), "ready") << "the fixture " << executable << " " << mode << " did not start";
 }
 
-int InjectTarget::injections_reported() {
-  if (mode_ == "malloc") child_.write_stdin("count\n");
+int InjectTarget::reported(const std::string& what) {
   std::string text = line();
   int count = -1;
-  if (std::sscanf(text.c_str(), "injections %d", &count) != 1) {
-    ADD_FAILURE() << "expected \"injections N\", got \"" << text << "\"";
+  if (std::sscanf(text.c_str(), (what + " %d").c_str(), &count) != 1) {
+    ADD_FAILURE() << "expected \"" << what << " N\", got \"" << text << "\"";
   }
   return count;
+}
+
+int InjectTarget::injections_reported() {
+  if (mode_ == "malloc") {
+    child_.write_stdin("count\n");
+  } else {
+    signals_ = reported("signals");
+  }
+  return reported("injections");
 }
 
 char process_state(pid_t pid) {

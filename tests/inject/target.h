@@ -21,11 +21,16 @@ class InjectTarget {
   ChildProcess& child() { return child_; }
   // The next line of output, "" after 10 s of silence.
   std::string line() { return child_.read_line_within(10000); }
-  // "injections N" -> N (asks first in malloc mode).
+  // "injections N" -> N (asks first in malloc mode; reads "signals N" before in the others).
   int injections_reported();
+  // The "signals N" read by injections_reported.
+  int signals_reported() const { return signals_; }
 
  private:
+  int reported(const std::string& what);
+
   std::string mode_;
+  int signals_ = -1;
   ChildProcess child_;
 };
 
