@@ -52,8 +52,12 @@ class SafePointSearch {
     while (Clock::now() < deadline_) {
       auto threads = candidates_in_order();
       if (threads.empty()) {
-        return err("process {} exited while memprof was looking for a thread to run dlopen in",
-                   session_.pid());
+        if (!thread_exists(session_.pid())) {
+          return err("process {} exited while memprof was looking for a thread to run dlopen in",
+                     session_.pid());
+        }
+        let_run_briefly(0);  // only a zombie leader left for a moment: look again
+        continue;
       }
       for (const Candidate& candidate : threads) {
         MEMPROF_TRY(outcome, try_thread(candidate.tid, candidate.attempts));
@@ -81,12 +85,17 @@ class SafePointSearch {
   std::vector<Candidate> candidates_in_order() const {
     std::vector<Candidate> sleeping, running;
     const pid_t pid = session_.pid();
-    for (pid_t tid : proc::process_threads(pid)) {
-      if (tid == pid) continue;
-      (thread_state(tid) == 'S' ? sleeping : running).push_back({tid, kOtherAttempts});
-    }
     std::vector<Candidate> order;
-    if (thread_exists(pid)) order.push_back({pid, kLeaderAttempts});
+    for (pid_t tid : proc::process_threads(pid)) {
+      char state = thread_state(tid);
+      // A zombie thread (a leader that called pthread_exit) never stops to be looked at.
+      if (state == 'Z' || state == 'X' || state == '?') continue;
+      if (tid == pid) {
+        order.push_back({tid, kLeaderAttempts});
+      } else {
+        (state == 'S' ? sleeping : running).push_back({tid, kOtherAttempts});
+      }
+    }
     order.insert(order.end(), sleeping.begin(), sleeping.end());
     order.insert(order.end(), running.begin(), running.end());
     return order;
