@@ -148,7 +148,11 @@ Status HijackedThread::wait_for_return(std::string_view what, std::chrono::milli
                    what);
       case StopEvent::Kind::kTimedOut:
         (void)session_->interrupt(tid_);
-        (void)session_->wait(tid_, kStopAfterTimeout);
+        if (auto stop = session_->wait(tid_, kStopAfterTimeout);
+            stop && stop->kind == StopEvent::Kind::kSignal) {
+          // A signal came first: the restore drops it at this stop, so send it again after.
+          if (auto info = session_->signal_info(tid_)) deferred_signals_.push_back(*info);
+        }
         return err("{} did not return within {} ms in process {}; memprof put thread {} back "
                    "where it was, but the library may be partly loaded and the loader lock "
                    "held; restart the process if it hangs", what, timeout.count(), pid, tid_);

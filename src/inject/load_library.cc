@@ -9,6 +9,7 @@
 #include "inject/deferred_termination.h"
 #include "inject/hijacked_thread.h"
 #include "inject/inject.h"
+#include "inject/preflight.h"
 #include "inject/ptrace_session.h"
 #include "inject/safe_point.h"
 #include "inject/target_libc.h"
@@ -62,7 +63,7 @@ std::string call_exported(HijackedThread& thread, const TargetLibc& libc, uint64
 Result<InjectResult> load_library(pid_t pid, const std::string& library_path,
                                   const InjectOptions& options) {
   const std::string path = absolute_library_path(library_path);
-  MEMPROF_TRY_STATUS(check_can_inject(pid));
+  MEMPROF_TRY_STATUS(check_process_can_be_traced(pid));
   MEMPROF_TRY(objects, proc::process_objects(pid));
   MEMPROF_TRY(libc, find_target_libc(pid, objects.objects));
 

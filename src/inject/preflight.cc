@@ -12,6 +12,7 @@
 #include "core/proc/threads.h"
 #include "core/util/proc_file.h"
 #include "inject/inject.h"
+#include "inject/preflight.h"
 #include "inject/target_libc.h"
 
 namespace memprof::inject {
@@ -62,7 +63,7 @@ Status check_state(pid_t pid, std::string_view status) {
 
 }  // namespace
 
-Status check_can_inject(pid_t pid) {
+Status check_process_can_be_traced(pid_t pid) {
   int error_number = 0;
   auto status = pid > 0 ? read_proc_file(fmt::format("/proc/{}/status", pid), &error_number)
                         : Result<std::string>(err("bad pid"));
@@ -83,6 +84,11 @@ Status check_can_inject(pid_t pid) {
   if (auto access = proc::predict_access(proc::access_facts(pid)); !access) {
     return err("cannot attach to process {}: {}", pid, access.message());
   }
+  return ok_status();
+}
+
+Status check_can_inject(pid_t pid) {
+  MEMPROF_TRY_STATUS(check_process_can_be_traced(pid));
   MEMPROF_TRY(found, proc::process_objects(pid));
   bool has_libc = std::any_of(found.objects.begin(), found.objects.end(),
                               [](const proc::LoadedObject& object) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/proc/threads.h"
+#include "core/util/proc_file.h"
 #include "inject/waiting_syscalls.h"
 
 namespace memprof::inject {
@@ -21,8 +22,8 @@ using Clock = std::chrono::steady_clock;
 // How long an interrupted thread has to report its stop; longer means uninterruptible sleep.
 constexpr std::chrono::milliseconds kStopTimeout{50};
 // Attempts on one thread before moving to the next: more for the leader, which is preferred.
-constexpr int kLeaderAttempts = 8;
-constexpr int kOtherAttempts = 3;
+constexpr int kLeaderAttempts = 4;
+constexpr int kOtherAttempts = 2;
 
 // 100..300 µs, varied so that retries do not fall into step with a periodic loop.
 void let_run_briefly(int attempt) {
@@ -49,14 +50,17 @@ class SafePointSearch {
 
   Result<SafePoint> run() {
     while (Clock::now() < deadline_) {
-      auto threads = proc::process_threads(session_.pid());
+      auto threads = candidates_in_order();
       if (threads.empty()) {
-        return err("process {} exited while memprof was looking for a thread to run dlopen in",
-                   session_.pid());
+        if (!thread_exists(session_.pid())) {
+          return err("process {} exited while memprof was looking for a thread to run dlopen in",
+                     session_.pid());
+        }
+        let_run_briefly(0);  // only a zombie leader left for a moment: look again
+        continue;
       }
-      for (pid_t tid : threads) {
-        int attempts = tid == session_.pid() ? kLeaderAttempts : kOtherAttempts;
-        MEMPROF_TRY(outcome, try_thread(tid, attempts));
+      for (const Candidate& candidate : threads) {
+        MEMPROF_TRY(outcome, try_thread(candidate.tid, candidate.attempts));
         if (outcome == Outcome::kSafe) return std::move(found_);
         if (Clock::now() >= deadline_) break;
       }
@@ -69,6 +73,41 @@ class SafePointSearch {
 
  private:
   Clock::duration timeout() const { return deadline_ - started_; }
+
+  struct Candidate {
+    pid_t tid;
+    int attempts;
+  };
+
+  // The leader first; then threads asleep in the kernel (often in a waiting system call, so safe
+  // at the first look, and they stop at once); then the running ones, which are mostly found
+  // where they were no safer than the leader.
+  std::vector<Candidate> candidates_in_order() const {
+    std::vector<Candidate> sleeping, running;
+    const pid_t pid = session_.pid();
+    std::vector<Candidate> order;
+    for (pid_t tid : proc::process_threads(pid)) {
+      char state = thread_state(tid);
+      // A zombie thread (a leader that called pthread_exit) never stops to be looked at.
+      if (state == 'Z' || state == 'X' || state == '?') continue;
+      if (tid == pid) {
+        order.push_back({tid, kLeaderAttempts});
+      } else {
+        (state == 'S' ? sleeping : running).push_back({tid, kOtherAttempts});
+      }
+    }
+    order.insert(order.end(), sleeping.begin(), sleeping.end());
+    order.insert(order.end(), running.begin(), running.end());
+    return order;
+  }
+
+  // The state letter of /proc/PID/task/TID/stat ('R', 'S', 'D', ...), '?' when unreadable.
+  char thread_state(pid_t tid) const {
+    auto stat = read_proc_file(fmt::format("/proc/{}/task/{}/stat", session_.pid(), tid));
+    if (!stat) return '?';
+    size_t paren = stat->rfind(')');  // the thread's name may hold anything
+    return paren == std::string::npos || paren + 2 >= stat->size() ? '?' : (*stat)[paren + 2];
+  }
 
   bool thread_exists(pid_t tid) const {
     return ::access(fmt::format("/proc/{}/task/{}", session_.pid(), tid).c_str(), F_OK) == 0;

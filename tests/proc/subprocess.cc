@@ -102,6 +102,16 @@ ChildProcess::~ChildProcess() {
   if (stdout_fd_ >= 0) ::close(stdout_fd_);
 }
 
+bool ChildProcess::write_stdin(std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = stdin_fd_ >= 0 ? ::write(stdin_fd_, bytes.data(), bytes.size()) : -1;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
 std::string ChildProcess::read_line() {
   for (;;) {
     size_t newline = buffered_.find('\n');
@@ -116,6 +126,21 @@ std::string ChildProcess::read_line() {
     if (n <= 0) return std::exchange(buffered_, {});
     buffered_.append(buffer, static_cast<size_t>(n));
   }
+}
+
+std::string ChildProcess::read_line_within(int timeout_ms) {
+  pollfd ready{stdout_fd_, POLLIN, 0};
+  while (buffered_.find('\n') == std::string::npos) {
+    int n = ::poll(&ready, 1, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {};
+    char buffer[4096];
+    ssize_t got = ::read(stdout_fd_, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    buffered_.append(buffer, static_cast<size_t>(got));
+  }
+  return read_line();
 }
 
 void ChildProcess::kill_and_wait() {

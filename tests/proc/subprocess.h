@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memprof::testing {
@@ -28,8 +29,12 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   bool started() const { return pid_ > 0; }
+  // Writes to the child's stdin; false when it could not take all the bytes.
+  bool write_stdin(std::string_view bytes);
   // The next line of the child's stdout without the newline; empty at EOF.
   std::string read_line();
+  // The same, but empty as well when no full line comes within `timeout_ms` (a hung child).
+  std::string read_line_within(int timeout_ms);
   // Kills and reaps the child now; afterwards its PID names no process (until reused).
   void kill_and_wait();
 

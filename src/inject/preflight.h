@@ -1,0 +1,14 @@
+// The checks of check_can_inject (inject.h) that need no look at the target's loaded objects:
+// load_library runs these, then finds libc itself (which fails for a static program the same way).
+#pragma once
+
+#include <sys/types.h>
+
+#include "core/util/result.h"
+
+namespace memprof::inject {
+
+// No such process, a thread id, zombie, stopped, already traced, permissions.
+Status check_process_can_be_traced(pid_t pid);
+
+}  // namespace memprof::inject
