@@ -67,14 +67,14 @@ std::optional<RubyApi> find_ruby_api() {
   resolve(api.num2long, "rb_num2long");
   resolve(api.errinfo, "rb_errinfo");
   resolve(api.set_errinfo, "rb_set_errinfo");
-  resolve(api.current_vm, "ruby_current_vm_ptr");
+  resolve(api.object_class, "rb_cObject");
   bool has_jobs = (api.job_preregister != nullptr && api.job_trigger != nullptr) ||
                   api.job_register_one != nullptr;
   if (api.api_version == nullptr || !has_jobs || api.eval_string_protect == nullptr ||
       api.protect == nullptr || api.str_new == nullptr || api.define_module == nullptr ||
       api.ivar_set == nullptr || api.intern == nullptr || api.funcallv == nullptr ||
       api.string_value_ptr == nullptr || api.num2long == nullptr || api.errinfo == nullptr ||
-      api.set_errinfo == nullptr)
+      api.set_errinfo == nullptr || api.object_class == nullptr)
     return std::nullopt;
   // Up to 3.0, register_one from a thread Ruby does not know crashes (ruby/ruby#4108).
   if (api.api_version[0] < 3 || (api.api_version[0] == 3 && api.api_version[1] < 1))

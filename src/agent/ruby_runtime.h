@@ -50,7 +50,9 @@ struct RubyApi {
   long (*num2long)(RubyValue number) = nullptr;
   RubyValue (*errinfo)() = nullptr;
   void (*set_errinfo)(RubyValue error) = nullptr;
-  void** current_vm = nullptr;  // ruby_current_vm_ptr: non-NULL once the VM exists
+  // rb_cObject: set during Ruby's boot, after the VM and the main thread exist (Ruby 3.3 no
+  // longer exports ruby_current_vm_ptr).
+  const RubyValue* object_class = nullptr;
 };
 
 // Finds Ruby in this process: nothing when it has none (or one older than memprof supports).
@@ -68,7 +70,7 @@ class RubyRuntime {
   std::string version() const { return api_.version != nullptr ? api_.version : "?"; }
   // Whether the VM has been created (a process launched with the agent preloaded starts it
   // after the agent's thread).
-  bool vm_ready() const { return api_.current_vm != nullptr && *api_.current_vm != nullptr; }
+  bool vm_ready() const { return api_.object_class != nullptr && *api_.object_class != 0; }
 
   // Runs `work` on a Ruby thread holding the GVL and returns its result, or an error when Ruby
   // did not run it within `timeout` (naming what the main thread is doing). `work` must not
