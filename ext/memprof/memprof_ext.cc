@@ -115,6 +115,11 @@ VALUE groups_to_rows(const std::vector<memprof::track::NamedGroup>& groups) {
   return rows;
 }
 
+VALUE native_ignore_this_thread(VALUE) {
+  Tracker::pause_this_thread();
+  return Qnil;
+}
+
 VALUE native_live_groups(VALUE) {
   return guarded([](Tracker& t) -> Result<VALUE> {
     MEMPROF_TRY(groups, memprof::ruby::live_groups(t));
@@ -289,6 +294,7 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "mechanism", native_mechanism, 0);
   rb_define_module_function(native, "stats_lines", native_stats_lines, 0);
   rb_define_module_function(native, "live_groups", native_live_groups, 0);
+  rb_define_module_function(native, "ignore_this_thread", native_ignore_this_thread, 0);
   rb_define_module_function(native, "clear", native_clear, 0);
   rb_define_module_function(native, "prune", native_prune, 0);
   rb_define_module_function(native, "report", native_report, 0);

@@ -12,6 +12,7 @@ module Memprof
       # "ID\nCOMMAND"; replies "ID\nok\nJSON" or "ID\nerror\nMESSAGE". The first reply, ID 0,
       # says that memprof is loaded.
       def serve(requests, replies)
+        Native.ignore_this_thread
         write_frame(replies, "0\nok\n{}")
         while (payload = read_frame(requests))
           id, command = payload.split("\n", 2)

@@ -41,6 +41,18 @@ Result<LiveSnapshot> read_snapshot(pid_t pid) {
   return parse_snapshot(json);
 }
 
+Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids) {
+  LiveSnapshot total;
+  for (pid_t pid : pids) {
+    MEMPROF_TRY(snapshot, read_snapshot(pid));
+    total.time = std::max(total.time, snapshot.time);
+    total.total_allocated += snapshot.total_allocated;
+    total.gc_count += snapshot.gc_count;
+    for (LiveGroup& group : snapshot.groups) total.groups.push_back(std::move(group));
+  }
+  return total;
+}
+
 std::string row_key(const LiveGroup& group, Grouping grouping) {
   switch (grouping) {
     case Grouping::kClass: return group.class_name;

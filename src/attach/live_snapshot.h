@@ -32,6 +32,9 @@ struct LiveSnapshot {
 Result<LiveSnapshot> parse_snapshot(const std::string& json);
 // Asks the agent of `pid` for one.
 Result<LiveSnapshot> read_snapshot(pid_t pid);
+// One reading of several processes (a master and its workers), added up: the groups of all of
+// them, their allocation and GC counters summed.
+Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids);
 
 // How rows are grouped: by class, by file:line, or by both.
 enum class Grouping { kClass, kSite, kBoth };

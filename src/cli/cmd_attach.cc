@@ -5,6 +5,7 @@
 #include "attach/json_field.h"
 
 #include "attach/attach_flow.h"
+#include "attach/process_tree.h"
 #include "cli/command.h"
 
 namespace memprof::cli {
@@ -12,15 +13,16 @@ namespace {
 
 struct AttachOptions {
   pid_t pid = 0;
+  bool children = false;
   bool json = false;
 };
 
-int run_attach(const AttachOptions& options) {
-  auto outcome = attach::attach_ruby(options.pid);
+int attach_one(pid_t pid, bool json) {
+  auto outcome = attach::attach_ruby(pid);
   if (!outcome.ok()) return fail(outcome.message());
-  if (options.json) {
+  if (json) {
     fmt::print("{{\"pid\":{},\"injected\":{},\"started\":{},\"pause_ms\":{:.3f},\"status\":{}}}\n",
-               options.pid, outcome->injected, outcome->started, outcome->pause_ms,
+               pid, outcome->injected, outcome->started, outcome->pause_ms,
                outcome->status_json);
     return 0;
   }
@@ -38,19 +40,29 @@ int run_attach(const AttachOptions& options) {
                         ? fmt::format("hooks on {} GOT slots and {} call sites", slots, call_sites)
                         : fmt::format("Ruby's NEWOBJ event ({})", mechanism);
   if (outcome->injected)
-    fmt::print("attached to process {} (Ruby {}) in {:.1f} ms of pause\n", options.pid, ruby,
+    fmt::print("attached to process {} (Ruby {}) in {:.1f} ms of pause\n", pid, ruby,
                outcome->pause_ms);
-  fmt::print("{} process {}: {}\n", outcome->started ? "tracking" : "already tracking",
-             options.pid, how);
-  fmt::print("next: memprof top -p {0}   memprof stats -p {0}   memprof detach -p {0}\n",
-             options.pid);
+  fmt::print("{} process {}: {}\n", outcome->started ? "tracking" : "already tracking", pid,
+             how);
   return 0;
+}
+
+int run_attach(const AttachOptions& options) {
+  int status = 0;
+  for (pid_t pid : attach::targets(options.pid, options.children))
+    status = std::max(status, attach_one(pid, options.json));
+  if (!options.json && status == 0)
+    fmt::print("next: memprof top -p {0}   memprof stats -p {0}   memprof detach -p {0}\n",
+               options.pid);
+  return status;
 }
 
 MEMPROF_COMMAND("attach", "Attach to a running Ruby process and track its allocations",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<AttachOptions>();
                   sub.add_option("-p,--pid", options->pid, "Process to attach to")->required();
+                  sub.add_flag("--children", options->children,
+                               "Also every descendant (a preforking server's workers)");
                   sub.add_flag("--json", options->json, "Print the outcome as JSON");
                   sub.footer(
                       "Loads memprof's agent into the process with ptrace (one thread is held\n"

@@ -6,6 +6,7 @@
 #include "attach/duration.h"
 #include "attach/leak_rounds.h"
 #include "attach/live_snapshot.h"
+#include "attach/process_tree.h"
 #include "cli/command.h"
 #include "core/util/json_escape.h"
 #include "heap/units.h"
@@ -15,6 +16,7 @@ namespace {
 
 struct LeaksOptions {
   pid_t pid = 0;
+  bool children = false;
   std::string interval = "10s";
   size_t rounds = 6;
   size_t top = 20;
@@ -53,10 +55,11 @@ int run_leaks(const LeaksOptions& options) {
   auto interval = attach::parse_duration(options.interval);
   if (!interval.ok()) return fail(interval.message());
   if (options.rounds < 1) return fail("--rounds must be at least 1");
+  std::vector<pid_t> pids = attach::targets(options.pid, options.children);
   std::vector<attach::LiveSnapshot> snapshots;
   for (size_t round = 0; round <= options.rounds; ++round) {
     if (round != 0) std::this_thread::sleep_for(*interval);
-    auto snapshot = attach::read_snapshot(options.pid);
+    auto snapshot = attach::read_snapshot(pids);
     if (!snapshot.ok()) return fail(snapshot.message());
     snapshots.push_back(std::move(*snapshot));
     if (!options.json && round != 0)
@@ -75,6 +78,8 @@ MEMPROF_COMMAND("leaks", "Sites whose live objects grew in every round (live, no
                                  "Time between readings (default 10s)");
                   sub.add_option("--rounds", options->rounds, "Rounds (default 6)");
                   sub.add_option("--top", options->top, "Suspects shown (0: all; default 20)");
+                  sub.add_flag("--children", options->children,
+                               "Add up the process and all its descendants (workers)");
                   sub.add_flag("--json", options->json, "Print the suspects as JSON");
                   sub.footer(
                       "Reads the live tracked objects rounds+1 times, --interval apart, and\n"

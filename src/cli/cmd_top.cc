@@ -9,6 +9,7 @@
 
 #include "attach/duration.h"
 #include "attach/live_snapshot.h"
+#include "attach/process_tree.h"
 #include "attach/top_screen.h"
 #include "cli/command.h"
 #include "core/util/json_escape.h"
@@ -18,6 +19,7 @@ namespace {
 
 struct TopOptions {
   pid_t pid = 0;
+  bool children = false;
   bool once = false;
   bool json = false;
   std::string interval = "1s";
@@ -106,63 +108,63 @@ bool read_keys(std::chrono::milliseconds interval, attach::TopSettings& settings
   }
 }
 
-int run_top(const TopOptions& options) {
-  auto interval = attach::parse_duration(options.interval);
-  if (!interval.ok()) return fail(interval.message());
-  auto settings = settings_of(options);
-  if (!settings.ok()) return fail(settings.message());
-  auto first = attach::read_snapshot(options.pid);
-  if (!first.ok()) return fail(first.message());
-  attach::LiveSnapshot before = std::move(*first);
-  if (options.once || options.json) {
-    // Rates need two readings: one interval apart.
-    std::this_thread::sleep_for(*interval);
-    auto now = attach::read_snapshot(options.pid);
-    if (!now.ok()) return fail(now.message());
-    attach::TopFrame frame{options.pid, &*now, &before};
-    if (options.json) {
-      fmt::print("{}\n", frame_json(frame, *settings, options.rows));
-    } else {
-      auto [width, height] = terminal_size();
-      size_t rows = options.rows != 0 ? options.rows + 5 : std::max<size_t>(height - 1, 6);
-      for (const std::string& line : attach::render_top(frame, *settings, width, rows))
-        fmt::print("{}\n", line);
-    }
-    return 0;
-  }
-  if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO))
-    return fail("memprof top needs a terminal; use --once or --json in scripts");
+// The full-screen view until q or Ctrl-C; an error message, or empty.
+std::string run_screen(const std::vector<pid_t>& pids, std::chrono::milliseconds interval,
+                       attach::TopSettings settings, attach::LiveSnapshot before) {
   struct sigaction on_interrupt {};
   on_interrupt.sa_handler = [](int) { g_interrupted = 1; };
   ::sigaction(SIGINT, &on_interrupt, nullptr);
   ::sigaction(SIGTERM, &on_interrupt, nullptr);
-  std::string error;
-  {
   TerminalSession terminal;
   attach::LiveSnapshot now = before;
   bool first_frame = true;
   for (;;) {
     auto [width, height] = terminal_size();
-    attach::TopFrame frame{options.pid, &now, first_frame ? nullptr : &before};
+    attach::TopFrame frame{pids.front(), &now, first_frame ? nullptr : &before};
     std::string screen = "\x1b[H\x1b[2J";
-    for (const std::string& line : attach::render_top(frame, *settings, width, height - 1))
+    for (const std::string& line : attach::render_top(frame, settings, width, height - 1))
       screen += line + "\r\n";
     fmt::print("{}", screen);
     std::fflush(stdout);
     bool changed = false;
-    if (!read_keys(*interval, *settings, changed)) break;
-    if (changed || settings->paused) continue;  // redraw at once with the same readings
-    auto next = attach::read_snapshot(options.pid);
-    if (!next.ok()) {
-      error = next.message();
-      break;
-    }
+    if (!read_keys(interval, settings, changed)) return {};
+    if (changed || settings.paused) continue;  // redraw at once with the same readings
+    auto next = attach::read_snapshot(pids);
+    if (!next.ok()) return next.message();
     before = std::move(now);
     now = std::move(*next);
     first_frame = false;
   }
+}
+
+int run_top(const TopOptions& options) {
+  auto interval = attach::parse_duration(options.interval);
+  if (!interval.ok()) return fail(interval.message());
+  auto settings = settings_of(options);
+  if (!settings.ok()) return fail(settings.message());
+  std::vector<pid_t> pids = attach::targets(options.pid, options.children);
+  auto first = attach::read_snapshot(pids);
+  if (!first.ok()) return fail(first.message());
+  if (!options.once && !options.json) {
+    if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO))
+      return fail("memprof top needs a terminal; use --once or --json in scripts");
+    std::string error = run_screen(pids, *interval, *settings, std::move(*first));
+    return error.empty() ? 0 : fail(error);
   }
-  return error.empty() ? 0 : fail(error);
+  // Rates need two readings: one interval apart.
+  std::this_thread::sleep_for(*interval);
+  auto now = attach::read_snapshot(pids);
+  if (!now.ok()) return fail(now.message());
+  attach::TopFrame frame{options.pid, &*now, &*first};
+  if (options.json) {
+    fmt::print("{}\n", frame_json(frame, *settings, options.rows));
+    return 0;
+  }
+  auto [width, height] = terminal_size();
+  size_t rows = options.rows != 0 ? options.rows + 5 : std::max<size_t>(height - 1, 6);
+  for (const std::string& line : attach::render_top(frame, *settings, width, rows))
+    fmt::print("{}\n", line);
+  return 0;
 }
 
 MEMPROF_COMMAND(
@@ -171,6 +173,8 @@ MEMPROF_COMMAND(
       auto options = std::make_shared<TopOptions>();
       sub.add_option("-p,--pid", options->pid, "Attached process")->required();
       sub.add_flag("--once", options->once, "Print one frame (two readings, --interval apart)");
+      sub.add_flag("--children", options->children,
+                   "Add up the process and all its descendants (workers)");
       sub.add_flag("--json", options->json, "Print one frame as JSON");
       sub.add_option("--interval", options->interval, "Refresh interval (default 1s)");
       sub.add_option("--group", options->group, "class, line or both (default both)");

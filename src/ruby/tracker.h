@@ -153,6 +153,9 @@ class Tracker {
     bool was_;
   };
 
+  // For the attach agent's own Ruby thread: everything it allocates is memprof's, for good.
+  static void pause_this_thread() { paused_ = true; }
+
   void set_audit_log(AuditLog* log) { audit_ = log; }
 
   // What the hooks patched: GOT slots, and call sites (a ruby with libruby linked in).
