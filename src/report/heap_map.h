@@ -26,6 +26,7 @@ struct SizePoolSummary {
   uint64_t pages = 0;
   uint64_t slots = 0;
   uint64_t objects = 0;
+  friend bool operator==(const SizePoolSummary&, const SizePoolSummary&) = default;
 };
 
 struct HeapMapDrawing {
