@@ -1,5 +1,6 @@
 // memprof heapmap DUMP -o heap.png [--by type|generation] [--ruby-version X.Y]
-// Draws every heap page of a dump_all file as a column of slots (see src/report/heap_map.h).
+// Draws every heap page of a dump_all file as a column of slots, one section per size pool
+// (see src/report/heap_map.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -34,6 +35,10 @@ int run_heapmap(const HeapMapCommandArguments& args) {
   fmt::print("{}: {} pages, {} slots, {} objects, {} pinned; {} layout ({})\n", args.output,
              drawing->pages, drawing->slots, drawing->objects, drawing->pinned,
              layout.layout->name, layout.reason);
+  for (const report::SizePoolSummary& pool : drawing->pools) {
+    fmt::print("  {}-byte slots: {} page{}, {} slots, {} objects\n", pool.slot_size, pool.pages,
+               pool.pages == 1 ? "" : "s", pool.slots, pool.objects);
+  }
   return 0;
 }
 

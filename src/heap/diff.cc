@@ -199,7 +199,7 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
     if (traced && result.max_generation_c != kNoGeneration) {
       // Moved: an unclaimed object of C with the same class, site and generation.
       std::unordered_map<uint64_t, int64_t> moved;
-      // Moved by GC.compact on Ruby 3.1 (allocation info dropped): C's objects of the class
+      // Moved by GC.compact before Ruby 3.4 (allocation info dropped): C's objects of the class
       // without generation, beyond B's own such objects that were not new.
       std::unordered_map<uint64_t, int64_t> without_generation;
       for (ObjectId id = 0; id < c->size(); ++id) {

@@ -11,8 +11,8 @@
 //   - one of A's newest generation is old when A holds it (at its address, or an unclaimed
 //     object of the same class, site and generation elsewhere), else new.
 // Objects of B without a generation in a traced dump either predate tracing or were moved by
-// GC.compact, which on Ruby 3.1 drops the allocation info of every object it moves. One that A
-// holds at its address (same class, no generation either) is old. For the others, class counts
+// GC.compact, which before Ruby 3.4 drops the allocation info of every object it moves. One that
+// A holds at its address (same class, no generation either) is old. For the others, class counts
 // decide what they can: B's objects of a class that are old were objects of A of that class, so
 // if A has k objects of the class and j of them are already accounted for, all but k - j of
 // them are new. The rest could not be decided and are reported apart, by class.
@@ -22,8 +22,8 @@
 //
 // Survival into C: at the same address with the same class, site and generation; else (with
 // generations) an unclaimed object of C with the same class, site and generation (moved); else
-// an object of C of the same class without allocation info (moved by GC.compact on 3.1), as many
-// as C has beyond those of B that were already there.
+// an object of C of the same class without allocation info (moved by GC.compact before 3.4), as
+// many as C has beyond those of B that were already there.
 #pragma once
 
 #include <cstdint>

@@ -88,9 +88,11 @@ std::string render_diff_text(const DiffReportContext& context, const DiffResult&
     }
     out += fmt::format("could not be decided: {}", objects_text(diff.undecided_count, diff.undecided_memsize));
     if (diff.undecided_count > 0) {
-      out += fmt::format(" (no allocation generation: GC.compact moved them, which drops it on Ruby "
-                         "3.1, or they predate allocation tracing; {} has as many objects of their "
-                         "class that they may be)",
+      // Before 3.4, ext/objspace's compaction hook compared the allocation record, not the
+      // object, with its new location, so a moved object's record was never re-keyed.
+      out += fmt::format(" (no allocation generation: GC.compact moved them, which drops it "
+                         "before Ruby 3.4, or they predate allocation tracing; {} has as many "
+                         "objects of their class that they may be)",
                          names.a);
     }
     out += "\n";

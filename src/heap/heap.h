@@ -49,6 +49,8 @@ enum ObjectFlag : uint16_t {
   kFlagShared = 1u << 8,        // "shared": shares its buffer with another String/Array.
   kFlagFstring = 1u << 9,       // "fstring": interned frozen string (deduplicated literal).
   kFlagSingleton = 1u << 10,    // "singleton": a singleton class (CLASS lines).
+  kFlagChilled = 1u << 11,      // "chilled" (Ruby 3.4+): a string literal that warns when
+                                // mutated and will be frozen in a later Ruby.
 };
 
 // A ROOT line: {"type":"ROOT", "root":"vm", "references":[...]}. Ruby writes one line per root

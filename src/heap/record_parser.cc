@@ -81,6 +81,7 @@ uint16_t top_level_flag_bit(RawKey key) {
   if (eq<"shared">(key)) return kFlagShared;
   if (eq<"fstring">(key)) return kFlagFstring;
   if (eq<"singleton">(key)) return kFlagSingleton;
+  if (eq<"chilled">(key)) return kFlagChilled;
   return 0;
 }
 
@@ -118,7 +119,7 @@ std::string_view skip_value(od::value& value, simdjson::error_code error, std::s
   return {};
 }
 
-// frozen, embedded, shared, fstring, singleton: booleans at the top level. A value of another
+// frozen, embedded, shared, fstring, singleton, chilled: booleans at the top level. A value of another
 // type is ignored (informational fields must not cost the whole line).
 void read_top_level_flag(od::value value, RawKey key, uint16_t& flags) {
   uint16_t bit = top_level_flag_bit(key);
@@ -328,6 +329,8 @@ std::string_view RecordParser::parse_object(const Line& line, DumpRecord& record
           if (value.get_raw_json_string().get(text) == simdjson::SUCCESS) {
             record.class_address = parse_hex_address(text.raw());
           }
+        } else {
+          read_top_level_flag(value, key, record.flags);
         }
         break;
       case 'r':

@@ -1,6 +1,5 @@
 #include "report/heap_map.h"
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,14 +11,9 @@
 namespace memprof::report {
 namespace {
 
-std::string slot_sizes_note(const HeapPageMap& map) {
-  uint32_t lo = UINT32_MAX, hi = 0;
-  for (const MapPage& page : map.pages) {
-    lo = std::min(lo, page.slots.slot_size);
-    hi = std::max(hi, page.slots.slot_size);
-  }
-  if (lo > hi) return "NO PAGES";
-  return lo == hi ? fmt::format("{}-BYTE SLOTS", lo) : fmt::format("{}-{}-BYTE SLOTS", lo, hi);
+std::string pool_note(const SizePoolSummary& pool) {
+  return fmt::format("{}-BYTE SLOTS: {} PAGE{}, {} SLOTS, {} OBJECTS", pool.slot_size, pool.pages,
+                     pool.pages == 1 ? "" : "S", pool.slots, pool.objects);
 }
 
 }  // namespace
@@ -72,19 +66,24 @@ Result<HeapMapDrawing> draw_heap_map(const heap::Heap& heap, const HeapMapOption
   drawing.objects = map.placed;
   drawing.undrawn = map.misfits + map.conflicts;
   for (const MapCell& cell : map.cells) drawing.pinned += cell.pinned;
+  for (const MapPool& pool : map.pools) {
+    drawing.pools.push_back({pool.slot_size, pool.page_count, pool.slots, pool.used});
+  }
 
   const HeapLayout& layout = *drawing.layout.layout;
   MapLegend legend;
   legend.title = options.coloring == MapColoring::kType ? "HEAP PAGES BY TYPE"
                                                         : "HEAP PAGES BY GENERATION";
-  legend.notes.push_back(fmt::format("{} LAYOUT: {} KIB PAGES, {}", layout.name,
-                                     layout.page_alignment / 1024, slot_sizes_note(map)));
+  legend.notes.push_back(
+      fmt::format("{} LAYOUT: {} KIB PAGES", layout.name, layout.page_alignment / 1024));
   const double full = drawing.slots == 0 ? 0.0 : 100.0 * drawing.objects / drawing.slots;
   legend.notes.push_back(fmt::format("{} PAGES, {} SLOTS, {} OBJECTS ({:.1f}% FULL)",
                                      drawing.pages, drawing.slots, drawing.objects, full));
+  for (const SizePoolSummary& pool : drawing.pools) legend.notes.push_back(pool_note(pool));
   if (drawing.undrawn != 0) {
     legend.notes.push_back(fmt::format("{} OBJECTS NOT PLACED (SEE STDERR)", drawing.undrawn));
   }
+  legend.notes.push_back("ONE SECTION PER SLOT SIZE (SIZE POOL),");
   legend.notes.push_back("ONE COLUMN PER PAGE, LOW ADDRESSES LEFT,");
   legend.notes.push_back("FIRST SLOT AT THE TOP, ONE CELL PER SLOT");
   legend.categories = std::move(coloring.categories);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "core/util/result.h"
 #include "heap/heap.h"
@@ -19,6 +20,15 @@ struct HeapMapOptions {
   const HeapLayout* layout = nullptr;  // nullptr: derive it from the addresses
 };
 
+// The pages of one slot size, as drawn (one section of the picture).
+struct SizePoolSummary {
+  uint32_t slot_size = 0;
+  uint64_t pages = 0;
+  uint64_t slots = 0;
+  uint64_t objects = 0;
+  friend bool operator==(const SizePoolSummary&, const SizePoolSummary&) = default;
+};
+
 struct HeapMapDrawing {
   Image image;
   LayoutChoice layout;
@@ -27,6 +37,7 @@ struct HeapMapDrawing {
   uint64_t objects = 0;    // objects drawn
   uint64_t undrawn = 0;    // objects no page of the layout can hold, or in a taken slot
   uint64_t pinned = 0;
+  std::vector<SizePoolSummary> pools;  // ascending by slot size
 };
 
 // Options from the command line's --by ("type", "generation") and --ruby-version ("" to derive

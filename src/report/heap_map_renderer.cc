@@ -24,31 +24,56 @@ int unit_for(const HeapLayout& layout) {
 
 }  // namespace
 
+std::string section_label(const MapPool& pool) { return fmt::format("{}-BYTE SLOTS", pool.slot_size); }
+
 MapRaster MapRaster::plan(const HeapPageMap& map) {
   MapRaster r;
   const int pages = std::max<int>(1, static_cast<int>(map.pages.size()));
   // Few pages: wide columns fill ~800 pixels; many pages: 3-pixel columns (notch + 2) wrapping.
   r.column_width = std::clamp(800 / pages - kColumnGap, 3, 14);
   r.columns_per_band = std::max(1, kMaxMapWidth / (r.column_width + kColumnGap));
-  const int bands = (pages + r.columns_per_band - 1) / r.columns_per_band;
   const HeapLayout& layout = *map.layout;
   r.unit = unit_for(layout);
   r.band_height = static_cast<int>(layout.page_size / layout.base_slot_size) * r.unit;
-  r.map_width = std::min(pages, r.columns_per_band) * (r.column_width + kColumnGap);
-  r.map_height = bands * r.band_height + (bands - 1) * kBandGap;
+
+  // Sections left to right on a row while they fit in kMaxMapWidth, then a new row below.
+  int x = 0, row_y = 0, row_height = 0;
+  for (const MapPool& pool : map.pools) {
+    MapSection section;
+    const int page_count = static_cast<int>(pool.page_count);
+    section.columns_per_band = std::min(page_count, r.columns_per_band);
+    section.bands = (page_count + r.columns_per_band - 1) / r.columns_per_band;
+    section.width = std::max(section.columns_per_band * (r.column_width + kColumnGap),
+                             text_width(section_label(pool), kLabelScale));
+    section.height = kLabelHeight + section.bands * r.band_height + (section.bands - 1) * kBandGap;
+    if (x > 0 && x + section.width > kMaxMapWidth) {
+      row_y += row_height + kSectionGap;
+      x = row_height = 0;
+    }
+    section.x = x;
+    section.y = row_y;
+    x += section.width + kSectionGap;
+    row_height = std::max(row_height, section.height);
+    r.map_width = std::max(r.map_width, section.x + section.width);
+    r.sections.push_back(section);
+  }
+  r.map_height = row_y + row_height;
   return r;
 }
 
 PixelRect MapRaster::slot_rect(const HeapPageMap& map, size_t page_index, uint32_t index) const {
   const MapPage& page = map.pages[page_index];
-  const int band = static_cast<int>(page_index) / columns_per_band;
-  const int column = static_cast<int>(page_index) % columns_per_band;
+  const MapSection& section = sections[page.pool];
+  const int column_in_pool = static_cast<int>(page_index - map.pools[page.pool].first_page);
+  const int band = column_in_pool / section.columns_per_band;
+  const int column = column_in_pool % section.columns_per_band;
   const uint64_t base = map.layout->base_slot_size;
   const uint64_t offset = page.slots.first_slot - page.slots.body +
                           static_cast<uint64_t>(index) * page.slots.slot_size;
   PixelRect rect;
-  rect.x = kMargin + column * (column_width + kColumnGap);
-  rect.y = kMargin + band * (band_height + kBandGap) + static_cast<int>(offset / base) * unit;
+  rect.x = kMargin + section.x + column * (column_width + kColumnGap);
+  rect.y = kMargin + section.y + kLabelHeight + band * (band_height + kBandGap) +
+           static_cast<int>(offset / base) * unit;
   rect.w = column_width;
   rect.h = static_cast<int>(page.slots.slot_size / base) * unit;
   if (rect.h >= 4) rect.h -= 1;
@@ -85,6 +110,11 @@ Image render_heap_map(const HeapPageMap& map, const MapLegend& legend) {
   const int height = std::max(raster.map_height, legend_height) + 2 * MapRaster::kMargin;
   Image image(width, height, map_colors::kBackground);
 
+  for (size_t i = 0; i < map.pools.size(); ++i) {
+    const MapSection& section = raster.sections[i];
+    draw_text(image, MapRaster::kMargin + section.x, MapRaster::kMargin + section.y,
+              section_label(map.pools[i]), map_colors::kText, MapRaster::kLabelScale);
+  }
   for (size_t p = 0; p < map.pages.size(); ++p) {
     const MapPage& page = map.pages[p];
     for (uint32_t i = 0; i < page.slots.slot_count; ++i) {

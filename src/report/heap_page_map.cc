@@ -51,15 +51,24 @@ HeapPageMap HeapPageMap::build(const HeapLayout& layout, std::span<const MapObje
     placed.push_back({last_page, position->index, i});
   }
 
-  // Pages in address order, cells laid out page after page.
+  // Pages grouped by size pool, in address order within each; cells laid out page after page.
   std::vector<uint32_t> order(pages.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return pages[a].slots.body < pages[b].slots.body; });
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const PageSlots &x = pages[a].slots, &y = pages[b].slots;
+    return x.slot_size != y.slot_size ? x.slot_size < y.slot_size : x.body < y.body;
+  });
   uint64_t cells = 0;
-  for (uint32_t p : order) {
-    pages[p].first_cell = static_cast<uint32_t>(cells);
-    cells += pages[p].slots.slot_count;
+  for (uint32_t rank = 0; rank < order.size(); ++rank) {
+    MapPage& page = pages[order[rank]];
+    if (map.pools.empty() || map.pools.back().slot_size != page.slots.slot_size) {
+      map.pools.push_back({page.slots.slot_size, rank, 0, 0, 0});
+    }
+    page.pool = static_cast<uint32_t>(map.pools.size() - 1);
+    ++map.pools.back().page_count;
+    map.pools.back().slots += page.slots.slot_count;
+    page.first_cell = static_cast<uint32_t>(cells);
+    cells += page.slots.slot_count;
   }
   map.cells.resize(cells);
 
@@ -74,6 +83,7 @@ HeapPageMap HeapPageMap::build(const HeapLayout& layout, std::span<const MapObje
     cell.category = objects[p.object].category;
     cell.pinned = objects[p.object].pinned;
     ++page.used;
+    ++map.pools[page.pool].used;
     ++map.placed;
   }
   map.pages.reserve(pages.size());

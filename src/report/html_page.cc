@@ -338,6 +338,9 @@ constexpr std::string_view kScript = R"js(<script>
     document.getElementById("heapmap-caption").textContent =
         groupDigits(hm.pages) + " pages, " + groupDigits(hm.slots) + " slots, " +
         groupDigits(hm.objects) + " objects (" + hm.layout + " layout: " + hm.reason + ")";
+    fillTable("size-pools", [["slot size", r => r.slot_size, "num"], ["pages", r => r.pages, "num"],
+                             ["slots", r => r.slots, "num"], ["objects", r => r.objects, "num"]],
+              hm.pools);
     const img = document.getElementById("heapmap");
     const shown = () => setValue("heapmap-size", img.naturalWidth,
                                  img.naturalWidth + " x " + img.naturalHeight + " pixels");
@@ -460,7 +463,10 @@ std::string html_page(const HtmlPageParts& parts) {
   if (!parts.heapmap_base64.empty()) {
     page += "\n<h2>Heap pages</h2>\n<p class=\"muted\" id=\"heapmap-caption\"></p>\n"
             "<p class=\"muted\">Decoded in this browser: <span id=\"heapmap-size\"></span>.</p>\n"
-            "<img id=\"heapmap\" alt=\"heap map: one column per heap page, one cell per slot\" "
+            "<p class=\"muted\">Each size pool (pages of one slot size) is drawn as a section "
+            "of its own:</p>\n<table id=\"size-pools\"></table>\n"
+            "<img id=\"heapmap\" alt=\"heap map: one section per size pool, one column per heap "
+            "page, one cell per slot\" "
             "src=\"data:image/png;base64,";
     page += parts.heapmap_base64;
     page += "\">\n";

@@ -43,6 +43,17 @@ std::string report_json(const std::vector<RetainedGroup>& groups, const HeapMapD
     json.field("reason", drawing->layout.reason);
     json.field("width", static_cast<uint64_t>(drawing->image.width()));
     json.field("height", static_cast<uint64_t>(drawing->image.height()));
+    json.key("pools");
+    json.begin_array();
+    for (const SizePoolSummary& pool : drawing->pools) {
+      json.begin_object();
+      json.field("slot_size", uint64_t{pool.slot_size});
+      json.field("pages", pool.pages);
+      json.field("slots", pool.slots);
+      json.field("objects", pool.objects);
+      json.end_object();
+    }
+    json.end_array();
     json.end_object();
   }
   json.end_object();

@@ -22,27 +22,8 @@ using testing::read_file;
 using testing::run_memprof;
 using testing::unzstd;
 
-// Object count and memsize sum of a dump by plain text scanning (no JSON parser): every line with
-// an "address" is an object; its "memsize" is the number after the key.
-std::pair<uint64_t, uint64_t> count_by_scanning(const std::string& dump) {
-  uint64_t count = 0, memsize = 0;
-  size_t start = 0;
-  while (start < dump.size()) {
-    size_t end = dump.find('\n', start);
-    if (end == std::string::npos) end = dump.size();
-    std::string_view line(dump.data() + start, end - start);
-    if (line.starts_with(R"({"address":)") && line.find(R"("type":"SHAPE")") == std::string_view::npos) {
-      ++count;
-      size_t at = line.rfind(R"("memsize":)");
-      if (at != std::string_view::npos) memsize += std::stoull(std::string(line.substr(at + 10, 24)));
-    }
-    start = end + 1;
-  }
-  return {count, memsize};
-}
-
 TEST(Cli, AnalyzeJsonTotalsEqualTheDump) {
-  auto [count, memsize] = count_by_scanning(unzstd(read_file(fixture_path("leak_b.json.zst"))));
+  auto [count, memsize, shapes] = testing::scan_dump(unzstd(read_file(fixture_path("leak_b.json.zst"))));
   ASSERT_GT(count, 5000u);
   CommandResult r = run_memprof("analyze leak_b.json.zst --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

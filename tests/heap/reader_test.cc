@@ -128,6 +128,26 @@ TEST(Reader, ReadsRuby27AndRuby33To34Variants) {
   EXPECT_EQ(heap.site_label(0), "a.rb:3");
 }
 
+TEST(Reader, ReadsTheFieldsRuby34Added) {
+  // Lines as Ruby 3.4.5 writes them: "chilled" string literals (a flag of their own, next to
+  // "frozen"), "coderange", a call cache's "called_id" and "receiver_class" (an address that is
+  // not a reference: the cache holds its class weakly), a class's "variation_count".
+  std::string text =
+      R"({"address":"0x7f9ffb24ff48", "type":"STRING", "shape_id":0, "slot_size":40, "class":"0x7f9ffb2dec48", "embedded":true, "chilled":true, "bytesize":1, "value":"w", "encoding":"UTF-8", "coderange":"7bit", "file":"probe.rb", "line":7, "generation":1, "memsize":40, "flags":{"wb_protected":true}})" "\n"
+      R"({"address":"0x7f9ffb2c47d0", "type":"IMEMO", "shape_id":0, "slot_size":40, "imemo_type":"callcache", "called_id":"inherited", "receiver_class":"0x7f9ffb2dec48", "memsize":40, "flags":{"wb_protected":true}})" "\n"
+      R"({"address":"0x7f9ffb2dec48", "type":"CLASS", "shape_id":0, "slot_size":160, "variation_count":0, "name":"String", "memsize":4608, "flags":{"wb_protected":true, "old":true}})" "\n";
+  Heap heap = load_text(text);
+  ASSERT_EQ(heap.size(), 3u);
+  EXPECT_EQ(heap.flags[0], kFlagWbProtected | kFlagEmbedded | kFlagChilled);
+  EXPECT_EQ(heap.class_label(0), "String");
+  EXPECT_EQ(heap.generation[0], 1u);
+  EXPECT_EQ(heap.str(heap.detail[1]), "callcache");
+  EXPECT_TRUE(heap.references(1).empty());
+  EXPECT_EQ(heap.slot_size[2], 160u);
+  EXPECT_EQ(heap.bad_value_count, 0u);
+  EXPECT_EQ(heap.dangling_references, 0u);
+}
+
 TEST(Reader, ReportsBadLinesWithNumbersAndGoesOn) {
   std::string text = object_line(0x10, "STRING", 0, {}, 40) +
                      R"({"address":"0x20", "type":"STR)" "\n" +          // 2: truncated

@@ -69,14 +69,35 @@ std::string read_file(const std::string& path) {
 
 std::string fixture_path(const std::string& name) { return std::string(MEMPROF_HEAP_FIXTURES) + "/" + name; }
 
-std::string fixture_address(const std::string& name) {
-  std::istringstream lines(read_file(fixture_path("addresses.txt")));
+std::string fixture_address(const std::string& name, const std::string& file) {
+  std::istringstream lines(read_file(fixture_path(file)));
   std::string key, value;
   while (lines >> key >> value) {
     if (key == name) return value;
   }
-  ADD_FAILURE() << "no address for " << name;
+  ADD_FAILURE() << "no address for " << name << " in " << file;
   return {};
+}
+
+ScannedDump scan_dump(const std::string& dump) {
+  ScannedDump scanned;
+  size_t start = 0;
+  while (start < dump.size()) {
+    size_t end = dump.find('\n', start);
+    if (end == std::string::npos) end = dump.size();
+    std::string_view line(dump.data() + start, end - start);
+    if (line.find(R"("type":"SHAPE")") != std::string_view::npos) {
+      ++scanned.shapes;
+    } else if (line.starts_with(R"({"address":)")) {
+      ++scanned.objects;
+      size_t at = line.rfind(R"("memsize":)");
+      if (at != std::string_view::npos) {
+        scanned.memsize += std::stoull(std::string(line.substr(at + 10, 24)));
+      }
+    }
+    start = end + 1;
+  }
+  return scanned;
 }
 
 CommandResult run_memprof(const std::string& args) {

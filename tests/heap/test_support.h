@@ -19,8 +19,18 @@ std::string unzstd(const std::string& data);  // whole-file decompression of a f
 
 std::string read_file(const std::string& path);
 std::string fixture_path(const std::string& name);
-// The address recorded for `name` in fixtures/addresses.txt.
-std::string fixture_address(const std::string& name);
+// The address recorded for `name` in fixtures/addresses.txt (or in another such file of
+// fixtures/, e.g. ruby33_addresses.txt).
+std::string fixture_address(const std::string& name, const std::string& file = "addresses.txt");
+
+// Object lines of a dump and the sum of their "memsize", by plain text scanning (no JSON
+// parser): every line starting with an "address" that is not a SHAPE line is an object.
+struct ScannedDump {
+  uint64_t objects = 0;
+  uint64_t memsize = 0;
+  uint64_t shapes = 0;  // SHAPE lines
+};
+ScannedDump scan_dump(const std::string& dump);
 
 using memprof::testing::CommandResult;
 // Runs `memprof ARGS` in the fixtures directory (so dump names in the output are relative). ARGS

@@ -7,6 +7,7 @@
 
 #include "support/command_runner.h"
 #include "png_decode.h"
+#include "report/bitmap_font.h"
 #include "report/heap_map_renderer.h"
 
 namespace memprof::report {
@@ -20,9 +21,11 @@ const std::string kMemprof = MEMPROF_BINARY;
 const std::string kFixture = std::string(FIXTURE_DIR) + "/small_heap.json";
 
 // The one page's column: 12-pixel margin, 14-pixel column (1 page), 3-pixel pinned notch; one
-// pixel row per 40-byte slot, slot 0 one row below the top (the header's 40 bytes).
+// pixel row per 40-byte slot, under the size pool's label, slot 0 one row below the top of the
+// page (the header's 40 bytes).
 constexpr int kColumnX = 12, kNotch = 3;
-int row_of(int slot) { return 12 + 1 + slot; }
+constexpr int kPageTop = 12 + MapRaster::kLabelHeight;
+int row_of(int slot) { return kPageTop + 1 + slot; }
 
 constexpr Rgb kArray{255, 127, 14}, kString{31, 119, 180}, kHash{44, 160, 44},
     kObject{214, 39, 40}, kClass{227, 119, 194}, kModule{188, 189, 34};
@@ -35,7 +38,8 @@ TEST(HeapmapCli, DrawsEachSlotOfTheFixtureByType) {
   EXPECT_EQ(run.err, "");
   EXPECT_EQ(run.out, png + ": 1 pages, 1637 slots, 12 objects, 1 pinned; Ruby 3.1+ layout (every "
                            "object address fits its 64 KiB pages; 1 object cannot sit in Ruby "
-                           "2.x-3.0 pages)\n");
+                           "2.x-3.0 pages)\n"
+                           "  40-byte slots: 1 page, 1637 slots, 12 objects\n");
 
   const auto image = decode_png_file(png);
   ASSERT_EQ(image.error, "");
@@ -82,7 +86,8 @@ TEST(HeapmapCli, ForcedOldLayoutSplitsThePageAndReportsWhatItCannotPlace) {
   const auto run = run_command({kMemprof, "heapmap", kFixture, "-o", png, "--ruby-version", "2.7"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, png + ": 2 pages, 815 slots, 11 objects, 1 pinned; Ruby 2.x-3.0 layout "
-                           "(Ruby 2.x-3.0 layout requested)\n");
+                           "(Ruby 2.x-3.0 layout requested)\n"
+                           "  40-byte slots: 2 pages, 815 slots, 11 objects\n");
   EXPECT_EQ(run.err,
             "memprof: warning: objects not drawn (no free slot in the Ruby 2.x-3.0 layout): 1\n");
 }
@@ -162,7 +167,8 @@ TEST(HeapmapCli, ReplacesTheOutputThroughARename) {
 }
 
 // A Ruby 3.3-style dump (SHAPE line, "slot_size" fields): a page of 40-byte slots and one of
-// 160-byte slots whose first slot is moved to base slot 4 by gc.c's alignment rule.
+// 160-byte slots whose first slot is moved to base slot 4 by gc.c's alignment rule. Each is
+// drawn in its size pool's section, the 160-byte one right of the 40-byte one's label.
 TEST(HeapmapCli, VariableWidthPagesHaveTallerCells) {
   TempDir dir;
   const std::string png = dir.file("vw.png");
@@ -170,24 +176,43 @@ TEST(HeapmapCli, VariableWidthPagesHaveTallerCells) {
       {kMemprof, "heapmap", std::string(FIXTURE_DIR) + "/variable_width_heap.json", "-o", png});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, png + ": 2 pages, 2045 slots, 4 objects, 1 pinned; Ruby 3.1+ layout "
-                           "(objects carry slot_size, so Ruby 3.2 or later)\n");
+                           "(objects carry slot_size, so Ruby 3.2 or later)\n"
+                           "  40-byte slots: 1 page, 1637 slots, 2 objects\n"
+                           "  160-byte slots: 1 page, 408 slots, 2 objects\n");
   const auto image = decode_png_file(png);
   ASSERT_EQ(image.error, "");
   // Page 0 (40-byte slots, first slot 24 bytes in): one row per slot from the top.
-  EXPECT_EQ(image.at(kColumnX + kNotch, 12), kString);
-  EXPECT_EQ(image.at(kColumnX + kNotch, 13), kArray);
-  EXPECT_EQ(image.at(kColumnX + kNotch, 14), map_colors::kEmptySlot);
+  EXPECT_EQ(image.at(kColumnX + kNotch, kPageTop), kString);
+  EXPECT_EQ(image.at(kColumnX + kNotch, kPageTop + 1), kArray);
+  EXPECT_EQ(image.at(kColumnX + kNotch, kPageTop + 2), map_colors::kEmptySlot);
+  // Right of it only background up to the second section (its label is wider than the column).
+  const int section_x =
+      kColumnX + text_width("40-BYTE SLOTS", MapRaster::kLabelScale) + MapRaster::kSectionGap;
+  for (int x = kColumnX + 14; x < section_x; ++x) {
+    EXPECT_EQ(image.at(x, kPageTop + 1), map_colors::kBackground) << x;
+  }
   // Page 1 (160-byte slots, first slot 160 bytes in): 4 rows per slot, the last a separator.
-  const int x = kColumnX + 15 + kNotch;
-  for (int y = 12; y < 16; ++y) EXPECT_EQ(image.at(x, y), map_colors::kBackground) << y;
-  for (int y = 16; y < 19; ++y) EXPECT_EQ(image.at(x, y), kHash) << y;
-  EXPECT_EQ(image.at(x, 19), map_colors::kBackground);
-  for (int y = 20; y < 23; ++y) EXPECT_EQ(image.at(x, y), map_colors::kEmptySlot) << y;
-  for (int y = 24; y < 27; ++y) EXPECT_EQ(image.at(x, y), kObject) << y;
-  EXPECT_EQ(image.at(kColumnX + 15, 24), map_colors::kPinnedNotch);
-  // 408 slots of 4 rows from row 16: the last ends at row 16 + 1632 - 1.
-  EXPECT_EQ(image.at(x, 16 + 407 * 4), map_colors::kEmptySlot);
-  EXPECT_EQ(image.at(x, 16 + 408 * 4), map_colors::kBackground);
+  const int x = section_x + kNotch;
+  for (int y = kPageTop; y < kPageTop + 4; ++y) EXPECT_EQ(image.at(x, y), map_colors::kBackground) << y;
+  for (int y = kPageTop + 4; y < kPageTop + 7; ++y) EXPECT_EQ(image.at(x, y), kHash) << y;
+  EXPECT_EQ(image.at(x, kPageTop + 7), map_colors::kBackground);
+  for (int y = kPageTop + 8; y < kPageTop + 11; ++y) EXPECT_EQ(image.at(x, y), map_colors::kEmptySlot) << y;
+  for (int y = kPageTop + 12; y < kPageTop + 15; ++y) EXPECT_EQ(image.at(x, y), kObject) << y;
+  EXPECT_EQ(image.at(section_x, kPageTop + 12), map_colors::kPinnedNotch);
+  // 408 slots of 4 rows from page row 4: the last ends at row 4 + 1632 - 1.
+  EXPECT_EQ(image.at(x, kPageTop + 4 + 407 * 4), map_colors::kEmptySlot);
+  EXPECT_EQ(image.at(x, kPageTop + 4 + 408 * 4), map_colors::kBackground);
+  // Each section's label is drawn above it, in the text color.
+  auto has_text = [&](int left, int right) {
+    for (int y = 12; y < kPageTop; ++y) {
+      for (int px = left; px < right; ++px) {
+        if (image.at(px, y) == map_colors::kText) return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(has_text(kColumnX, section_x - MapRaster::kSectionGap));
+  EXPECT_TRUE(has_text(section_x, section_x + 40));
 }
 
 }  // namespace
