@@ -116,7 +116,7 @@ VALUE groups_to_rows(const std::vector<memprof::track::NamedGroup>& groups) {
 }
 
 VALUE native_ignore_this_thread(VALUE) {
-  Tracker::pause_this_thread();
+  Tracker::set_this_thread_paused(true);
   return Qnil;
 }
 
@@ -280,6 +280,13 @@ VALUE native_coverage_end(VALUE) {
 #define MEMPROF_STRINGIFY(x) MEMPROF_STRINGIFY2(x)
 extern "C" __attribute__((visibility("default"))) const char memprof_ruby_abi[] =
     MEMPROF_STRINGIFY(RUBY_API_VERSION_MAJOR) "." MEMPROF_STRINGIFY(RUBY_API_VERSION_MINOR);
+
+// For the attach agent's postponed jobs (src/agent/ruby_runtime.cc), which find it with dlsym:
+// what a job allocates on the Ruby thread it interrupts is not the app's. Returns the previous
+// state.
+extern "C" __attribute__((visibility("default"))) int memprof_set_thread_paused(int paused) {
+  return Tracker::set_this_thread_paused(paused != 0) ? 1 : 0;
+}
 
 extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   VALUE memprof = rb_define_module("Memprof");

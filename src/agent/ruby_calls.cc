@@ -16,6 +16,8 @@ namespace {
 // so that a forked child's garbage collector cannot close a descriptor number reused since.
 constexpr const char* kStartThread = R"ruby(
 Thread.new(*Memprof.remove_instance_variable(:@agent_boot).split("\n")) do |lib, ext, request_fd, reply_fd|
+  # Nothing this thread allocates is the app's (the gem's tracker is told once it is loaded).
+  Memprof::Native.ignore_this_thread if defined?(Memprof::Native)
   Thread.current.name = "memprof-agent"
   Thread.current.report_on_exception = false
   requests = IO.for_fd(Integer(request_fd), autoclose: false)
@@ -29,6 +31,7 @@ Thread.new(*Memprof.remove_instance_variable(:@agent_boot).split("\n")) do |lib,
       ensure
         Memprof.remove_instance_variable(:@agent_extension)
       end
+      Memprof::Native.ignore_this_thread
     end
     require File.join(File.dirname(lib), "memprof", "agent")
   rescue Exception => e

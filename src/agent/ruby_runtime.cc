@@ -94,7 +94,12 @@ void RubyRuntime::run_queued_job() {
     state_ = State::kRunning;
     work = std::move(work_);
   }
+  // Objects the job allocates belong to memprof, not to the Ruby code it interrupted (the gem's
+  // extension, once loaded -- Ruby loads extensions RTLD_GLOBAL -- says so to its tracker).
+  auto set_paused = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "memprof_set_thread_paused"));
+  int was_paused = set_paused != nullptr ? set_paused(1) : 0;
   Result<std::string> result = work(api_);
+  if (set_paused != nullptr) set_paused(was_paused);
   std::lock_guard lock(mutex_);
   result_ = std::move(result);
   state_ = State::kDone;

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/track/live_table.h"
@@ -153,8 +154,9 @@ class Tracker {
     bool was_;
   };
 
-  // For the attach agent's own Ruby thread: everything it allocates is memprof's, for good.
-  static void pause_this_thread() { paused_ = true; }
+  // For the attach agent: everything its own Ruby thread allocates, and what its postponed jobs
+  // allocate on the thread they interrupt, is memprof's. Returns the previous state.
+  static bool set_this_thread_paused(bool paused) { return std::exchange(paused_, paused); }
 
   void set_audit_log(AuditLog* log) { audit_ = log; }
 
