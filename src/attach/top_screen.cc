@@ -103,9 +103,9 @@ std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& se
   add(fmt::format("allocations {}/s  GC {:.1f}/s  live tracked {} objects, {}",
                   heap::count_text(static_cast<uint64_t>(allocation_rate(frame))), gcs,
                   heap::count_text(live), heap::bytes_text(bytes)));
-  add(fmt::format("by {}, sorted by {}  (c/l/b group, n/m/g sort, space pause, q quit)",
-                  grouping_name(settings.grouping), sort_name(settings.sort)));
-  add("");
+  add(fmt::format("by {}, sorted by {}", grouping_name(settings.grouping),
+                  sort_name(settings.sort)));
+  add("keys: c/l/b group  n/m/g sort  space pause  q quit");
   constexpr size_t kNumbers = 11 + 1 + 11 + 1 + 10 + 2;
   add(fmt::format("{:>11} {:>11} {:>10}  {}", "LIVE", "BYTES", "GROWTH",
                   settings.grouping == Grouping::kClass  ? "CLASS"
