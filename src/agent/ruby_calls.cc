@@ -19,6 +19,9 @@ Thread.new(*Memprof.remove_instance_variable(:@agent_boot).split("\n")) do |lib,
   # Nothing this thread allocates is the app's (the gem's tracker is told once it is loaded).
   Memprof::Native.ignore_this_thread if defined?(Memprof::Native)
   Thread.current.name = "memprof-agent"
+  # A time slice of 100 ms >> 3: the app's threads wait at most ~12 ms for the GVL while this
+  # one loads the gem and reads the tables out.
+  Thread.current.priority = -3
   Thread.current.report_on_exception = false
   requests = IO.for_fd(Integer(request_fd), autoclose: false)
   replies = IO.for_fd(Integer(reply_fd), autoclose: false)

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
 #include "ruby/tracker.h"
+
+#include <ruby/thread.h>
 
 namespace memprof::ruby {
 
@@ -60,11 +63,36 @@ Result<std::string> libruby_path() {
   return std::string(info.dli_fname);
 }
 
+void AllocationHooks::prepare_without_gvl() {
+  if (g_original_allocator == nullptr) g_original_allocator = rb_get_alloc_func(rb_cBasicObject);
+  if (g_original_allocator == nullptr) return;
+  rb_thread_call_without_gvl(
+      [](void*) -> void* {
+        resolve_originals();
+        (void)direct_call_sites();
+        return nullptr;
+      },
+      nullptr, RUBY_UBF_IO, nullptr);
+}
+
+// Both run without the GVL from prepare_without_gvl(), maybe while another thread starts.
+static std::mutex g_prepare_mutex;
+
+void AllocationHooks::resolve_originals() {
+  std::lock_guard lock(g_prepare_mutex);
+  for (size_t i = 0; i < kHookedSymbols.size(); ++i) {
+    if (g_originals[i] != nullptr) continue;
+    auto original = hook::GotHook::find_original(kHookedSymbols[i]);
+    if (original.ok()) g_originals[i] = reinterpret_cast<Forwarded>(*original);
+  }
+}
+
 Result<std::unique_ptr<AllocationHooks>> AllocationHooks::install(Tracker& tracker) {
   MEMPROF_TRY(path, libruby_path());
   bool linked_in = std::string_view(path).find("libruby") == std::string_view::npos;
   g_tracker = &tracker;
-  g_original_allocator = rb_get_alloc_func(rb_cBasicObject);
+  // Set once: later sessions find our recording allocator there only while one runs.
+  if (g_original_allocator == nullptr) g_original_allocator = rb_get_alloc_func(rb_cBasicObject);
   if (g_original_allocator == nullptr) return err("BasicObject has no allocator");
   std::unique_ptr<AllocationHooks> hooks(new AllocationHooks());
   // Our own extension must be patched too: objects it creates would otherwise be unseen
@@ -74,10 +102,9 @@ Result<std::unique_ptr<AllocationHooks>> AllocationHooks::install(Tracker& track
   hook::GotHookOptions options;
   options.object_filter = [](std::string_view) { return true; };
   options.allow_no_slots = linked_in;
+  resolve_originals();
   for (size_t i = 0; i < kHookedSymbols.size(); ++i) {
-    auto original = hook::GotHook::find_original(kHookedSymbols[i]);
-    if (!original.ok()) continue;  // not exported by this Ruby version
-    g_originals[i] = reinterpret_cast<Forwarded>(*original);
+    if (g_originals[i] == nullptr) continue;  // not exported by this Ruby version
     auto installed = hook::GotHook::install(kHookedSymbols[i],
                                             reinterpret_cast<void*>(kForwarders[i]), options);
     if (!installed.ok()) {
@@ -99,6 +126,7 @@ Result<std::unique_ptr<AllocationHooks>> AllocationHooks::install(Tracker& track
 // decoding pass the first time and kept: code does not change while the process lives, and
 // decoding a ruby executable takes ~100 ms, too slow for every start.
 Result<const AllocationHooks::CallSites*> AllocationHooks::direct_call_sites() {
+  std::lock_guard lock(g_prepare_mutex);
   static std::optional<Result<CallSites>> found;
   if (!found) {
     std::vector<const void*> targets;

@@ -51,6 +51,11 @@ class AllocationHooks {
   // GOT hooks in every object; with the VM linked into the executable (no shared libruby),
   // also call-site hooks on the executable's own calls. Fails when nothing can be patched.
   static Result<std::unique_ptr<AllocationHooks>> install(Tracker& tracker);
+  // The slow part of install -- finding the allocation functions and decoding the code that
+  // calls them (~100 ms for a ruby executable) -- done once per process with the GVL released,
+  // so that the app's threads run meanwhile (an attached server does not pause for it). On a
+  // Ruby thread holding the GVL. Errors are left for install() to report.
+  static void prepare_without_gvl();
   // Restores every patched slot and the allocator.
   ~AllocationHooks();
   AllocationHooks(const AllocationHooks&) = delete;
@@ -65,6 +70,7 @@ class AllocationHooks {
   AllocationHooks() = default;
   Status swap_allocators();
   static Result<const CallSites*> direct_call_sites();
+  static void resolve_originals();
   Status redirect_direct_calls(const std::string& executable);
   Status hook_direct_instance_calls();
   void restore_allocators();

@@ -52,6 +52,7 @@ Status Tracker::start(Mechanism mechanism) {
   ractor_started_while_tracking_ = false;
   clear();
   if (mechanism != Mechanism::kTracepoint) {
+    AllocationHooks::prepare_without_gvl();
     auto hooks = [&]() -> Result<std::unique_ptr<AllocationHooks>> {
       MEMPROF_TRY(locator, execution_context_locator());
       execution_context_ = locator;
