@@ -11,7 +11,9 @@ Gem::Specification.new do |s|
     file:line and class it was created at, by hooking libruby's allocation functions through
     their GOT slots instead of Ruby's slow-path allocation events. Memprof.stats, track, report
     (allocated and retained by gem, file, location and class), dump, dump_all (heap dumps with
-    allocation sites) and a Rack middleware. CRuby 2.7-3.4 on x86-64 Linux.
+    allocation sites) and a Rack middleware; and the memprof command, which attaches to a
+    running Ruby process by PID (memprof attach/top/stats/leaks/dump/detach) and analyzes heap
+    dumps. CRuby 2.7-3.4 on x86-64 Linux.
   TEXT
   s.authors = ["memprof developers"]
   s.homepage = "https://github.com/memprof/memprof"

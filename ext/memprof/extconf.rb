@@ -68,15 +68,20 @@ def build_cli(root)
     log = File.join(build, "build.log")
     configured = system("cmake", "-S", root, "-B", build, "-DMEMPROF_CLI_ONLY=ON",
                         "-DCMAKE_BUILD_TYPE=Release", out: log, err: log)
-    built = configured && system("cmake", "--build", build, "--target", "memprof", "-j",
-                                 Etc.nprocessors.to_s, out: [log, "a"], err: [log, "a"])
+    # One target per call: the CLI, then the agent `memprof attach` loads into processes.
+    built = configured && %w[memprof memprof_agent].all? do |target|
+      system("cmake", "--build", build, "--target", target, "-j", Etc.nprocessors.to_s,
+             out: [log, "a"], err: [log, "a"])
+    end
     unless built
       File.write(record, "CMake #{configured ? 'build' : 'configuration'} failed: " +
                          File.readlines(log).grep(/error|Could not find|not found/i).first.to_s.strip)
       return
     end
-    FileUtils.cp(File.join(build, "memprof"), File.join(libexec, "memprof"))
-    system("strip", File.join(libexec, "memprof"))
+    %w[memprof libmemprof_agent.so].each do |file|
+      FileUtils.cp(File.join(build, file), File.join(libexec, file))
+      system("strip", File.join(libexec, file))
+    end
     FileUtils.rm_f(record)
   end
 end

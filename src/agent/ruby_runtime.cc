@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/util/proc_file.h"
+#include "inject/waiting_syscalls.h"
 
 namespace memprof::agent {
 
@@ -22,30 +23,6 @@ void resolve(T& slot, const char* name) {
 // While it waits, the agent repeats Ruby's wake-up this often: a signal that arrives just
 // before the main thread blocks is lost.
 constexpr std::chrono::milliseconds kWakeInterval{50};
-
-const char* syscall_name(long number) {
-  switch (number) {
-    case SYS_read: return "read(2)";
-    case SYS_write: return "write(2)";
-    case SYS_poll: return "poll(2)";
-    case SYS_ppoll: return "ppoll(2)";
-    case SYS_select: return "select(2)";
-    case SYS_pselect6: return "pselect6(2)";
-    case SYS_epoll_wait: return "epoll_wait(2)";
-    case SYS_epoll_pwait: return "epoll_pwait(2)";
-    case SYS_nanosleep: return "nanosleep(2)";
-    case SYS_clock_nanosleep: return "clock_nanosleep(2)";
-    case SYS_futex: return "futex(2) (waiting for a lock or a condition)";
-    case SYS_accept: return "accept(2)";
-    case SYS_accept4: return "accept4(2)";
-    case SYS_recvfrom: return "recvfrom(2)";
-    case SYS_recvmsg: return "recvmsg(2)";
-    case SYS_wait4: return "wait4(2)";
-    case SYS_pause: return "pause(2)";
-    case SYS_rt_sigsuspend: return "rt_sigsuspend(2)";
-    default: return nullptr;
-  }
-}
 
 }  // namespace
 
@@ -176,8 +153,7 @@ std::string describe_main_thread() {
   if (syscall_line->rfind("running", 0) == 0) return "running";
   long number = std::strtol(syscall_line->c_str(), nullptr, 10);
   if (number < 0) return "running";
-  const char* name = syscall_name(number);
-  return name != nullptr ? fmt::format("in {}", name) : fmt::format("in system call {}", number);
+  return fmt::format("in {}(2)", inject::syscall_name(number));
 }
 
 }  // namespace memprof::agent

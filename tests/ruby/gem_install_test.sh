@@ -56,5 +56,17 @@ if [ "${MEMPROF_GEM_CLI:-1}" = 0 ]; then
     fail "memprof without the tool said: $(cat cli.out)"
 else
   "$GEM_HOME/bin/memprof" --help | grep -q "analyze" || fail "memprof --help: $("$GEM_HOME/bin/memprof" --help 2>&1)"
+  [ -f "$gem_dir/libexec/libmemprof_agent.so" ] || fail "the agent is not in the gem's libexec/"
+  # Attach from the installed gem to a process that never required memprof: its agent, its lib/
+  # and its extension are found from the installed layout.
+  ruby -e '$k = []; loop { $k << "attached-#{$k.size}"; sleep 0.01 }' &
+  target=$!
+  trap 'kill $target 2>/dev/null' EXIT
+  "$GEM_HOME/bin/memprof" attach -p "$target" >attach.out 2>&1 || fail "attach from the gem: $(cat attach.out)"
+  sleep 0.5
+  "$GEM_HOME/bin/memprof" stats -p "$target" >stats.out 2>&1 || fail "stats from the gem: $(cat stats.out)"
+  grep -q ":String" stats.out || fail "stats from the gem shows no String: $(cat stats.out)"
+  "$GEM_HOME/bin/memprof" detach -p "$target" >/dev/null || fail "detach from the gem"
+  kill "$target"
 fi
 echo "gem install: ok ($size KB installed)"
