@@ -164,27 +164,31 @@ std::optional<track::SourceLocation> shown_location(const track::SiteTable& site
 
 void ignore_path_prefix(std::string prefix) { g_ignored_prefixes.push_back(std::move(prefix)); }
 
-Result<std::vector<std::string>> stats_lines(Tracker& tracker) {
+namespace {
+
+// The shown live objects by site and class; their memsize only when asked (it costs a call per
+// object).
+Result<std::vector<track::NamedGroup>> shown_groups(Tracker& tracker, bool with_memsize) {
   MEMPROF_TRY_STATUS(tracker.exactness());
   MEMPROF_TRY_STATUS(tracker.prune());
   Tracker::Pause pause(tracker);
   GcDisabled gc;
-  std::vector<Item> items = shown_items(tracker, false);
+  std::vector<Item> items = shown_items(tracker, with_memsize);
   ClassNames names;
+  return named_groups(tracker, items, names);
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> stats_lines(Tracker& tracker) {
+  MEMPROF_TRY(groups, shown_groups(tracker, false));
   std::vector<std::string> lines;
-  for (const auto& group : named_groups(tracker, items, names))
-    lines.push_back(track::stats_line(group));
+  for (const auto& group : groups) lines.push_back(track::stats_line(group));
   return lines;
 }
 
 Result<std::vector<track::NamedGroup>> live_groups(Tracker& tracker) {
-  MEMPROF_TRY_STATUS(tracker.exactness());
-  MEMPROF_TRY_STATUS(tracker.prune());
-  Tracker::Pause pause(tracker);
-  GcDisabled gc;
-  std::vector<Item> items = shown_items(tracker, true);
-  ClassNames names;
-  return named_groups(tracker, items, names);
+  return shown_groups(tracker, true);
 }
 
 Status report_begin(Tracker& tracker) {
