@@ -48,8 +48,9 @@ RubyService* ruby_service() {
 constinit std::mutex g_start_mutex;
 constinit bool g_running = false;
 
-// `memprof run` asks for tracking from the start: "LIB_FILE\nEXTENSION_FILE".
-constexpr const char* kAutostartVariable = "MEMPROF_AGENT_AUTOSTART";
+// `memprof run` loads the gem itself, before the program's first line (lib/memprof/autostart.rb
+// in RUBYOPT), and names its lib/memprof.rb here.
+constexpr const char* kPreloadedGemVariable = "MEMPROF_AGENT_LIB";
 
 void log_problem(const std::string& message) {
   // The agent has no terminal of its own; stderr is the host's. One line, only for problems
@@ -65,14 +66,8 @@ void serve() {
     return;
   }
   RequestHandler handler(ruby_runtime(), ruby_service());
-  if (const char* autostart = std::getenv(kAutostartVariable); autostart != nullptr) {
-    std::string value = autostart;
-    size_t newline = value.find('\n');
-    if (newline != std::string::npos && !memprof_loaded()) {
-      Status started = handler.autostart(value.substr(0, newline), value.substr(newline + 1));
-      if (!started.ok()) log_problem(started.message());
-    }
-  }
+  if (const char* lib = std::getenv(kPreloadedGemVariable); lib != nullptr && *lib != '\0')
+    handler.adopt_preloaded_gem(lib);
   int never_readable[2];
   if (::pipe2(never_readable, O_CLOEXEC) != 0) return;
   ScopedFd stop_read(never_readable[0]), stop_write(never_readable[1]);

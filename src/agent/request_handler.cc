@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "agent/ruby_calls.h"
 #include "core/util/json_escape.h"
@@ -132,12 +131,11 @@ Result<std::string> RequestHandler::detach() {
   return stopped;
 }
 
-Status RequestHandler::autostart(const std::string& lib_file, const std::string& extension_file) {
-  if (ruby_ == nullptr) return ok_status();  // not a Ruby: the agent serves native requests
-  while (!ruby_->vm_ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  MEMPROF_TRY_STATUS(load(lib_file + "\n" + extension_file));
-  MEMPROF_TRY_STATUS(ruby_command("start"));
-  return ok_status();
+void RequestHandler::adopt_preloaded_gem(const std::string& lib_file) {
+  if (g_memprof_loaded) return;
+  g_lib_file = new std::string(lib_file);
+  g_extension_file = new std::string();  // unused: the program has the gem already
+  g_memprof_loaded = true;
 }
 
 }  // namespace memprof::agent

@@ -27,8 +27,10 @@ class RequestHandler {
   std::string handle(const Request& request);
   bool detach_requested() const { return detach_requested_; }
 
-  // Launch mode (memprof run): load the gem and start tracking as soon as Ruby runs.
-  Status autostart(const std::string& lib_file, const std::string& extension_file);
+  // Launch mode (memprof run): the program loads the gem itself, at its start; the agent's Ruby
+  // thread is started by the first request that needs it, long after boot (a thread started
+  // while Ruby still boots races its boot).
+  void adopt_preloaded_gem(const std::string& lib_file);
 
  private:
   Result<std::string> hello() const;

@@ -53,8 +53,10 @@ constexpr const char* kHandle =
 std::atomic<bool> g_forking{false};
 const RubyApi* g_api = nullptr;  // for the rb_protect callbacks, which take one VALUE
 
+// Exception#inspect ("#<NameError: message>"): full_message would read $stderr and the
+// terminal, which a Ruby still booting (memprof run) may not have yet.
 RubyValue call_message(RubyValue exception) {
-  return g_api->funcallv(exception, g_api->intern("full_message"), 0, nullptr);
+  return g_api->funcallv(exception, g_api->intern("inspect"), 0, nullptr);
 }
 
 RubyValue call_bytesize(RubyValue string) {
@@ -90,7 +92,7 @@ Error take_exception(const RubyApi& api, const char* doing) {
     if (converted.ok()) text = std::move(*converted);
   }
   api.set_errinfo(nil(api));
-  // full_message ends with a newline and may carry a backtrace: keep its first line.
+  // One line for the CLI's one-line errors.
   if (size_t newline = text.find('\n'); newline != std::string::npos) text.resize(newline);
   return err("{}: {}", doing, text);
 }

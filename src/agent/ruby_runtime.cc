@@ -23,6 +23,8 @@ void resolve(T& slot, const char* name) {
 // While it waits, the agent repeats Ruby's wake-up this often: a signal that arrives just
 // before the main thread blocks is lost.
 constexpr std::chrono::milliseconds kWakeInterval{50};
+// When SIGVTALRM has not been enough by then, one SIGCHLD (wake_main_thread).
+constexpr std::chrono::milliseconds kInsistAfter{300};
 
 }  // namespace
 
@@ -98,12 +100,27 @@ bool RubyRuntime::trigger() {
   return api_.job_register_one(0, &RubyRuntime::job_entry, this) != 0;
 }
 
-void RubyRuntime::wake_main_thread() const {
-  // Only when Ruby's own handler is installed: SIGVTALRM's default action ends the process.
+namespace {
+
+// Only signals Ruby handles itself are sent: SIGVTALRM's default action would end the process.
+void send_if_handled(int signal) {
   struct sigaction current {};
-  if (sigaction(SIGVTALRM, nullptr, &current) != 0) return;
+  if (sigaction(signal, nullptr, &current) != 0) return;
   if (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN) return;
-  syscall(SYS_tgkill, getpid(), getpid(), SIGVTALRM);
+  syscall(SYS_tgkill, getpid(), getpid(), signal);
+}
+
+}  // namespace
+
+void RubyRuntime::wake_main_thread(bool insist) const {
+  // SIGVTALRM makes a blocking system call return EINTR, and Ruby then checks interrupts. From
+  // Ruby 3.3 a thread in `sleep` or Queue#pop waits on a condition variable, which SIGVTALRM
+  // does not end; a signal Ruby traps itself does: its handler has the timer thread interrupt
+  // the main thread (the unblocking function), which then runs the job. SIGCHLD is the one whose
+  // default, untrapped, does nothing; an app that traps it (unicorn's master) sees one spurious
+  // SIGCHLD, which its reaping with WNOHANG ignores.
+  send_if_handled(SIGVTALRM);
+  if (insist) send_if_handled(SIGCHLD);
 }
 
 Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const RubyApi&)> work,
@@ -119,6 +136,8 @@ Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const Rub
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(mutex_);
   bool triggered = false;
+  bool insisted = false;
+  auto insist_after = std::chrono::steady_clock::now() + kInsistAfter;
   while (state_ != State::kDone) {
     if (state_ == State::kQueued) {
       if (std::chrono::steady_clock::now() >= deadline) {
@@ -131,7 +150,9 @@ Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const Rub
       lock.unlock();
       // Before 3.3 the queue may be momentarily full: register again on the next round.
       if (!triggered || api_.job_trigger == nullptr) triggered = trigger();
-      wake_main_thread();
+      bool insist = !insisted && std::chrono::steady_clock::now() > insist_after;
+      insisted = insisted || insist;
+      wake_main_thread(insist);
       lock.lock();
     }
     done_.wait_for(lock, kWakeInterval);

@@ -7,10 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include <simdjson.h>
-
 #include "attach/agent_client.h"
-#include "attach/attach_flow.h"
 #include "attach/installation.h"
 #include "cli/command.h"
 
@@ -28,12 +25,30 @@ void forward_signal(int signal) {
   if (g_child > 0) ::kill(g_child, signal);
 }
 
+// Prepends `value` to a ':'- or ' '-separated environment variable.
+void prepend_to(const char* name, const std::string& value, const char* separator) {
+  std::string joined = value;
+  if (const char* existing = std::getenv(name); existing != nullptr && *existing != '\0')
+    joined += separator + std::string(existing);
+  ::setenv(name, joined.c_str(), 1);
+}
+
+// The agent in LD_PRELOAD (the socket, for the -p commands); when tracking, the gem's
+// autostart in RUBYOPT, which loads the extension built for the Ruby that runs and starts
+// tracking before the program's first line.
 [[noreturn]] void exec_with_agent(const std::vector<std::string>& command,
-                                  const std::string& agent) {
-  std::string preload = agent;
-  if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0')
-    preload += std::string(":") + existing;
-  ::setenv("LD_PRELOAD", preload.c_str(), 1);
+                                  const std::string& agent, bool track) {
+  prepend_to("LD_PRELOAD", agent, ":");
+  if (auto lib = attach::gem_entry_file(); track && lib.ok()) {
+    std::string listed;
+    for (const attach::Extension& extension : attach::installed_extensions())
+      listed += fmt::format("{}{}|{}|{}", listed.empty() ? "" : ";", extension.ruby_abi,
+                            extension.libruby, extension.path);
+    ::setenv("MEMPROF_RUN_EXTENSIONS", listed.c_str(), 1);
+    std::string autostart = lib->substr(0, lib->size() - 3) + "/autostart.rb";  // lib/memprof/
+    prepend_to("RUBYOPT", "-r" + autostart, " ");
+    ::setenv("MEMPROF_AGENT_LIB", lib->c_str(), 1);
+  }
   std::vector<char*> argv;
   for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);
@@ -42,32 +57,27 @@ void forward_signal(int signal) {
   ::_exit(127);
 }
 
+// Whether the command still runs, without reaping it (the final waitpid does).
 bool child_running() {
-  int status = 0;
-  return ::waitpid(g_child, &status, WNOHANG | WNOWAIT | __WALL) == 0;
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(g_child), &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+    return false;
+  return info.si_pid == 0;
 }
 
-// Waits for the agent to answer and Ruby to boot, then starts tracking.
-void start_tracking(pid_t pid) {
+// Waits for the agent to answer, then says how to read the process.
+void announce(pid_t pid, bool track) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (child_running() && std::chrono::steady_clock::now() < deadline) {
-    auto hello = attach::agent_request(pid, "hello", {}, std::chrono::seconds(2));
-    if (hello.ok()) {
-      if (hello->find("\"ruby\":null") != std::string::npos) {
-        fmt::print(stderr, "memprof: process {} is not Ruby; the agent serves it, nothing is "
-                           "tracked\n", pid);
-        return;
-      }
-      if (hello->find("\"ruby_ready\":true") != std::string::npos) {
-        auto attached = attach::attach_ruby(pid);
-        if (attached.ok())
-          fmt::print(stderr, "memprof: tracking process {} (memprof top -p {})\n", pid, pid);
-        else
-          fmt::print(stderr, "memprof: {}\n", attached.message());
-        return;
-      }
+    if (attach::agent_listening(pid)) {
+      if (track)
+        fmt::print(stderr, "memprof: tracking process {} (memprof top -p {})\n", pid, pid);
+      else
+        fmt::print(stderr, "memprof: agent loaded in process {} (memprof attach -p {})\n", pid,
+                   pid);
+      return;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 
@@ -77,12 +87,12 @@ int run_run(const RunOptions& options) {
   if (!agent.ok()) return fail(agent.message());
   g_child = ::fork();
   if (g_child < 0) return fail(fmt::format("fork: {}", std::strerror(errno)));
-  if (g_child == 0) exec_with_agent(options.command, *agent);
+  if (g_child == 0) exec_with_agent(options.command, *agent, !options.no_track);
   struct sigaction forward {};
   forward.sa_handler = forward_signal;
   ::sigaction(SIGINT, &forward, nullptr);
   ::sigaction(SIGTERM, &forward, nullptr);
-  if (!options.no_track) start_tracking(g_child);
+  announce(g_child, !options.no_track);
   int status = 0;
   while (::waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
   }
@@ -99,9 +109,10 @@ MEMPROF_COMMAND("run", "Run a command with the agent loaded, tracking from the s
                       ->required();
                   sub.footer(
                       "memprof run -- ruby app.rb: starts the command with the agent preloaded\n"
-                      "(LD_PRELOAD) and starts tracking as soon as Ruby has booted. Read the\n"
-                      "process with memprof top/stats/leaks/dump -p PID while it runs. The exit\n"
-                      "status is the command's. Child processes inherit the agent.");
+                      "(LD_PRELOAD) and memprof's autostart in RUBYOPT, which starts tracking\n"
+                      "before the program's first line. Read the process with memprof\n"
+                      "top/stats/leaks/dump -p PID while it runs. The exit status is the\n"
+                      "command's. Child processes inherit both.");
                   return [options] { return run_run(*options); };
                 });
 
