@@ -3,10 +3,10 @@
 # leave a price watcher subscribed forever) runs as a server that never required memprof; a
 # client sends it traffic; memprof attaches to the running process, shows what it allocates,
 # finds the leaking line, dumps its heap, and detaches -- and the server keeps serving.
-# Run from a built checkout (build/memprof).
+# Run from a built checkout (build/memprof, or the memprof command named by $MEMPROF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-memprof=build/memprof
+memprof=${MEMPROF:-build/memprof}
 work=$(mktemp -d)
 server_pid= traffic_pid=
 cleanup() {
