@@ -90,8 +90,10 @@ class AttachCliTest < Minitest::Test
     # The file has the file and line of every tracked object: exactly our 10,000 Strings at
     # that line.
     at_line = File.foreach(dump).count do |record|
-      record.include?(%("file":"#{target.script}")) && record.include?(%("line":#{line},)) &&
-        record.include?(%("type":"STRING"))
+      next false unless record.include?(target.script)
+
+      object = JSON.parse(record)
+      object["file"] == target.script && object["line"] == line && object["type"] == "STRING"
     end
     assert_equal 10_000, at_line
 

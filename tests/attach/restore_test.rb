@@ -34,7 +34,7 @@ class AttachRestoreTest < Minitest::Test
   def got_offsets(path)
     @got_offsets ||= {}
     @got_offsets[path] ||= begin
-      out, status = Open3.capture2("readelf", "-rW", path)
+      out, _err, status = Open3.capture3("readelf", "-rW", path)
       status.success? ? out.lines.grep(/R_X86_64_(JUMP_SLOT|GLOB_DAT)/).map { |l| Integer(l.split.first, 16) } : []
     end
   end
