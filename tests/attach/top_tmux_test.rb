@@ -42,10 +42,10 @@ class AttachTopTmuxTest < Minitest::Test
   end
 
   def test_top_in_a_terminal
-    target = spawn_target("target.rb", "threads")
+    target = spawn_target("target.rb", "loop")
     target.wait_for(/\Aready #{target.pid}\z/)
     attach!(target)
-    site = "#{File.basename(target.script)}:#{marked_line(target.script, 'threads')}"
+    site = "#{File.basename(target.script)}:#{marked_line(target.script, "loop")}"
 
     script = File.join(@tmpdir, "top.sh")
     File.write(script, <<~SH)
