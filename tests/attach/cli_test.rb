@@ -46,11 +46,12 @@ class AttachCliTest < Minitest::Test
   def test_run_tracks_from_the_start_and_keeps_the_exit_status
     script = File.join(@tmpdir, "app.rb")
     File.write(script, <<~RUBY)
+      # frozen_string_literal: true
       $stdout.sync = true
-      $early = Array.new(1000) { |i| "early \#{i}" } # MARK: early
+      $early = Array.new(1000) { String.new("early") } # MARK: early
       $stdout.puts "up \#{Process.pid}"
       $stdin.gets
-      $late = Array.new(2000) { |i| "late \#{i}" } # MARK: late
+      $late = Array.new(2000) { String.new("late") } # MARK: late
       $stdout.puts "late done"
       $stdin.gets
       exit 7
@@ -62,8 +63,11 @@ class AttachCliTest < Minitest::Test
     late = "#{script}:#{marked_line(script, 'late')}:String"
     # `memprof run` starts tracking once Ruby has booted: wait until it has.
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
-    until memprof("stats", "-p", ruby_pid).last.success? ||
-          Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    loop do
+      _, err, status = memprof("stats", "-p", ruby_pid)
+      break if status.success? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      $stderr.puts "waiting: #{err}" if ENV["MEMPROF_TEST_VERBOSE"]
       sleep 0.05
     end
     run.send_line("go")
