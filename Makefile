@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build test test-long demo bench clean
 
 all: build
 
@@ -21,7 +21,11 @@ build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE long
+
+# The long variants (label "long": 1,000 attach/detach cycles).
+test-long: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L long
 
 demo: build
 	@scripts/demo

@@ -22,8 +22,14 @@ Result<ScopedFd> connect_to_agent(pid_t pid) {
   if (!uid) return err("cannot read the owner of process {}", pid);
   std::string path = agent::socket_path(*uid, pid);
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0)
+  if (::lstat(path.c_str(), &st) != 0) {
+    // Another user's 0700 directory hides whether there is a socket at all.
+    if (errno == EACCES)
+      return err("permission denied on {}: process {} belongs to uid {} (run as that user or "
+                 "root)",
+                 agent::socket_directory(*uid), pid, *uid);
     return err("no memprof agent in process {} (run: memprof attach -p {})", pid, pid);
+  }
   if (!S_ISSOCK(st.st_mode) || st.st_uid != *uid)
     return err("{} is not the agent's socket: it belongs to uid {}, and process {} runs as uid "
                "{}; remove it and attach again",
@@ -51,9 +57,14 @@ bool agent_listening(pid_t pid) { return connect_to_agent(pid).ok(); }
 Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body,
                                   std::chrono::milliseconds timeout) {
   MEMPROF_TRY(fd, connect_to_agent(pid));
-  MEMPROF_TRY_STATUS(agent::write_frame(fd.get(), agent::encode_request(verb, body)));
+  // An agent that refuses the connection (another uid) writes its reason and closes at once,
+  // so the request may meet a closed socket: the reason is still there to read.
+  Status written = agent::write_frame(fd.get(), agent::encode_request(verb, body));
   auto frame = agent::read_frame(fd.get(), agent::kMaxReplyBytes, timeout);
-  if (!frame.ok()) return err("process {}: no reply from the agent: {}", pid, frame.message());
+  if (!frame.ok()) {
+    if (!written.ok()) return err("process {}: {}", pid, written.message());
+    return err("process {}: no reply from the agent: {}", pid, frame.message());
+  }
   auto reply = agent::decode_reply(*frame);
   if (!reply.ok()) return err("process {}: {}", pid, reply.message());
   return reply;

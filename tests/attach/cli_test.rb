@@ -1,0 +1,113 @@
+# frozen_string_literal: true
+
+# The commands around attaching (issue 10, items 4, 6 and 7): the errors a user meets first,
+# `memprof run` and `memprof dump -p`.
+require_relative "attach_helper"
+
+class AttachCliTest < Minitest::Test
+  include AttachTestHelper
+
+  def assert_one_line_error(args, pattern)
+    out, err, status = memprof(*args)
+    assert_equal 1, status.exitstatus, "memprof #{args.join(' ')}: #{out}#{err}"
+    assert_empty out
+    assert_equal 1, err.lines.size, "not one line: #{err}"
+    assert_match pattern, err
+  end
+
+  def test_stats_of_a_process_not_attached_says_to_attach
+    target = spawn_target("target.rb", "sleep")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    %w[stats top leaks dump detach].each do |command|
+      extra = { "top" => ["--once"], "dump" => ["-o", File.join(@tmpdir, "x.json")] }.fetch(command, [])
+      assert_one_line_error([command, "-p", target.pid, *extra],
+                            /no memprof agent in process #{target.pid}.*memprof attach -p #{target.pid}/)
+    end
+    assert_alive(target)
+  end
+
+  def test_attach_to_a_process_that_is_not_ruby
+    target = spawn_target(command: ["sleep", "600"])
+    assert_one_line_error(["attach", "-p", target.pid], /process #{target.pid} \(sleep\) is not running Ruby/)
+    assert_alive(target)
+    # Nothing was loaded into it.
+    refute_match(/memprof/, File.read("/proc/#{target.pid}/maps"))
+  end
+
+  def test_no_such_process
+    # A pid that was ours a moment ago and is reaped now.
+    pid = Process.spawn("true")
+    Process.wait(pid)
+    %w[attach stats detach].each do |command|
+      assert_one_line_error([command, "-p", pid], /no such process/)
+    end
+  end
+
+  def test_run_tracks_from_the_start_and_keeps_the_exit_status
+    script = File.join(@tmpdir, "app.rb")
+    File.write(script, <<~RUBY)
+      # frozen_string_literal: true
+      $stdout.sync = true
+      $early = Array.new(1000) { String.new("early") } # MARK: early
+      $stdout.puts "up \#{Process.pid}"
+      $stdin.gets
+      $late = Array.new(2000) { String.new("late") } # MARK: late
+      $stdout.puts "late done"
+      $stdin.gets
+      exit 7
+    RUBY
+    run = spawn_target(command: [MEMPROF, "run", "--", RbConfig.ruby, script])
+    ruby_pid = Integer(run.wait_for(/\Aup \d+\z/).split.last)
+    refute_equal run.pid, ruby_pid
+    early = "#{script}:#{marked_line(script, 'early')}:String"
+    late = "#{script}:#{marked_line(script, 'late')}:String"
+    # `memprof run` starts tracking once Ruby has booted: wait until it has.
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    loop do
+      _, err, status = memprof("stats", "-p", ruby_pid)
+      break if status.success? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      $stderr.puts "waiting: #{err}" if ENV["MEMPROF_TEST_VERBOSE"]
+      sleep 0.05
+    end
+    run.send_line("go")
+    run.wait_for(/\Alate done\z/)
+    stats = live_stats(ruby_pid)
+    assert_equal 2000, stats[late], stats.inspect
+    assert_equal 1000, stats[early], "the script's first objects were not tracked: #{stats.inspect}"
+    run.send_line("exit")
+    status = run.wait_exit
+    assert_equal 7, status.exitstatus, run.context
+  end
+
+  def test_dump_of_an_attached_process_reads_in_analyze
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    target.send_line("alloc")
+    target.wait_for(/\Aallocated 10000\z/)
+    line = marked_line(target.script, "kept")
+    dump = File.join(@tmpdir, "heap.json")
+    out = memprof!("dump", "-p", target.pid, "-o", dump, target: target)
+    assert_match(/wrote #{Regexp.escape(dump)} .* from a child of process #{target.pid}/, out)
+
+    # The file has the file and line of every tracked object: exactly our 10,000 Strings at
+    # that line.
+    at_line = File.foreach(dump).count do |record|
+      next false unless record.include?(target.script)
+
+      object = JSON.parse(record)
+      object["file"] == target.script && object["line"] == line && object["type"] == "STRING"
+    end
+    assert_equal 10_000, at_line
+
+    out = memprof!("analyze", "--json", dump)
+    report = JSON.parse(out)
+    assert report.is_a?(Hash)
+    assert_includes out, "#{File.basename(target.script)}:#{line}", "analyze names no object at our line"
+    assert_alive(target)
+    detach!(target)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
+end

@@ -1,0 +1,39 @@
+# frozen_string_literal: true
+
+# A known workload run after attach is counted exactly (issue 10, item 7): the target waits on
+# its stdin (a pipe) for a command, then keeps exactly 10,000 Strings made at one line.
+require_relative "attach_helper"
+
+class AttachExactCountsTest < Minitest::Test
+  include AttachTestHelper
+
+  def test_ten_thousand_strings_at_a_known_line
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    site = "#{target.script}:#{marked_line(target.script, 'kept')}:String"
+    refute live_stats(target.pid).key?(site), "counted before the workload ran"
+
+    target.send_line("alloc")
+    target.wait_for(/\Aallocated 10000\z/)
+    assert_equal 10_000, live_stats(target.pid)[site]
+
+    # Still exact after a full GC (they are kept) and after GC.compact moved them.
+    target.send_line("gc")
+    target.wait_for(/\Acollected\z/)
+    assert_equal 10_000, live_stats(target.pid)[site]
+    if GC.respond_to?(:compact)
+      target.send_line("compact")
+      target.wait_for(/\Acompacted\z/)
+      assert_equal 10_000, live_stats(target.pid)[site]
+    end
+
+    # --top keeps the largest groups, and ours is the largest.
+    top = memprof!("stats", "-p", target.pid, "--top", 1).lines
+    assert_equal ["10000 #{site}"], top.map(&:strip)
+
+    detach!(target)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
+end

@@ -1,0 +1,95 @@
+# frozen_string_literal: true
+
+# Forked workers (issue 10, items 5 and 7), with a small preforking server of our own
+# (fixtures/prefork.rb: a master forking 2 workers that each leak at one line):
+#   - attaching to a worker after the fork works, and counts that worker's objects only;
+#   - a master attached before it forks: each worker gets its own agent (its own socket,
+#     /tmp/memprof-UID/WORKERPID.sock) and `memprof stats -p WORKER` answers with the worker's
+#     objects, exactly.
+# (`--children`, which aggregates a master and its workers, is not covered here.)
+require_relative "attach_helper"
+
+class AttachForkTest < Minitest::Test
+  include AttachTestHelper
+
+  def start_server
+    @master = spawn_target("prefork.rb")
+    @master.wait_for(/\Amaster #{@master.pid}\z/)
+    @site = "#{@master.script}:#{marked_line(@master.script, 'leak')}:String"
+    @master
+  end
+
+  def fork_workers
+    @master.send_line("fork")
+    @workers = Array.new(2) { |i| Integer(@master.wait_for(/\Aworker #{i} \d+\z/).split.last) }
+    @workers.each_with_index { |_, i| @master.wait_for(/\Aworker #{i} leaked #{(i + 1) * 300}\z/) }
+    @workers
+  end
+
+  def teardown
+    # The workers are the master's children: ended (by the pids the master reported, while
+    # they are still its children) before the master is.
+    (@workers || []).each do |pid|
+      ppid = File.read("/proc/#{pid}/status")[/^PPid:\s*(\d+)/, 1].to_i
+      Process.kill(:KILL, pid) if ppid == @master.pid
+    rescue Errno::ENOENT, Errno::ESRCH
+      nil
+    end
+    super
+  end
+
+  def leak_more(index, expected_total)
+    from = @master.lines.size
+    @master.send_line("#{index} more")
+    @master.wait_for(/\Aworker #{index} leaked #{expected_total}\z/, from: from)
+  end
+
+  def test_attach_to_a_worker_after_the_fork
+    start_server
+    fork_workers
+    worker = @workers[1]
+    attach!(worker)
+    refute live_stats(worker).key?(@site), "objects made before attach are not tracked"
+    leak_more(1, 1200)
+    assert_equal 600, live_stats(worker)[@site]
+    # The other worker and the master have no agent.
+    [@workers[0], @master.pid].each do |pid|
+      _, err, status = memprof("stats", "-p", pid)
+      assert_equal 1, status.exitstatus
+      assert_match(/no memprof agent in process #{pid}/, err)
+    end
+    detach!(worker)
+    leak_more(1, 1800)
+    leak_more(0, 600)
+    assert_alive(@master)
+  end
+
+  def test_master_attached_before_it_forks
+    start_server
+    attach!(@master)
+    fork_workers
+    @workers.each_with_index do |pid, index|
+      socket = "/tmp/memprof-#{Process.uid}/#{pid}.sock"
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+      sleep 0.01 until File.socket?(socket) || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      assert File.socket?(socket), "worker #{pid} has no agent socket #{socket}"
+      # Each worker's own objects, not the other's nor the master's.
+      assert_equal (index + 1) * 300, live_stats(pid)[@site], "worker #{index} (pid #{pid})"
+    end
+    refute live_stats(@master.pid).key?(@site), "the master never ran the workers' line"
+
+    leak_more(0, 600)
+    assert_equal 600, live_stats(@workers[0])[@site]
+    assert_equal 600, live_stats(@workers[1])[@site]
+
+    # Detaching a worker leaves the master and the other worker attached.
+    detach!(@workers[0])
+    assert_equal 600, live_stats(@workers[1])[@site]
+    live_stats(@master.pid)
+    detach!(@workers[1])
+    detach!(@master)
+    leak_more(1, 1200)
+    assert_alive(@master)
+    @workers.each { |pid| assert File.exist?("/proc/#{pid}"), "worker #{pid} ended" }
+  end
+end
