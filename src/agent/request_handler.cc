@@ -85,7 +85,7 @@ Status RequestHandler::require_memprof() const {
 
 Status RequestHandler::ensure_service() {
   MEMPROF_TRY_STATUS(require_memprof());
-  return service_->start(*g_lib_file, *g_extension_file, kRubyTimeout);
+  return service_->start(*g_lib_file, *g_extension_file, kRubyTimeout, kRubyThreadTimeout);
 }
 
 Result<std::string> RequestHandler::load(const std::string& body) {
@@ -97,14 +97,15 @@ Result<std::string> RequestHandler::load(const std::string& body) {
     g_lib_file = new std::string(body.substr(0, newline));
     g_extension_file = new std::string(body.substr(newline + 1));
   }
-  MEMPROF_TRY_STATUS(service_->start(*g_lib_file, *g_extension_file, kRubyTimeout));
+  MEMPROF_TRY_STATUS(
+      service_->start(*g_lib_file, *g_extension_file, kRubyTimeout, kRubyThreadTimeout));
   g_memprof_loaded = true;
   return fmt::format(R"({{"loaded":{}}})", fresh);
 }
 
 Result<std::string> RequestHandler::ruby_command(const std::string& command) {
   MEMPROF_TRY_STATUS(ensure_service());
-  return service_->call(command, kRubyTimeout);
+  return service_->call(command, kRubyThreadTimeout);
 }
 
 Result<std::string> RequestHandler::fork_ruby_command(const std::string& command) {
@@ -127,7 +128,7 @@ Result<std::string> RequestHandler::detach() {
   detach_requested_ = true;
   if (ruby_ == nullptr || !g_memprof_loaded) return std::string("{\"stopped\":false}");
   auto stopped = ruby_command("stop");
-  service_->stop(kRubyTimeout);
+  service_->stop(kRubyThreadTimeout);
   return stopped;
 }
 

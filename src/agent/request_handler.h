@@ -47,8 +47,13 @@ class RequestHandler {
   bool detach_requested_ = false;
 };
 
-// How long a request waits for Ruby to run it (ruby_runtime.h).
+// How long a request waits for Ruby to run the agent's postponed job (ruby_runtime.h): when
+// it has not run by then, the main thread is stuck somewhere, and the reply says where.
 inline constexpr std::chrono::milliseconds kRubyTimeout{5000};
+// How long a request waits for memprof's Ruby thread, which does run but shares the GVL: with
+// eight busy threads it gets a 12 ms slice about every 800 ms (Ruby 3.1's GVL is a FIFO of
+// 100 ms slices, and the thread's priority -3 keeps its own slices short for the app's sake).
+inline constexpr std::chrono::milliseconds kRubyThreadTimeout{60000};
 
 // Whether an agent has loaded the gem into this process (survives fork).
 bool memprof_loaded();

@@ -24,7 +24,8 @@ Status make_pipe(ScopedFd& read_end, ScopedFd& write_end) {
 }  // namespace
 
 Status RubyService::start(const std::string& lib_file, const std::string& extension_file,
-                          std::chrono::milliseconds timeout) {
+                          std::chrono::milliseconds job_timeout,
+                          std::chrono::milliseconds thread_timeout) {
   if (running()) return ok_status();
   MEMPROF_TRY_STATUS(make_pipe(request_read_, request_write_));
   MEMPROF_TRY_STATUS(make_pipe(reply_read_, reply_write_));
@@ -34,12 +35,12 @@ Status RubyService::start(const std::string& lib_file, const std::string& extens
         MEMPROF_TRY_STATUS(start_ruby_thread(api, lib_file, extension_file, request_fd, reply_fd));
         return std::string();
       },
-      timeout);
+      job_timeout);
   if (!started.ok()) {
     close_all();  // the job never ran and never will (RubyRuntime::run)
     return started.error();
   }
-  auto ready = read_reply(0, timeout);
+  auto ready = read_reply(0, thread_timeout);
   if (!ready.ok()) {
     // The thread may still run later: leave it its descriptors, so it never reads or writes a
     // number that something else has reused.

@@ -22,9 +22,10 @@ class RubyService {
   RubyService& operator=(const RubyService&) = delete;
 
   bool running() const { return request_write_.valid(); }
-  // Starts the thread (loading the gem) unless it runs, and waits until it is ready.
+  // Starts the thread (loading the gem) unless it runs, and waits until it is ready: `job_timeout`
+  // for Ruby to run the job that starts it, `thread_timeout` for the thread to load the gem.
   Status start(const std::string& lib_file, const std::string& extension_file,
-               std::chrono::milliseconds timeout);
+               std::chrono::milliseconds job_timeout, std::chrono::milliseconds thread_timeout);
   // Memprof::Agent.handle(command) on the thread: its JSON reply.
   Result<std::string> call(const std::string& command, std::chrono::milliseconds timeout);
   // Ends the thread (it answers "quit" and returns) and closes the pipes.

@@ -19,10 +19,10 @@ bool agent_listening(pid_t pid);
 // the process: no agent ("memprof attach -p PID" first), a socket owned by another uid, a
 // reply not received within `timeout`.
 Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body = {},
-                                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
 // For the Ruby commands: Memprof::Agent.handle(command) in the target, its JSON reply.
 Result<std::string> ruby_request(pid_t pid, std::string_view command,
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
 }  // namespace memprof::attach
