@@ -8,17 +8,9 @@
 #include <mutex>
 #include <optional>
 
-extern "C" void* __tls_get_addr(void* index);  // ld.so; x86-64's argument is a tls_index*
-
 namespace memprof::ruby {
 
 namespace {
-
-const void* thread_pointer() noexcept {
-  const void* tp;
-  asm("mov %%fs:0, %0" : "=r"(tp));  // the TCB's self pointer, %fs's base on x86-64 glibc
-  return tp;
-}
 
 // What a register holds while decoding rb_thread_current's first instructions.
 struct Value {
@@ -163,16 +155,32 @@ ExecutionContextLocator ExecutionContextLocator::global(const void* address) {
   return locator;
 }
 
-const void* ExecutionContextLocator::slot() const noexcept {
-  switch (model_) {
-    case Model::kThreadPointerOffset:
-      return static_cast<const char*>(thread_pointer()) + offset_;
-    case Model::kTlsIndex:
-      return static_cast<const char*>(__tls_get_addr(const_cast<TlsIndex*>(index_))) + offset_;
-    case Model::kGlobal:
-      break;
-  }
-  return reinterpret_cast<const void*>(offset_);
+// The frame stack of `ec` read with each candidate size: the right one lands exactly on the
+// stack's end, every frame it reads has its stack pointer on the VM stack, and an environment
+// there (an escaped one lives in the heap) whose flags word holds a frame type. A wrong size
+// reads other fields (pc, iseq, ...) as the second frame's stack pointer. Nothing outside the
+// VM stack is dereferenced: a wrong size can make `ep` any word. Called from Memprof.start (a C
+// function called from Ruby: at least the dummy top frame, a Ruby frame and its own).
+size_t ExecutionContextLocator::control_frame_words(const ExecutionContextHead* ec) noexcept {
+  const VALUE* low = ec->vm_stack;
+  const VALUE* end = ec->vm_stack + ec->vm_stack_size;
+  auto on_stack = [&](const VALUE* p) { return p >= low && p < end; };
+  auto fits = [&](size_t words) {
+    const auto* p = reinterpret_cast<const VALUE*>(ec->cfp);
+    size_t frames = 0;
+    for (; p != end; p += words, ++frames) {
+      if (end - p < static_cast<ptrdiff_t>(words)) return false;  // would read past the stack
+      const auto* frame = reinterpret_cast<const ControlFrameHead*>(p);
+      if (!on_stack(frame->sp)) return false;
+      if (on_stack(frame->ep) && !is_frame_flags(frame->ep[0])) return false;
+    }
+    return frames >= 2;
+  };
+  // 2.7/3.0: pc, sp, iseq, self, ep, block_code, __bp__; 3.1: and jit_return; 3.3, 3.4:
+  // jit_return instead of __bp__ (vm_core.h). A debug build of Ruby adds bp_check.
+  for (size_t words : {7, 8, 9})
+    if (fits(words)) return words;
+  return 0;
 }
 
 Result<ExecutionContextLocator> ExecutionContextLocator::find() {
@@ -182,6 +190,7 @@ Result<ExecutionContextLocator> ExecutionContextLocator::find() {
   if (!plausible(locator.current()))
     return err("the thread-local variable rb_thread_current reads does not hold this thread's "
                "execution context");
+  locator.frame_words_ = control_frame_words(locator.current());
   return locator;
 }
 

@@ -21,6 +21,8 @@
 #include "core/util/result.h"
 #include "ruby/ruby_headers.h"
 
+extern "C" void* __tls_get_addr(void* index);  // ld.so; x86-64's argument is a tls_index*
+
 namespace memprof::ruby {
 
 class ExecutionContextLocator {
@@ -31,6 +33,20 @@ class ExecutionContextLocator {
 
   ExecutionContextHead* current() const noexcept {
     return *static_cast<ExecutionContextHead* const*>(slot());
+  }
+
+  // The innermost Ruby-level frame (not a C function's) of `ec`, starting at `cfp` itself, or
+  // nullptr when there is none or the frame size is unknown: what rb_sourcefile() and
+  // rb_sourceline() walk to, without their line-table search.
+  ControlFrameHead* ruby_level_frame(const ExecutionContextHead* ec,
+                                     ControlFrameHead* cfp) const noexcept {
+    if (frame_words_ == 0) return nullptr;
+    VALUE* end = ec->vm_stack + ec->vm_stack_size;  // control frames grow down from it
+    for (auto* p = reinterpret_cast<VALUE*>(cfp); p < end; p += frame_words_) {
+      auto* frame = reinterpret_cast<ControlFrameHead*>(p);
+      if (frame->ep != nullptr && !(frame->ep[0] & kFrameFlagCFrame)) return frame;
+    }
+    return nullptr;
   }
 
   struct TlsIndex {  // the argument of __tls_get_addr, as the loader filled it in
@@ -46,12 +62,32 @@ class ExecutionContextLocator {
   Model model() const { return model_; }
 
  private:
-  // The address of this thread's ruby_current_ec.
-  const void* slot() const noexcept;
+  // The address of this thread's ruby_current_ec. Inline: read on every allocation.
+  const void* slot() const noexcept {
+    switch (model_) {
+      case Model::kThreadPointerOffset:
+        return static_cast<const char*>(thread_pointer()) + offset_;
+      case Model::kTlsIndex:
+        return static_cast<const char*>(__tls_get_addr(const_cast<TlsIndex*>(index_))) + offset_;
+      case Model::kGlobal:
+        break;
+    }
+    return reinterpret_cast<const void*>(offset_);
+  }
+  static const void* thread_pointer() noexcept {
+    const void* tp;
+    asm("mov %%fs:0, %0" : "=r"(tp));  // the TCB's self pointer, %fs's base on x86-64 glibc
+    return tp;
+  }
+  // sizeof(rb_control_frame_t) in words, which changed between versions (3.1 added jit_return
+  // after __bp__, later versions dropped __bp__): found by find() on a live frame stack, 0 when
+  // no candidate fits it.
+  static size_t control_frame_words(const ExecutionContextHead* ec) noexcept;
 
   Model model_ = Model::kThreadPointerOffset;
   intptr_t offset_ = 0;  // from %fs's base; added to the TLS block address; kGlobal: the address
   const TlsIndex* index_ = nullptr;  // kTlsIndex
+  size_t frame_words_ = 0;
 };
 
 // The process-wide locator: found once (on the first Ruby thread that asks), then read by the

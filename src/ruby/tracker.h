@@ -187,24 +187,33 @@ class Tracker {
   // ends seen (the GC_END_MARK event) -- not with rb_gc_count(), which changes when marking
   // starts: code born during incremental marking can die in the same GC. That skips the frame
   // walk and line-table search of rb_source_location_cstr for most allocations of a loop.
+  // An allocation made by a C function (Integer#to_s, String#upcase, ...) sits under C frames;
+  // its site is the innermost Ruby frame's line, which that frame's program counter, saved past
+  // the call, names just as well: those are cached by that counter too, apart from the
+  // instructions' own allocations (before 3.3 an instruction's counter is bumped for the
+  // lookup, so the same counter can name two lines: the call's and the next instruction's).
   // `use_cache` is false between Ractors: the event only counts the main Ractor's GCs.
   uint32_t current_site_after_hook(bool use_cache) noexcept {
     ExecutionContextHead* ec = execution_context_->current();
     ControlFrameHead* cfp = ec != nullptr ? ec->cfp : nullptr;
-    const VALUE* pc = cfp != nullptr ? cfp->pc : nullptr;
-    if (pc == nullptr || cfp->ep == nullptr || (cfp->ep[0] & kFrameFlagCFrame)) return current_site();
+    if (cfp == nullptr || cfp->ep == nullptr) return current_site();
+    bool in_c_function = cfp->ep[0] & kFrameFlagCFrame;
+    if (in_c_function) {
+      cfp = execution_context_->ruby_level_frame(ec, cfp);
+      if (cfp == nullptr) return current_site();
+    }
+    const VALUE* pc = cfp->pc;
+    if (pc == nullptr) return current_site();
     PcSite* cached = nullptr;
     if (use_cache) {
-      cached = &pc_sites_[(reinterpret_cast<uintptr_t>(pc) >> 3) % pc_sites_.size()];
+      auto& cache = in_c_function ? caller_pc_sites_ : pc_sites_;
+      cached = &cache[(reinterpret_cast<uintptr_t>(pc) >> 3) % cache.size()];
       if (cached->pc == pc && cached->marks == marks_ended_) return cached->site;
     }
-#if RUBY_API_VERSION_CODE < 30300
-    cfp->pc = pc + 1;
+    bool bump = RUBY_API_VERSION_CODE < 30300 && !in_c_function;
+    if (bump) cfp->pc = pc + 1;
     uint32_t site = current_site();
-    cfp->pc = pc;
-#else
-    uint32_t site = current_site();
-#endif
+    if (bump) cfp->pc = pc;
     if (cached != nullptr) *cached = PcSite{pc, marks_ended_, site};
     return site;
   }
@@ -235,7 +244,8 @@ class Tracker {
     uint64_t marks = 0;
     uint32_t site = track::SiteTable::kUnknownSite;
   };
-  std::array<PcSite, 256> pc_sites_{};
+  std::array<PcSite, 256> pc_sites_{};         // allocations made by an instruction
+  std::array<PcSite, 256> caller_pc_sites_{};  // made by C functions, by their Ruby caller's pc
   uint64_t marks_ended_ = 0;  // GC_END_MARK events seen while tracking, plus one per start
 
   std::atomic<bool> active_ = false;

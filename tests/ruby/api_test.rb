@@ -76,6 +76,29 @@ class ApiTest < Minitest::Test
     end
   end
 
+  # Objects made by C functions (Integer#to_s, String#upcase, Array#map) are charged to the line
+  # of the Ruby code that called them, also when the site comes from the cache keyed by the
+  # caller's program counter: a call on one line followed by a literal on the next (the saved
+  # counter points at the literal's instruction), calls through blocks, and several passes.
+  def test_objects_made_by_c_functions_get_their_callers_line
+    program = <<~'RUBY'
+      def g(i)
+        pair = [(i + 1_000_000).to_s,
+                []]
+        up = pair.first.upcase
+        mapped = [1, 2].map { |x| (x + i + 1_000_000).to_s }
+        [*pair, up, mapped, *mapped]
+      end
+      Memprof.start(mechanism: ARGV[0].to_sym)
+      objects = Array.new(3) { |i| g(i) }.flatten(1)
+      p objects.map { |o| [o.class, Memprof::Native.site_of(o).last] }
+    RUBY
+    hooks, tracepoint = %w[hooks tracepoint].map { |mechanism| run_ruby(program, args: [mechanism]).first }
+    assert_equal tracepoint, hooks
+    assert_equal [[String, 2], [Array, 3], [String, 4], [Array, 5], [String, 5], [String, 5]] * 3,
+                 eval(hooks)
+  end
+
   def test_uninitialized_classes_do_not_disturb_start
     run_ruby(<<~'RUBY') { |out, _err, path| assert_equal({ "L3:Object" => 2, "L3:Array" => 1 }, stats_for(out, path)) }
       $uninitialized = Class.allocate

@@ -153,6 +153,25 @@ TEST(LiveTable, PruneFreesEmptyChunks) {
   EXPECT_LT(table.memory_bytes(), 4096u);
 }
 
+// Records alternating between pages of several size pools (Ruby 3.2+), with chunks freed by a
+// prune in between: a freed chunk must never be written through a remembered pointer.
+TEST(LiveTable, InterleavedPagesAndFreedChunks) {
+  LiveTable table;
+  // Slot-aligned (multiples of 40), as Ruby's pages are; far enough apart for 300 slots each.
+  const uintptr_t pages[] = {40 * 1600, 40 * 4800, 40 * 11200, 40 * 12400, 40 * 465000};
+  for (uintptr_t i = 0; i < 300; ++i)
+    for (uintptr_t page : pages) table.record(page + i * 40, static_cast<uint32_t>(i), 5);
+  EXPECT_EQ(table.size(), 300u * std::size(pages));
+  table.retain_if([&](const LiveEntry& e) { return e.address < pages[2]; });
+  EXPECT_EQ(table.size(), 600u);
+  for (uintptr_t page : pages) table.record(page + 80, 1000, 7);
+  EXPECT_EQ(table.size(), 603u);
+  for (uintptr_t page : pages) {
+    EXPECT_EQ(table.find(page + 80)->site, 1000u);
+    EXPECT_EQ(table.find(page + 120).has_value(), page < pages[2]);
+  }
+}
+
 TEST(LiveTable, ClearEmpties) {
   LiveTable table;
   table.record(4000, 1, 5);

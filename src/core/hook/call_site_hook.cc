@@ -28,27 +28,83 @@ bool is_rel32_branch(const x86_64::Instruction& insn) {
          (insn.flow == x86_64::Flow::kCall || insn.flow == x86_64::Flow::kJump);
 }
 
-// Linear sweep over the object's executable segments, collecting the rel32 calls and jumps to
-// any of `targets` (sorted). Undecodable bytes (padding, data in text) are skipped one at a time
-// until the decoder is back in step.
+// The start addresses of the object's functions that have unwind information, sorted: the
+// search table of .eh_frame_hdr, in the encoding GNU ld, gold and lld write (table entries
+// DW_EH_PE_datarel|sdata4, count udata4). Empty when the object has none or another encoding.
+std::vector<uintptr_t> function_starts(const LoadedObject& object) {
+  const LoadedSegment& hdr = object.eh_frame_hdr;
+  constexpr size_t kHeader = 12;  // version, 3 encodings, eh_frame_ptr (4 bytes), count (4)
+  if (hdr.end - hdr.start < kHeader) return {};
+  const auto* bytes = reinterpret_cast<const uint8_t*>(hdr.start);
+  bool four_byte_pointer = (bytes[1] & 0x0f) == 0x03 || (bytes[1] & 0x0f) == 0x0b;
+  if (bytes[0] != 1 || !four_byte_pointer || bytes[2] != 0x03 || bytes[3] != 0x3b) return {};
+  uint32_t count;
+  std::memcpy(&count, bytes + 8, 4);
+  if (count > (hdr.end - hdr.start - kHeader) / 8) return {};
+  std::vector<uintptr_t> starts(count);
+  for (size_t i = 0; i < count; ++i) {
+    int32_t relative;
+    std::memcpy(&relative, bytes + kHeader + 8 * i, 4);
+    starts[i] = hdr.start + static_cast<uintptr_t>(static_cast<int64_t>(relative));
+  }
+  if (!std::is_sorted(starts.begin(), starts.end())) return {};
+  return starts;
+}
+
+// Addresses in `segment` holding an e8/e9 byte whose following rel32 lands on one of `targets`
+// (sorted): every possible site, and a few byte sequences inside other instructions.
+std::vector<uintptr_t> rel32_candidates(const LoadedSegment& segment,
+                                        const std::vector<uintptr_t>& targets) {
+  std::vector<uintptr_t> found;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(segment.start);
+  size_t size = segment.end - segment.start;
+  for (size_t i = 0; i + kRel32InstructionSize <= size; ++i) {
+    if ((bytes[i] | 1) != 0xe9) continue;  // e8 call, e9 jmp
+    int32_t displacement;
+    std::memcpy(&displacement, bytes + i + 1, 4);
+    uintptr_t next = segment.start + i + kRel32InstructionSize;
+    if (std::binary_search(targets.begin(), targets.end(),
+                           next + static_cast<uintptr_t>(static_cast<int64_t>(displacement))))
+      found.push_back(segment.start + i);
+  }
+  return found;
+}
+
+// The rel32 calls and jumps to any of `targets` (sorted) in the object's executable segments.
+// A byte pattern alone would also match bytes inside other instructions (the 2009 tool's false
+// positives), so each candidate is confirmed by decoding instruction by instruction (Zydis) up to
+// it, from the start of the function holding it (.eh_frame_hdr) or, without unwind information,
+// from the segment's start: the linear sweep a full decoding would do, on ~1/20 of the code
+// (decoding all of a ruby executable's 4.8 MB took ~90 ms of every process's first start).
+// Undecodable bytes (padding, data in text) are skipped one at a time until the decoder is back
+// in step.
 std::map<uintptr_t, std::vector<ScannedSite>> scan(const LoadedObject& object,
                                                    const std::vector<uintptr_t>& targets) {
   x86_64::Decoder decoder;
+  std::vector<uintptr_t> starts = function_starts(object);
   std::map<uintptr_t, std::vector<ScannedSite>> sites;
   for (uintptr_t target : targets) sites[target];
+  auto decode = [&](uintptr_t address, const LoadedSegment& segment) {
+    return decoder.decode(reinterpret_cast<const uint8_t*>(address),
+                          std::min<uintptr_t>(15, segment.end - address), address);
+  };
   for (const auto& segment : object.segments) {
     if (!(segment.flags & PF_X)) continue;
-    for (uintptr_t address = segment.start; address < segment.end;) {
-      auto insn = decoder.decode(reinterpret_cast<const uint8_t*>(address),
-                                 std::min<uintptr_t>(15, segment.end - address), address);
-      if (!insn.ok()) {
-        ++address;
-        continue;
+    uintptr_t in_step = segment.start;  // an instruction boundary, at or before the next candidate
+    for (uintptr_t candidate : rel32_candidates(segment, targets)) {
+      uintptr_t anchor = segment.start;
+      auto after = std::upper_bound(starts.begin(), starts.end(), candidate);
+      if (after != starts.begin()) anchor = std::max(anchor, *std::prev(after));
+      if (in_step < anchor || in_step > candidate) in_step = anchor;
+      while (in_step < candidate) {
+        auto insn = decode(in_step, segment);
+        in_step = insn.ok() ? insn->end() : in_step + 1;
       }
-      if (is_rel32_branch(*insn) &&
+      if (in_step != candidate) continue;  // inside an instruction that started before it
+      auto insn = decode(candidate, segment);
+      if (insn.ok() && is_rel32_branch(*insn) &&
           std::binary_search(targets.begin(), targets.end(), insn->branch_target))
-        sites[insn->branch_target].push_back({address, insn->flow == x86_64::Flow::kJump});
-      address = insn->end();
+        sites[insn->branch_target].push_back({candidate, insn->flow == x86_64::Flow::kJump});
     }
   }
   return sites;

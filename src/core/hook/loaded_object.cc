@@ -171,10 +171,18 @@ LoadedObject read_object(const RawObject& raw, size_t index) {
   object.path = index == 0 ? program_path() : raw.name;
   object.bias = raw.bias;
   const Elf64_Phdr* dynamic = nullptr;
+  const Elf64_Phdr* eh_frame_hdr = nullptr;
   for (const auto& p : raw.phdrs) {
     if (p.p_type == PT_LOAD)
       object.segments.push_back({raw.bias + p.p_vaddr, raw.bias + p.p_vaddr + p.p_memsz, p.p_flags});
     if (p.p_type == PT_DYNAMIC) dynamic = &p;
+    if (p.p_type == PT_GNU_EH_FRAME) eh_frame_hdr = &p;
+  }
+  if (eh_frame_hdr != nullptr && eh_frame_hdr->p_memsz > 0) {
+    uintptr_t start = raw.bias + eh_frame_hdr->p_vaddr;
+    uintptr_t end = start + eh_frame_hdr->p_memsz;
+    for (const auto& s : object.segments)
+      if ((s.flags & PF_R) && start >= s.start && end <= s.end) object.eh_frame_hdr = {start, end, s.flags};
   }
   object.role = classify(object, index);
   if (dynamic == nullptr) {

@@ -60,6 +60,9 @@ struct LoadedObject {
   const Elf64_Dyn* dynamic = nullptr;  // with bias, identifies the object across snapshots
   ObjectRole role = ObjectRole::kLibrary;
   std::vector<LoadedSegment> segments;  // PT_LOAD
+  // PT_GNU_EH_FRAME (.eh_frame_hdr: the sorted start addresses of the functions with unwind
+  // information), when present and inside a readable segment; {0, 0} otherwise.
+  LoadedSegment eh_frame_hdr{0, 0, 0};
   DynamicTables tables;
   std::string problem;  // non-empty when PT_DYNAMIC could not be read; tables are then empty
 

@@ -22,8 +22,7 @@ LiveTable::Chunk* LiveTable::chunk_for(uintptr_t key) noexcept {
       return nullptr;
     }
   }
-  last_key_ = key;
-  last_chunk_ = chunk;
+  recent_[recent_index(key)] = {key, chunk};
   return chunk;
 }
 
@@ -33,10 +32,7 @@ void LiveTable::free_chunk(uintptr_t key) noexcept {
   size_ -= it->second->live;
   free(it->second);
   chunks_.erase(it);
-  if (last_key_ == key) {
-    last_key_ = kNoKey;
-    last_chunk_ = nullptr;
-  }
+  if (RecentChunk& recent = recent_[recent_index(key)]; recent.key == key) recent = {};
 }
 
 std::optional<LiveEntry> LiveTable::find(uintptr_t address) const noexcept {
@@ -65,8 +61,7 @@ bool LiveTable::erase(uintptr_t address) noexcept {
 void LiveTable::clear() noexcept {
   for (auto& [key, chunk] : chunks_) free(chunk);
   chunks_.clear();
-  last_key_ = kNoKey;
-  last_chunk_ = nullptr;
+  recent_.fill({});
   size_ = 0;
   after_prune();
 }

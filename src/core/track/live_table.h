@@ -19,6 +19,7 @@
 // allocation always carries the newest site.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -54,7 +55,8 @@ class LiveTable {
       return;
     }
     uintptr_t key = address >> kChunkShift;
-    Chunk* chunk = key == last_key_ ? last_chunk_ : chunk_for(key);
+    const RecentChunk& recent = recent_[recent_index(key)];
+    Chunk* chunk = recent.key == key ? recent.chunk : chunk_for(key);
     if (chunk == nullptr) [[unlikely]] {
       ++dropped_;
       return;
@@ -116,15 +118,26 @@ class LiveTable {
     const uint8_t* types() const { return types_; }
   };
 
-  // The chunk for `key`, created if missing (nullptr when out of memory); becomes the last one.
+  // The chunk for `key`, created if missing (nullptr when out of memory); becomes a recent one.
   Chunk* chunk_for(uintptr_t key) noexcept;
   void free_chunk(uintptr_t key) noexcept;
   void after_prune() noexcept;
 
   std::unordered_map<uintptr_t, Chunk*> chunks_;
   static constexpr uintptr_t kNoKey = ~uintptr_t{0};  // no address maps to it
-  uintptr_t last_key_ = kNoKey;
-  Chunk* last_chunk_ = nullptr;
+  // The chunks used last, direct-mapped by key: Ruby 3.2+ allocates from one page per size
+  // pool (a loop making Strings, Arrays and Hashes alternates between three or four pages), so
+  // remembering only the last chunk sent most records to the hash map. Fibonacci hashing
+  // spreads the keys of 64 KB-aligned pages, which share their low bits.
+  struct RecentChunk {
+    uintptr_t key = kNoKey;
+    Chunk* chunk = nullptr;
+  };
+  static constexpr unsigned kRecentBits = 5;
+  static size_t recent_index(uintptr_t key) {
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> (64 - kRecentBits));
+  }
+  std::array<RecentChunk, size_t{1} << kRecentBits> recent_{};
   size_t size_ = 0;
   size_t dropped_ = 0;
   size_t prune_threshold_ = kMinPruneThreshold;
