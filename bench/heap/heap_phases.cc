@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/util/malloc_policy.h"
 #include "heap/analysis.h"
 #include "heap/dominators.h"
 #include "heap/graph.h"
@@ -32,6 +33,7 @@ double cpu_seconds() {
 
 int main(int argc, char** argv) {
   using namespace memprof::heap;
+  memprof::reuse_freed_memory();  // as the memprof command does
   if (argc != 2) {
     std::fprintf(stderr, "usage: heap_phases DUMP\n");
     return 2;

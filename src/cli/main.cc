@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "core/util/malloc_policy.h"
 
 namespace memprof::cli {
 
@@ -20,6 +21,7 @@ int fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace memprof::cli;
+  memprof::reuse_freed_memory();  // before any command starts a thread
   CLI::App app{"memprof: memory profiler and function-hooking toolkit for live Linux processes"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "memprof 0.1.0");

@@ -1,5 +1,6 @@
 #include "heap/file_blocks.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,12 +44,34 @@ Result<uint64_t> find_line_end(int fd, uint64_t file_size, uint64_t position, co
   return file_size;
 }
 
+// Maps the file from `start` (rounded down to a page) to its end and makes it the block, whose
+// lines begin at `first` and end at the first '\n' at or after `unread` (the caller read up to
+// there without finding it). false when the file cannot be mapped.
+bool map_block(int fd, uint64_t file_size, uint64_t start, uint64_t first, uint64_t unread, FileBlock& block) {
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t base = start / page * page;
+  const auto length = static_cast<size_t>(file_size - base);
+  void* address = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(base));
+  if (address == MAP_FAILED) return false;
+  ::madvise(address, length, MADV_SEQUENTIAL);
+  block.mapped = ScopedMmap(address, length);
+  block.mapped_readable = static_cast<size_t>((length + page - 1) / page * page);
+  const char* data = block.data();
+  const auto search = static_cast<size_t>(unread - base);
+  const void* newline = std::memchr(data + search, '\n', length - search);
+  const size_t stop = newline ? static_cast<size_t>(static_cast<const char*>(newline) - data) + 1 : length;
+  block.offset = static_cast<size_t>(first - base);
+  block.size = stop - block.offset;
+  return true;
+}
+
 }  // namespace
 
 Status read_file_block(int fd, uint64_t file_size, uint64_t begin, uint64_t end,
                        const std::string& name, FileBlock& block) {
   block.offset = 0;
   block.size = 0;
+  block.mapped.reset();
   end = std::min(end, file_size);
   if (begin >= end) return ok_status();
   // One byte before `begin` tells whether a line starts exactly at `begin`; the slack after
@@ -77,7 +100,8 @@ Status read_file_block(int fd, uint64_t file_size, uint64_t begin, uint64_t end,
   if (newline != nullptr) {
     stop = start + static_cast<uint64_t>(static_cast<const char*>(newline) - data) + 1;
   } else if (start + filled < file_size && filled == wanted) {
-    // A line longer than the slack: find its end, then read the rest of it at once.
+    if (map_block(fd, file_size, start, first, start + filled, block)) return ok_status();
+    // A line longer than the slack and no mapping: find its end, then read the rest of it at once.
     MEMPROF_TRY(line_end, find_line_end(fd, file_size, start + filled, name));
     const size_t need = static_cast<size_t>(line_end - start);
     block.bytes.resize(need + kLinePadding);

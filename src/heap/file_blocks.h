@@ -9,13 +9,25 @@
 #include <vector>
 
 #include "core/util/result.h"
+#include "core/util/scoped_fd.h"
 
 namespace memprof::heap {
 
 struct FileBlock {
   std::vector<char> bytes;  // what was read, plus kLinePadding spare bytes at the end
-  size_t offset = 0;        // where the block's first line starts in `bytes`
+  // Instead of `bytes`, for a block whose last line is longer than 64 KB (a String of 100 MB
+  // is one line): the file from the block's first page to its end, mapped. Reading such a line
+  // into memory would cost a page fault per 4 KB of it; a mapping of the page cache faults in
+  // 16 pages at a time and copies nothing.
+  ScopedMmap mapped;
+  size_t mapped_readable = 0;  // bytes of `mapped` that may be read (whole pages)
+  size_t offset = 0;        // where the block's first line starts in data()
   size_t size = 0;          // bytes of whole lines from `offset`
+
+  const char* data() const { return mapped.valid() ? reinterpret_cast<const char*>(mapped.bytes()) : bytes.data(); }
+  // Readable bytes from data() on; the lines' last one may have fewer than kLinePadding after it
+  // when the block is mapped.
+  size_t capacity() const { return mapped.valid() ? mapped_readable : bytes.size(); }
 };
 
 // Reads the lines starting in [begin, end) of the file `fd` (of `file_size` bytes) into `block`.

@@ -121,7 +121,7 @@ class Loader {
     auto work = [&block, read]() -> Status {
       MEMPROF_TRY_STATUS(read(block));
       const FileBlock& data = block.data;
-      parse_chunk(data.bytes.data() + data.offset, data.size, data.bytes.size() - data.offset,
+      parse_chunk(data.data() + data.offset, data.size, data.capacity() - data.offset,
                   block.file_start, block.parsed);
       return ok_status();
     };

@@ -286,9 +286,17 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
   return parse_object({repaired_.data(), size, repaired_.size(), line.number}, record, references);
 }
 
-std::string_view RecordParser::parse_object(const Line& line, DumpRecord& record,
+std::string_view RecordParser::parse_object(const Line& given, DumpRecord& record,
                                             std::vector<uint64_t>& references) {
   record = DumpRecord{};
+  Line line = given;
+  if (line.capacity < line.size + kLinePadding) {
+    // The last line of a block mapped from the file (file_blocks.h) may end where the file
+    // does: simdjson gets a padded copy.
+    padded_.assign(line.data, line.size);
+    padded_.append(kLinePadding, '\0');
+    line = {padded_.data(), line.size, padded_.size(), line.number};
+  }
   od::document document;
   if (parser_.iterate(simdjson::padded_string_view(line.data, line.size, line.capacity))
           .get(document)) {

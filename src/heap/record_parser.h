@@ -66,6 +66,7 @@ class RecordParser {
   std::vector<SkippedValue> skipped_;
   std::string repaired_;  // the current line with non-UTF-8 bytes replaced, plus padding
   std::string shortened_;  // a huge line without its String value, plus padding
+  std::string padded_;     // a line without kLinePadding bytes after it, plus padding
   uint64_t repaired_lines_ = 0;
 };
 

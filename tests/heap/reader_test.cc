@@ -388,6 +388,38 @@ TEST(Reader, PlainFilesReadInParallelBlocksGiveTheSameHeap) {
   std::remove(path.c_str());
 }
 
+TEST(Reader, LinesLongerThanTheReadAheadAreReadFromAMapping) {
+  // Lines of ~90 KB (more than the 64 KB a block reads past its end) are read from a mapping of
+  // the file; the last one ends the file, which is a whole number of pages: no byte after it is
+  // readable, so it is parsed from a padded copy.
+  std::string text = root_line("vm", {0x1000});
+  for (int i = 0; i < 40; ++i) {
+    std::vector<uint64_t> refs(static_cast<size_t>(i % 3 == 0 ? 5000 : 2), 0x1000 + 40 * static_cast<uint64_t>(i / 2));
+    text += object_line(0x1000 + 40 * static_cast<uint64_t>(i), "ARRAY", 0, refs, 40 + static_cast<uint64_t>(i));
+  }
+  std::string last = object_line(0x9000, "ARRAY", 0, std::vector<uint64_t>(5000, 0x1000), 40);
+  last.pop_back();  // no final newline
+  text += last;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  // Pads the last line inside its JSON (spaces before the closing brace) to end on a page.
+  text.insert(text.size() - 1, (page - text.size() % page) % page, ' ');
+  ASSERT_EQ(text.size() % page, 0u);
+  Heap expected = load_text(text);
+  std::string path = ::testing::TempDir() + "memprof_long_lines." + std::to_string(::getpid()) + ".json";
+  { std::ofstream(path, std::ios::binary) << text; }
+  for (size_t block_size : {size_t{4096}, size_t{65536}, size_t{4} << 20}) {
+    auto heap = load_heap(path, {.block_size = block_size});
+    ASSERT_TRUE(heap.ok()) << heap.message();
+    EXPECT_EQ(heap->lines, expected.lines) << block_size;
+    EXPECT_EQ(heap->size(), 41u) << block_size;
+    EXPECT_EQ(heap->address, expected.address) << block_size;
+    EXPECT_EQ(heap->ref_begin, expected.ref_begin) << block_size;
+    EXPECT_EQ(heap->ref_targets, expected.ref_targets) << block_size;
+    EXPECT_TRUE(heap->bad_lines.empty()) << block_size;
+  }
+  std::remove(path.c_str());
+}
+
 TEST(Reader, KeepsTheFirstOfDuplicateAddresses) {
   Heap heap = load_text(object_line(0x10, "STRING", 0, {}, 40) + object_line(0x10, "ARRAY", 0, {}, 80) +
                         object_line(0x20, "ARRAY", 0, {0x10}, 40));
