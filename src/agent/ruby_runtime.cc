@@ -135,8 +135,6 @@ Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const Rub
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(mutex_);
-  bool triggered = false;
-  bool insisted = false;
   auto insist_after = std::chrono::steady_clock::now() + kInsistAfter;
   while (state_ != State::kDone) {
     if (state_ == State::kQueued) {
@@ -148,10 +146,12 @@ Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const Rub
                    describe_main_thread(), timeout.count() / 1000.0);
       }
       lock.unlock();
-      // Before 3.3 the queue may be momentarily full: register again on the next round.
-      if (!triggered || api_.job_trigger == nullptr) triggered = trigger();
-      bool insist = !insisted && std::chrono::steady_clock::now() > insist_after;
-      insisted = insisted || insist;
+      // Triggered again every round: before 3.3 the queue may be momentarily full; from 3.4 a
+      // trigger flags the thread running at that moment, which may be one that has gone to
+      // sleep since (or memprof's own Ruby thread of an earlier attach, ended since).
+      trigger();
+      bool insist = std::chrono::steady_clock::now() > insist_after;
+      if (insist) insist_after += kInsistAfter * 3;
       wake_main_thread(insist);
       lock.lock();
     }
