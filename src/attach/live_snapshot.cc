@@ -2,6 +2,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "attach/agent_client.h"
@@ -22,7 +25,7 @@ Result<LiveSnapshot> parse_snapshot(const std::string& json) {
   for (simdjson::dom::element row : groups) {
     simdjson::dom::array fields;
     if (row.get(fields) != simdjson::SUCCESS || fields.size() != 5) continue;
-    LiveGroup group;
+    LiveGroup group{};
     std::string_view file, class_name;
     int64_t line = 0;
     if (fields.at(0).get(file) || fields.at(1).get(line) || fields.at(2).get(class_name) ||
@@ -43,13 +46,26 @@ Result<LiveSnapshot> read_snapshot(pid_t pid) {
 
 Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids) {
   LiveSnapshot total;
+  std::map<std::tuple<std::string, int, std::string>, LiveGroup> merged;
   for (pid_t pid : pids) {
     MEMPROF_TRY(snapshot, read_snapshot(pid));
     total.time = std::max(total.time, snapshot.time);
     total.total_allocated += snapshot.total_allocated;
     total.gc_count += snapshot.gc_count;
-    for (LiveGroup& group : snapshot.groups) total.groups.push_back(std::move(group));
+    for (LiveGroup& group : snapshot.groups) {
+      auto [it, fresh] = merged.try_emplace({group.file, group.line, group.class_name}, group);
+      if (!fresh) {
+        it->second.count += group.count;
+        it->second.bytes += group.bytes;
+      }
+    }
   }
+  for (auto& [key, group] : merged) total.groups.push_back(std::move(group));
+  // Memprof.stats' order: count descending, then file, line, class.
+  std::sort(total.groups.begin(), total.groups.end(), [](const LiveGroup& a, const LiveGroup& b) {
+    return std::tie(b.count, a.file, a.line, a.class_name) <
+           std::tie(a.count, b.file, b.line, b.class_name);
+  });
   return total;
 }
 

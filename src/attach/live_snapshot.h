@@ -10,17 +10,14 @@
 #include <tuple>
 #include <vector>
 
+#include "core/track/aggregate.h"
 #include "core/util/result.h"
 
 namespace memprof::attach {
 
-struct LiveGroup {
-  std::string file;
-  int line = 0;
-  std::string class_name;
-  uint64_t count = 0;
-  uint64_t bytes = 0;
-};
+// Live objects of one file:line and class: the agent sends Memprof::Native.live_groups, which
+// is the tracker's own grouping (core/track/aggregate.h).
+using LiveGroup = track::NamedGroup;
 
 struct LiveSnapshot {
   double time = 0;               // the target's monotonic clock, seconds
@@ -32,8 +29,8 @@ struct LiveSnapshot {
 Result<LiveSnapshot> parse_snapshot(const std::string& json);
 // Asks the agent of `pid` for one.
 Result<LiveSnapshot> read_snapshot(pid_t pid);
-// One reading of several processes (a master and its workers), added up: the groups of all of
-// them, their allocation and GC counters summed.
+// One reading of several processes (a master and its workers), added up: groups of the same
+// file:line and class merged, allocation and GC counters summed.
 Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids);
 
 // How rows are grouped: by class, by file:line, or by both.

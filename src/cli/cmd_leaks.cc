@@ -8,7 +8,7 @@
 #include "attach/live_snapshot.h"
 #include "attach/process_tree.h"
 #include "cli/command.h"
-#include "core/util/json_escape.h"
+#include "heap/json_writer.h"
 #include "heap/units.h"
 
 namespace memprof::cli {
@@ -40,15 +40,24 @@ void print_text(const std::vector<attach::LeakSuspect>& suspects, const LeaksOpt
 }
 
 void print_json(const std::vector<attach::LeakSuspect>& suspects) {
-  std::string out = "{\"suspects\":[";
-  for (size_t i = 0; i < suspects.size(); ++i) {
-    if (i != 0) out += ',';
-    out += "{\"key\":\"";
-    append_json_escaped(out, suspects[i].key);
-    out += fmt::format(R"(","live":{},"bytes":{},"growth":[{}]}})", suspects[i].live,
-                       suspects[i].bytes, fmt::join(suspects[i].growth_per_round, ","));
+  heap::JsonWriter json;
+  json.begin_object();
+  json.key("suspects");
+  json.begin_array();
+  for (const attach::LeakSuspect& suspect : suspects) {
+    json.begin_object();
+    json.field("key", suspect.key);
+    json.field("live", suspect.live);
+    json.field("bytes", suspect.bytes);
+    json.key("growth");
+    json.begin_array();
+    for (int64_t growth : suspect.growth_per_round) json.raw(std::to_string(growth));
+    json.end_array();
+    json.end_object();
   }
-  fmt::print("{}]}}\n", out);
+  json.end_array();
+  json.end_object();
+  fmt::print("{}\n", json.str());
 }
 
 int run_leaks(const LeaksOptions& options) {

@@ -4,8 +4,8 @@
 #include "attach/agent_client.h"
 #include "attach/live_snapshot.h"
 #include "attach/process_tree.h"
-#include "attach/top_screen.h"
-#include "core/util/json_escape.h"
+#include "core/track/aggregate.h"
+#include "heap/json_writer.h"
 #include "cli/command.h"
 
 namespace memprof::cli {
@@ -22,27 +22,22 @@ struct StatsOptions {
 int run_stats_of_tree(const StatsOptions& options) {
   auto snapshot = attach::read_snapshot(attach::process_tree(options.pid));
   if (!snapshot.ok()) return fail(snapshot.message());
-  attach::TopFrame frame{options.pid, &*snapshot, nullptr};
-  auto rows = attach::sorted_rows(frame, attach::TopSettings{});
-  if (options.top != 0 && rows.size() > options.top) rows.resize(options.top);
-  std::vector<std::string> lines;
-  for (const attach::Row& row : rows) {
-    // "file:line Class" -> Memprof.stats' "COUNT file:line:Class"
-    std::string key = row.key;
-    if (size_t space = key.rfind(' '); space != std::string::npos) key[space] = ':';
-    lines.push_back(fmt::format("{:>7} {}", row.count, key));
+  std::vector<attach::LiveGroup>& groups = snapshot->groups;
+  if (options.top != 0 && groups.size() > options.top) groups.resize(options.top);
+  heap::JsonWriter json;
+  json.begin_object();
+  json.key("lines");
+  json.begin_array();
+  for (const attach::LiveGroup& group : groups) {
+    std::string line = track::stats_line(group);
+    if (options.json)
+      json.value(line);
+    else
+      fmt::print("{}\n", line);
   }
-  if (options.json) {
-    std::string out = "{\"lines\":[";
-    for (size_t i = 0; i < lines.size(); ++i) {
-      out += i == 0 ? "\"" : ",\"";
-      append_json_escaped(out, lines[i]);
-      out += '"';
-    }
-    fmt::print("{}]}}\n", out);
-  } else {
-    for (const std::string& line : lines) fmt::print("{}\n", line);
-  }
+  json.end_array();
+  json.end_object();
+  if (options.json) fmt::print("{}\n", json.str());
   return 0;
 }
 

@@ -12,7 +12,7 @@
 #include "attach/process_tree.h"
 #include "attach/top_screen.h"
 #include "cli/command.h"
-#include "core/util/json_escape.h"
+#include "heap/json_writer.h"
 
 namespace memprof::cli {
 namespace {
@@ -66,18 +66,27 @@ std::pair<size_t, size_t> terminal_size() {
 
 std::string frame_json(const attach::TopFrame& frame, const attach::TopSettings& settings,
                        size_t limit) {
-  std::string out = fmt::format(R"({{"pid":{},"allocations_per_second":{:.1f},"rows":[)",
-                                frame.pid, attach::allocation_rate(frame));
+  heap::JsonWriter json;
+  json.begin_object();
+  json.field("pid", static_cast<uint64_t>(frame.pid));
+  json.key("allocations_per_second");
+  json.raw(fmt::format("{:.1f}", attach::allocation_rate(frame)));
+  json.key("rows");
+  json.begin_array();
   size_t shown = 0;
   for (const attach::Row& row : attach::sorted_rows(frame, settings)) {
-    if (limit != 0 && shown == limit) break;
-    if (shown++ != 0) out += ',';
-    out += "{\"key\":\"";
-    append_json_escaped(out, row.key);
-    out += fmt::format(R"(","live":{},"bytes":{},"growth":{}}})", row.count, row.bytes,
-                       row.growth);
+    if (limit != 0 && shown++ == limit) break;
+    json.begin_object();
+    json.field("key", row.key);
+    json.field("live", row.count);
+    json.field("bytes", row.bytes);
+    json.key("growth");
+    json.raw(std::to_string(row.growth));
+    json.end_object();
   }
-  return out + "]}";
+  json.end_array();
+  json.end_object();
+  return json.str();
 }
 
 Result<attach::TopSettings> settings_of(const TopOptions& options) {
