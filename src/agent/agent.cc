@@ -68,16 +68,12 @@ void serve() {
   RequestHandler handler(ruby_runtime(), ruby_service());
   if (const char* lib = std::getenv(kPreloadedGemVariable); lib != nullptr && *lib != '\0')
     handler.adopt_preloaded_gem(lib);
-  int never_readable[2];
-  if (::pipe2(never_readable, O_CLOEXEC) != 0) return;
-  ScopedFd stop_read(never_readable[0]), stop_write(never_readable[1]);
   while (!handler.detach_requested()) {
-    auto connection = server->accept(stop_read.get());
+    auto connection = server->accept();
     if (!connection.ok()) {
       log_problem(connection.message());
       return;
     }
-    if (!connection->valid()) return;
     auto frame = read_frame(connection->get(), kMaxRequestBytes, std::chrono::seconds(5));
     std::string reply;
     if (!frame.ok()) {

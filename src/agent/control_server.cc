@@ -1,6 +1,5 @@
 #include "agent/control_server.h"
 
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -56,15 +55,8 @@ void ControlServer::abandon() {
   path_.clear();
 }
 
-Result<ScopedFd> ControlServer::accept(int stop_fd) {
+Result<ScopedFd> ControlServer::accept() {
   for (;;) {
-    pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return err("poll: {}", std::strerror(errno));
-    }
-    if (fds[1].revents != 0) return ScopedFd();
-    if (fds[0].revents == 0) continue;
     ScopedFd connection(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!connection.valid()) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;

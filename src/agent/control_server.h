@@ -23,9 +23,9 @@ class ControlServer {
   ~ControlServer();
 
   const std::string& path() const { return path_; }
-  // Waits for a connection until `stop_fd` becomes readable. Returns an invalid fd on stop;
-  // connections from a peer that is neither the owner nor root are closed and not returned.
-  Result<ScopedFd> accept(int stop_fd);
+  // Waits for a connection. Connections from a peer that is neither the owner nor root get an
+  // error reply and are closed, not returned.
+  Result<ScopedFd> accept();
   // For a forked child: forgets the parent's socket without removing its file.
   void abandon();
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/elf/elf_file.h"
+#include "core/util/path_name.h"
 
 namespace memprof::attach {
 
@@ -25,11 +26,6 @@ Result<std::string> existing(const fs::path& path, const char* what) {
   if (!fs::exists(path, error))
     return err("{} not found at {} (is this memprof build complete?)", what, path.string());
   return fs::weakly_canonical(path, error).string();
-}
-
-std::string_view basename_of(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 // The extension's memprof_ruby_abi string and the libruby it needs, from its ELF file.
@@ -108,7 +104,7 @@ Result<Extension> choose_extension(pid_t pid, const std::string& ruby_version,
       if (target.is_static()) return extension;
       if (fallback == nullptr) fallback = &extension;
     } else if (!target.is_static() &&
-               basename_of(target.libruby_path).starts_with(extension.libruby)) {
+               file_name_of(target.libruby_path).starts_with(extension.libruby)) {
       return extension;
     }
   }

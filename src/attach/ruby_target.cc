@@ -3,34 +3,16 @@
 #include <algorithm>
 
 #include "core/elf/elf_file.h"
+#include "core/proc/maps.h"
+#include "core/util/path_name.h"
 #include "core/util/proc_file.h"
-#include "core/util/proc_maps.h"
 
 namespace memprof::attach {
 
-namespace {
-
-std::string_view basename_of(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-Result<std::vector<MapEntry>> maps_of(pid_t pid) {
-  int error_number = 0;
-  auto text = read_proc_file(fmt::format("/proc/{}/maps", pid), &error_number);
-  if (!text.ok()) {
-    if (error_number == ENOENT || error_number == ESRCH) return err("no such process: {}", pid);
-    return err("cannot read the mappings of process {}: {}", pid, text.message());
-  }
-  return parse_maps(*text);
-}
-
-}  // namespace
-
 Result<RubyTarget> find_ruby(pid_t pid) {
-  MEMPROF_TRY(maps, maps_of(pid));
+  MEMPROF_TRY(maps, proc::read_maps(pid));
   for (const MapEntry& entry : maps) {
-    std::string_view name = basename_of(entry.path);
+    std::string_view name = file_name_of(entry.path);
     if (name.starts_with("libruby") && name.find(".so") != std::string_view::npos)
       return RubyTarget{entry.path};
   }
@@ -51,10 +33,10 @@ Result<RubyTarget> find_ruby(pid_t pid) {
 }
 
 std::optional<std::string> mapped_agent(pid_t pid) {
-  auto maps = maps_of(pid);
+  auto maps = proc::read_maps(pid);
   if (!maps.ok()) return std::nullopt;
   for (const MapEntry& entry : *maps)
-    if (basename_of(entry.path).find("memprof_agent") != std::string_view::npos) return entry.path;
+    if (file_name_of(entry.path).find("memprof_agent") != std::string_view::npos) return entry.path;
   return std::nullopt;
 }
 

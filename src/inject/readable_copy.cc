@@ -18,6 +18,7 @@
 #include "core/util/proc_file.h"
 #include "core/util/scoped_fd.h"
 #include "inject/inject.h"
+#include "core/util/path_name.h"
 
 namespace memprof::inject {
 
@@ -125,11 +126,6 @@ Status copy_file(const std::string& from, const std::string& to, const FileCrede
   return ok_status();
 }
 
-std::string_view basename_of(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 Result<std::string> make_readable_for(pid_t pid, const std::string& path) {
@@ -146,7 +142,7 @@ Result<std::string> make_readable_for(pid_t pid, const std::string& path) {
     return err("cannot create a directory for a copy of {} that process {} can read: {}; check "
                "that {}/tmp exists and is writable", path, pid, std::strerror(errno), root);
   }
-  std::string copy = directory + "/" + std::string(basename_of(resolved));
+  std::string copy = directory + "/" + std::string(file_name_of(resolved));
   Status copied = copy_file(resolved, copy, credentials);
   if (copied && ::chown(directory.c_str(), credentials.uid, credentials.gid) != 0) {
     copied = err("cannot give {} to uid {}: {}", directory, credentials.uid, std::strerror(errno));

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/util/path_name.h"
+
 namespace memprof::inject {
 
 namespace {
@@ -11,11 +13,6 @@ namespace {
 // __RTLD_DLOPEN (glibc's include/dlfcn.h): __libc_dlopen_mode's callers set it to get dlopen's
 // behaviour (e.g. the namespace of the caller instead of the base one).
 constexpr uint64_t kRtldDlopen = 0x80000000;
-
-std::string_view basename_of(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 ObjectRanges ranges_of(const proc::LoadedObject& object) {
   ObjectRanges ranges{object.path, {}};
@@ -47,7 +44,7 @@ const proc::LoadedObject* find_object(const std::vector<proc::LoadedObject>& obj
   return it == objects.end() ? nullptr : &*it;
 }
 
-bool is_libdl_path(std::string_view path) { return basename_of(path).starts_with("libdl."); }
+bool is_libdl_path(std::string_view path) { return file_name_of(path).starts_with("libdl."); }
 
 }  // namespace
 
@@ -57,20 +54,20 @@ bool ObjectRanges::contains(uint64_t address) const {
 }
 
 bool is_libc_path(std::string_view path) {
-  std::string_view name = basename_of(path);
+  std::string_view name = file_name_of(path);
   return name.starts_with("libc.so") || name.starts_with("libc.musl") ||
          (name.starts_with("libc-") && name.ends_with(".so"));
 }
 
 bool is_loader_path(std::string_view path) {
-  std::string_view name = basename_of(path);
+  std::string_view name = file_name_of(path);
   return name.starts_with("ld-linux") || name.starts_with("ld-musl") ||
          (name.starts_with("ld-") && name.ends_with(".so"));
 }
 
 std::string TargetLibc::describe(uint64_t address) const {
   if (libc.contains(address)) {
-    std::string_view name = basename_of(libc.path);
+    std::string_view name = file_name_of(libc.path);
     if (libc_symbols) {
       if (auto match = libc_symbols->find_address(address - libc_bias)) {
         return fmt::format("{}+{:#x} in {}", match->symbol->name, match->offset, name);
@@ -78,7 +75,7 @@ std::string TargetLibc::describe(uint64_t address) const {
     }
     return fmt::format("{:#x} in {}", address, name);
   }
-  if (loader.contains(address)) return fmt::format("{:#x} in {}", address, basename_of(loader.path));
+  if (loader.contains(address)) return fmt::format("{:#x} in {}", address, file_name_of(loader.path));
   return fmt::format("{:#x}", address);
 }
 
