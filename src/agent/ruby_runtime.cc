@@ -23,7 +23,7 @@ void resolve(T& slot, const char* name) {
 // While it waits, the agent repeats Ruby's wake-up this often: a signal that arrives just
 // before the main thread blocks is lost.
 constexpr std::chrono::milliseconds kWakeInterval{50};
-// When SIGVTALRM has not been enough by then, one SIGCHLD (wake_main_thread).
+// When SIGVTALRM has not been enough by then, SIGCHLD; again every 0.9 s (wake_main_thread).
 constexpr std::chrono::milliseconds kInsistAfter{300};
 
 }  // namespace
@@ -117,8 +117,8 @@ void RubyRuntime::wake_main_thread(bool insist) const {
   // Ruby 3.3 a thread in `sleep` or Queue#pop waits on a condition variable, which SIGVTALRM
   // does not end; a signal Ruby traps itself does: its handler has the timer thread interrupt
   // the main thread (the unblocking function), which then runs the job. SIGCHLD is the one whose
-  // default, untrapped, does nothing; an app that traps it (unicorn's master) sees one spurious
-  // SIGCHLD, which its reaping with WNOHANG ignores.
+  // default, untrapped, does nothing; an app that traps it (unicorn's master) sees a spurious
+  // SIGCHLD about once a second until the job runs, which reaping with WNOHANG ignores.
   send_if_handled(SIGVTALRM);
   if (insist) send_if_handled(SIGCHLD);
 }

@@ -10,7 +10,8 @@
 //   3.1 / 3.2   rb_postponed_job_register_one, with non-NULL data (Bug #19991).
 // A job runs at the next interrupt check. A main thread blocked in a system call gets Ruby's
 // own wake-up signal, SIGVTALRM (Ruby installs a no-op handler for it so that blocking calls
-// return EINTR and check interrupts), then if needed one SIGCHLD (see wake_main_thread); a
+// return EINTR and check interrupts), then if needed SIGCHLD, about once a second (see
+// wake_main_thread); a
 // thread that cannot be woken is named in the error ("main thread is in read(2)") instead of
 // making the caller hang.
 #pragma once

@@ -84,15 +84,13 @@ std::vector<Row> rows_of(const LiveSnapshot& now, const LiveSnapshot* before, Gr
     Row& row = rows[row_key(group, grouping)];
     row.count += group.count;
     row.bytes += group.bytes;
-    row.growth += static_cast<int64_t>(group.count);
   }
   if (before != nullptr) {
+    for (auto& [key, row] : rows) row.growth = static_cast<int64_t>(row.count);
     for (const LiveGroup& group : before->groups) {
       auto it = rows.find(row_key(group, grouping));
       if (it != rows.end()) it->second.growth -= static_cast<int64_t>(group.count);
     }
-  } else {
-    for (auto& [key, row] : rows) row.growth = 0;
   }
   std::vector<Row> out;
   out.reserve(rows.size());
