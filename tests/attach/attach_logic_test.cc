@@ -1,0 +1,93 @@
+// The parts of attaching that decide without a process: which groups are leak suspects, which
+// extension goes into which Ruby, and how readings of several processes add up.
+#include <gtest/gtest.h>
+
+#include "attach/installation.h"
+#include "attach/leak_rounds.h"
+#include "attach/live_snapshot.h"
+
+namespace memprof::attach {
+namespace {
+
+LiveSnapshot reading(std::vector<LiveGroup> groups) {
+  LiveSnapshot snapshot;
+  snapshot.groups = std::move(groups);
+  return snapshot;
+}
+
+TEST(LeakRounds, OnlyGroupsThatGrewInEveryRoundAreSuspects) {
+  std::vector<LiveSnapshot> rounds = {
+      reading({{"app.rb", 1, "String", 10, 400}, {"app.rb", 2, "Array", 10, 400},
+               {"cache.rb", 3, "Hash", 10, 400}}),
+      reading({{"app.rb", 1, "String", 20, 800}, {"app.rb", 2, "Array", 5, 200},
+               {"cache.rb", 3, "Hash", 50, 2000}}),
+      reading({{"app.rb", 1, "String", 35, 1400}, {"app.rb", 2, "Array", 30, 1200},
+               {"cache.rb", 3, "Hash", 50, 2000}}),
+  };
+  auto suspects = find_leak_suspects(rounds);
+  ASSERT_EQ(suspects.size(), 1u);  // Array shrank once, the cache stopped growing
+  EXPECT_EQ(suspects[0].key, "app.rb:1 String");
+  EXPECT_EQ(suspects[0].growth_per_round, (std::vector<int64_t>{10, 15}));
+  EXPECT_EQ(suspects[0].total_growth(), 25);
+  EXPECT_EQ(suspects[0].live, 35u);
+  EXPECT_EQ(suspects[0].bytes, 1400u);
+}
+
+TEST(LeakRounds, AGroupThatAppearsCountsFromZero) {
+  auto suspects = find_leak_suspects({reading({}), reading({{"new.rb", 7, "String", 3, 120}})});
+  ASSERT_EQ(suspects.size(), 1u);
+  EXPECT_EQ(suspects[0].growth_per_round, (std::vector<int64_t>{3}));
+}
+
+TEST(LiveRows, GrowthIsAgainstTheEarlierReadingAndZeroWithoutOne) {
+  LiveSnapshot before = reading({{"a.rb", 1, "String", 5, 200}, {"a.rb", 2, "String", 9, 360}});
+  LiveSnapshot now = reading({{"a.rb", 1, "String", 8, 320}, {"a.rb", 2, "String", 4, 160}});
+  auto rows = rows_of(now, &before, Grouping::kClass);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].key, "String");
+  EXPECT_EQ(rows[0].count, 12u);
+  EXPECT_EQ(rows[0].bytes, 480u);
+  EXPECT_EQ(rows[0].growth, 12 - 14);
+  EXPECT_EQ(rows_of(now, nullptr, Grouping::kClass)[0].growth, 0);
+}
+
+const std::vector<Extension> kExtensions = {
+    {"/b/ruby/memprof.so", "3.1", "libruby-3.1.so.3.1"},
+    {"/b/3.3-shared/memprof.so", "3.3", "libruby.so.3.3"},
+    {"/b/3.3-static/memprof.so", "3.3", ""},
+    {"/b/3.4-static/memprof.so", "3.4", ""},
+};
+
+TEST(ChooseExtension, SameMinorAndSameLibruby) {
+  auto chosen = choose_extension(1, "3.3.8", RubyTarget{"/opt/ruby/lib/libruby.so.3.3.8"},
+                                 kExtensions);
+  ASSERT_TRUE(chosen.ok()) << chosen.message();
+  EXPECT_EQ(chosen->path, "/b/3.3-shared/memprof.so");
+}
+
+TEST(ChooseExtension, AStaticRubyGetsOnlyAnExtensionThatLinksNoLibruby) {
+  auto chosen = choose_extension(1, "3.3.1", RubyTarget{}, kExtensions);
+  ASSERT_TRUE(chosen.ok()) << chosen.message();
+  EXPECT_EQ(chosen->path, "/b/3.3-static/memprof.so");
+  auto none = choose_extension(1, "3.1.4", RubyTarget{}, kExtensions);
+  ASSERT_FALSE(none.ok());
+}
+
+TEST(ChooseExtension, ASharedRubyFallsBackToTheStaticBuildOfItsVersion) {
+  auto chosen = choose_extension(1, "3.4.2", RubyTarget{"/usr/lib/libruby.so.3.4"}, kExtensions);
+  ASSERT_TRUE(chosen.ok()) << chosen.message();
+  EXPECT_EQ(chosen->path, "/b/3.4-static/memprof.so");
+}
+
+TEST(ChooseExtension, AnUnbuiltVersionIsOneSentenceListingWhatThereIs) {
+  auto none = choose_extension(42, "3.2.2", RubyTarget{"/usr/lib/libruby.so.3.2"}, kExtensions);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.message(),
+            "process 42 runs Ruby 3.2.2 (/usr/lib/libruby.so.3.2), and this memprof has no "
+            "extension for it (it has: 3.1 (libruby-3.1.so.3.1), 3.3 (libruby.so.3.3), 3.3 "
+            "(static), 3.4 (static)); build one (scripts/rubies, or `gem install memprof` with "
+            "that Ruby)");
+}
+
+}  // namespace
+}  // namespace memprof::attach
