@@ -11,44 +11,46 @@ namespace memprof::agent {
 
 namespace {
 
-// The Ruby thread's body. The agent passes "LIB\nEXTENSION\nREQUEST_FD\nREPLY_FD" in an
+// The Ruby thread's body. Jobs evaluate code in the lexical scope of the Ruby frame they
+// interrupted (inside `module Rack`, `File` is Rack::File): every constant is written from the
+// top level (::File, ::IO, ...). The agent passes "LIB\nEXTENSION\nREQUEST_FD\nREPLY_FD" in an
 // instance variable of Memprof; the IOs never close the agent's descriptors (autoclose: false),
 // so that a forked child's garbage collector cannot close a descriptor number reused since.
 constexpr const char* kStartThread = R"ruby(
-Thread.new(*Memprof.remove_instance_variable(:@agent_boot).split("\n")) do |lib, ext, request_fd, reply_fd|
+::Thread.new(*::Memprof.remove_instance_variable(:@agent_boot).split("\n")) do |lib, ext, request_fd, reply_fd|
   # Nothing this thread allocates is the app's (the gem's tracker is told once it is loaded).
-  Memprof::Native.ignore_this_thread if defined?(Memprof::Native)
-  Thread.current.name = "memprof-agent"
+  ::Memprof::Native.ignore_this_thread if defined?(::Memprof::Native)
+  ::Thread.current.name = "memprof-agent"
   # A time slice of 100 ms >> 3: the app's threads wait at most ~12 ms for the GVL while this
   # one loads the gem and reads the tables out.
-  Thread.current.priority = -3
-  Thread.current.report_on_exception = false
-  requests = IO.for_fd(Integer(request_fd), autoclose: false)
-  replies = IO.for_fd(Integer(reply_fd), autoclose: false)
+  ::Thread.current.priority = -3
+  ::Thread.current.report_on_exception = false
+  requests = ::IO.for_fd(::Kernel.Integer(request_fd), autoclose: false)
+  replies = ::IO.for_fd(::Kernel.Integer(reply_fd), autoclose: false)
   replies.sync = true
   begin
-    unless defined?(Memprof::Native)
-      Memprof.instance_variable_set(:@agent_extension, ext)
+    unless defined?(::Memprof::Native)
+      ::Memprof.instance_variable_set(:@agent_extension, ext)
       begin
         require lib
       ensure
-        Memprof.remove_instance_variable(:@agent_extension)
+        ::Memprof.remove_instance_variable(:@agent_extension)
       end
-      Memprof::Native.ignore_this_thread
+      ::Memprof::Native.ignore_this_thread
     end
-    require File.join(File.dirname(lib), "memprof", "agent")
-  rescue Exception => e
+    require ::File.join(::File.dirname(lib), "memprof", "agent")
+  rescue ::Exception => e
     message = "0\nerror\nloading memprof into the process: #{e.class}: #{e.message}".b
     replies.write([message.bytesize].pack("V"), message)
   else
-    Memprof::Agent.serve(requests, replies)
+    ::Memprof::Agent.serve(requests, replies)
   end
 end
 nil
 )ruby";
 
 constexpr const char* kHandle =
-    "Memprof::Agent.handle(Memprof.remove_instance_variable(:@agent_request))";
+    "::Memprof::Agent.handle(::Memprof.remove_instance_variable(:@agent_request))";
 
 std::atomic<bool> g_forking{false};
 const RubyApi* g_api = nullptr;  // for the rb_protect callbacks, which take one VALUE
@@ -152,7 +154,7 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   int saved_errno = errno;
   // The parent does not need the request any more.
   int state = 0;
-  api.eval_string_protect("Memprof.remove_instance_variable(:@agent_request)", &state);
+  api.eval_string_protect("::Memprof.remove_instance_variable(:@agent_request)", &state);
   if (state != 0) api.set_errinfo(nil(api));
   if (child < 0) return err("fork: {}", std::strerror(saved_errno));
   return ForkedHandler{child, std::move(read_end),

@@ -51,6 +51,10 @@ class AttachStatesTest < Minitest::Test
     finish(attach_stats_detach("loop", site_mark: "loop"))
   end
 
+  def test_interrupted_where_file_io_and_thread_are_the_apps_own_constants
+    finish(attach_stats_detach("shadowed", site_mark: "shadowed"))
+  end
+
   def test_sleeping_forever
     finish(attach_stats_detach("sleep"))
   end
