@@ -165,6 +165,21 @@ VALUE native_report(VALUE) {
   return memprof::util::run_on_clean_stack([kept] { return report_end_of(kept); });
 }
 
+// `memprof report -p PID`: the attach agent opens and closes a window (readout.h).
+VALUE native_window_begin(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    MEMPROF_TRY_STATUS(memprof::ruby::window_begin(t));
+    return Qnil;
+  });
+}
+
+VALUE native_window_end(VALUE) {
+  return guarded([](Tracker& t) -> Result<VALUE> {
+    MEMPROF_TRY(snapshot, memprof::ruby::window_end(t));
+    return rb_assoc_new(groups_to_rows(snapshot.allocated), groups_to_rows(snapshot.retained));
+  });
+}
+
 VALUE native_tracked_objects(VALUE) {
   return guarded([](Tracker& t) -> Result<VALUE> {
     MEMPROF_TRY(objects, memprof::ruby::tracked_objects(t));
@@ -306,6 +321,8 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "prune", native_prune, 0);
   rb_define_module_function(native, "report", native_report, 0);
   rb_define_module_function(native, "tracked_objects", native_tracked_objects, 0);
+  rb_define_module_function(native, "window_begin", native_window_begin, 0);
+  rb_define_module_function(native, "window_end", native_window_end, 0);
   rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);
   rb_define_module_function(native, "site_of", native_site_of, 1);
   rb_define_module_function(native, "annotate_object_line", native_annotate_object_line, 2);

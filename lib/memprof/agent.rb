@@ -38,6 +38,8 @@ module Memprof
           when "groups" then groups
           when "stop" then { "stopped" => Memprof.stop }
           when "dump" then dump(argument)
+          when "report-begin" then report_begin
+          when "report-end" then report_end(Integer(argument || "50"))
           else raise ArgumentError, "unknown command #{verb.inspect}"
           end
         JSONText.generate(reply)
@@ -90,6 +92,34 @@ module Memprof
           "total_allocated" => GC.stat(:total_allocated_objects), "gc_count" => GC.count,
           "groups" => rows
         }
+      end
+
+      # `memprof report -p PID --duration`: a window of the running process (its GC keeps
+      # running), closed by report-end, which prints it as Memprof.report does.
+      def report_begin
+        Native.window_begin
+        @window_opened_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        { "open" => true }
+      end
+
+      def report_end(top)
+        closing = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        allocated, retained = Native.window_end
+        report = Report.new(allocated, retained)
+        text = TextBuffer.new(+"")
+        report.print(text, top: top)
+        {
+          "seconds" => closing - (@window_opened_at || closing),
+          "closing_pause_ms" => (Process.clock_gettime(Process::CLOCK_MONOTONIC) - closing) * 1000.0,
+          "text" => text.text, "report" => report.to_h
+        }
+      end
+
+      # What Report#print writes to, without loading stringio into the app.
+      TextBuffer = Struct.new(:text) do
+        def puts(line = "")
+          text << line.to_s << "\n"
+        end
       end
 
       def dump(path)

@@ -1,6 +1,5 @@
 // memprof top -p PID: a live view of an attached process's allocations, refreshed every second.
 #include <poll.h>
-#include <signal.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
@@ -8,6 +7,7 @@
 #include <thread>
 
 #include "attach/duration.h"
+#include "attach/interruption.h"
 #include "attach/live_snapshot.h"
 #include "attach/process_tree.h"
 #include "attach/top_screen.h"
@@ -27,8 +27,6 @@ struct TopOptions {
   std::string sort = "count";
   size_t rows = 0;
 };
-
-volatile sig_atomic_t g_interrupted = 0;
 
 // Raw keys, no echo, the alternate screen; all put back on every exit path.
 class TerminalSession {
@@ -106,7 +104,8 @@ bool read_keys(std::chrono::milliseconds interval, attach::TopSettings& settings
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || g_interrupted) return !g_interrupted;
+    if (left.count() <= 0 || attach::Interruption::requested())
+      return !attach::Interruption::requested();
     pollfd input{STDIN_FILENO, POLLIN, 0};
     if (::poll(&input, 1, static_cast<int>(left.count())) <= 0) continue;
     char key = 0;
@@ -120,10 +119,7 @@ bool read_keys(std::chrono::milliseconds interval, attach::TopSettings& settings
 // The full-screen view until q or Ctrl-C; an error message, or empty.
 std::string run_screen(const std::vector<pid_t>& pids, std::chrono::milliseconds interval,
                        attach::TopSettings settings, attach::LiveSnapshot before) {
-  struct sigaction on_interrupt {};
-  on_interrupt.sa_handler = [](int) { g_interrupted = 1; };
-  ::sigaction(SIGINT, &on_interrupt, nullptr);
-  ::sigaction(SIGTERM, &on_interrupt, nullptr);
+  attach::Interruption interruption;
   TerminalSession terminal;
   attach::LiveSnapshot now = before;
   bool first_frame = true;

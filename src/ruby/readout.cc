@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/util/stack_scrub.h"
+#include "ruby/class_key.h"
 #include "ruby/heap_liveness.h"
 #include "ruby/tracker.h"
 
@@ -39,19 +40,6 @@ bool site_is_shown(const track::SiteTable& sites, uint32_t site) {
   return true;
 }
 
-// Low bit of a class key: the object is itself a singleton class, shown as #<Class:...>
-// rather than as a Class (heap objects are at least 8-byte aligned, so the bit is free).
-constexpr uint64_t kSingletonClassKey = 1;
-
-// What an object is shown as: its class, or itself when it is a singleton class (every
-// `class Foo` makes one, #<Class:Foo>, besides Foo).
-uint64_t class_key_of(uintptr_t address, VALUE klass) {
-  const auto* basic = reinterpret_cast<const struct RBasic*>(address);
-  if ((basic->flags & RUBY_T_MASK) == RUBY_T_CLASS && (basic->flags & RUBY_FL_SINGLETON))
-    return address | kSingletonClassKey;
-  return rb_class_real(klass);
-}
-
 // A shown live object, with the class it has now (classes are never stored: they may move or
 // die; reading them from a live object is always safe).
 struct Item {
@@ -62,14 +50,18 @@ struct Item {
   uint64_t bytes;
 };
 
-// The shown live entries, copied out under the tracker's lock (nothing here calls Ruby:
-// rb_class_real and rb_obj_memsize_of only read the heap).
-std::vector<Item> shown_items(const Tracker& tracker, bool with_memsize) {
+// The shown live entries (only those born in the open allocation window, when asked), copied
+// out under the tracker's lock (nothing here calls Ruby: rb_class_real and rb_obj_memsize_of
+// only read the heap).
+enum class Born { kAnytime, kInWindow };
+std::vector<Item> shown_items(const Tracker& tracker, bool with_memsize,
+                              Born born = Born::kAnytime) {
   return tracker.with_tables([&](const track::LiveTable& table, const track::SiteTable& sites) {
     std::vector<uint8_t> shown(sites.size(), 2);  // 2: not decided yet
     std::vector<Item> items;
     items.reserve(table.size());
     table.for_each([&](const track::LiveEntry& e) {
+      if (born == Born::kInWindow && !e.in_window) return;
       if (shown[e.site] == 2) shown[e.site] = site_is_shown(sites, e.site);
       if (!shown[e.site]) return;
       VALUE klass = reinterpret_cast<const struct RBasic*>(e.address)->klass;
@@ -124,12 +116,18 @@ std::string singleton_class_name(VALUE singleton_class) {
 class ClassNames {
  public:
   void resolve(const std::vector<Item>& items) {
-    for (const Item& item : items) {
-      auto [it, fresh] = names_.try_emplace(item.class_key);
-      if (!fresh) continue;
-      auto klass = static_cast<VALUE>(item.class_key & ~kSingletonClassKey);
-      it->second = (item.class_key & kSingletonClassKey) != 0 ? singleton_class_name(klass)
-                                                               : to_string(rb_class_name(klass));
+    for (const Item& item : items) resolve_key(item.class_key);
+  }
+  // Keys taken from objects freed earlier: their class may have been freed since, or moved by
+  // compaction, and its slot may hold anything now. Named only if the slot still holds a class.
+  void resolve_if_alive(const std::vector<track::Group>& groups, const track::HeapRanges& ranges) {
+    for (const track::Group& group : groups) {
+      uintptr_t address = group.class_key & ~kSingletonClassKey;
+      int type = ranges.contains_slot(address) ? slot_type(address) : RUBY_T_NONE;
+      if (type == RUBY_T_CLASS || type == RUBY_T_MODULE)
+        resolve_key(group.class_key);
+      else
+        names_.try_emplace(group.class_key, "(class freed since)");
     }
   }
   std::string operator()(uint64_t class_key) const {
@@ -138,15 +136,24 @@ class ClassNames {
   }
 
  private:
+  void resolve_key(uint64_t class_key) {
+    auto [it, fresh] = names_.try_emplace(class_key);
+    if (!fresh) return;
+    auto klass = static_cast<VALUE>(class_key & ~kSingletonClassKey);
+    it->second = (class_key & kSingletonClassKey) != 0 ? singleton_class_name(klass)
+                                                       : to_string(rb_class_name(klass));
+  }
   std::unordered_map<uint64_t, std::string> names_;
 };
 
-// Groups `items` by site and class, named: class names first (Ruby), then the site names under
-// the tracker's lock (other Ractors may be adding sites).
+// Groups `items` (and groups counted elsewhere) by site and class, named: class names first
+// (Ruby), then the site names under the tracker's lock (other Ractors may be adding sites).
 std::vector<track::NamedGroup> named_groups(const Tracker& tracker,
-                                            const std::vector<Item>& items, ClassNames& names) {
+                                            const std::vector<Item>& items, ClassNames& names,
+                                            std::vector<track::Group> more = {}) {
   names.resolve(items);
   std::vector<track::Group> groups = track::group_samples(samples_of(items));
+  groups.insert(groups.end(), more.begin(), more.end());
   return tracker.with_tables([&](const track::LiveTable&, const track::SiteTable& sites) {
     return track::name_groups(groups, sites, std::cref(names));
   });
@@ -237,6 +244,40 @@ Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& ke
   // Every retained class was named above, so this resolves from the cache.
   snapshot.retained = named_groups(tracker, retained, names);
   tracker.clear();
+  return snapshot;
+}
+
+Status window_begin(Tracker& tracker) { return tracker.begin_window(); }
+
+Result<ReportSnapshot> window_end(Tracker& tracker) {
+  if (!tracker.window_open()) return err("no allocation window is open");
+  // A full GC with immediate sweep decides what the window retained; the objects it frees are
+  // summed as freed by the free watch. Over a zeroed stack, as in report_end.
+  util::clear_stack_below();
+  rb_gc_start();
+  Status exact = tracker.exactness();
+  if (exact.ok()) {
+    auto pruned = tracker.prune();
+    if (!pruned.ok()) exact = pruned.error();
+  }
+  if (!exact.ok()) {
+    (void)tracker.end_window();
+    return exact.error();
+  }
+  Tracker::Pause pause(tracker);
+  GcDisabled gc;
+  std::vector<Item> retained = shown_items(tracker, true, Born::kInWindow);
+  MEMPROF_TRY(freed_groups, tracker.end_window());
+  std::vector<track::Group> freed;
+  tracker.with_tables([&](const track::LiveTable&, const track::SiteTable& sites) {
+    for (const track::Group& group : freed_groups)
+      if (site_is_shown(sites, group.site)) freed.push_back(group);
+  });
+  ClassNames names;
+  names.resolve_if_alive(freed, collect_heap_ranges());
+  ReportSnapshot snapshot;
+  snapshot.retained = named_groups(tracker, retained, names);
+  snapshot.allocated = named_groups(tracker, retained, names, std::move(freed));
   return snapshot;
 }
 

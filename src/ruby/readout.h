@@ -43,6 +43,13 @@ Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& ke
 // When the block raised: stop tracking, forget, GC back to its previous state.
 void report_abort(Tracker& tracker);
 
+// `memprof report -p PID --duration`: the same snapshot for a time window of a running process,
+// whose GC keeps running (see Tracker::begin_window). end: a full GC; retained = objects born in
+// the window and still alive; allocated = those plus the ones freed during the window, with
+// their memsize at the free.
+Status window_begin(Tracker& tracker);
+Result<ReportSnapshot> window_end(Tracker& tracker);
+
 // The shown live objects tracked so far (Memprof.dump { }). The caller keeps GC disabled, so
 // no address can be freed and reused before it becomes a VALUE again.
 Result<std::vector<VALUE>> tracked_objects(Tracker& tracker);

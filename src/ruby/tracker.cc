@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ruby/allocation_hooks.h"
+#include "ruby/class_key.h"
 #include "ruby/heap_liveness.h"
 #include "ruby/internal_events.h"
 #include "ruby/postponed_job.h"
@@ -89,6 +90,7 @@ Status Tracker::start(Mechanism mechanism) {
 
 void Tracker::stop() {
   if (!active()) return;
+  (void)end_window();
   active_ = false;
   hooks_.reset();
   newobj_event_->disable();
@@ -114,8 +116,56 @@ void Tracker::record_among_ractors(VALUE object, int type, bool from_event) noex
   uint32_t site = paused_      ? track::SiteTable::kInternalSite
                   : from_event ? current_site()
                                : current_site_after_hook(false);
-  table_.record(object, site, static_cast<uint8_t>(type));
+  table_.record(object, site, static_cast<uint8_t>(type | window_mark_));
   if (table_.wants_prune()) schedule_prune();
+}
+
+void Tracker::note_window_free(VALUE object) noexcept {
+  std::optional<track::LiveEntry> entry = table_.find(object);
+  if (!entry || !entry->in_window) return;
+  VALUE klass = reinterpret_cast<const struct RBasic*>(object)->klass;
+  if (klass == 0) return;  // hidden VM internals are never shown
+  uint64_t class_key = class_key_of(object, klass);
+  // The object is whole until the FREEOBJ hooks return; memsize_of only reads it.
+  uint64_t bytes = rb_obj_memsize_of(object);
+  try {
+    auto [it, fresh] = window_freed_.try_emplace({entry->site, class_key},
+                                                 track::Group{entry->site, class_key, 0, 0});
+    ++it->second.count;
+    it->second.bytes += bytes;
+  } catch (...) {
+    ++window_frees_lost_;
+  }
+}
+
+Status Tracker::begin_window() {
+  if (!active()) return err("tracking is not started");
+  if (window_open()) (void)end_window();
+  window_frees_lost_ = 0;
+  // The free watch as for compaction (which may also happen in the window): dead entries are
+  // pruned first, frees erase entries from here on.
+  begin_compaction_window();
+  RactorLock::Scope lock(lock_);
+  window_mark_ = track::LiveTable::kInWindow;
+  return ok_status();
+}
+
+Result<std::vector<track::Group>> Tracker::end_window() {
+  if (!window_open()) return err("no allocation window is open");
+  std::vector<track::Group> freed;
+  {
+    RactorLock::Scope lock(lock_);
+    window_mark_ = 0;
+    table_.clear_window_marks();
+    freed.reserve(window_freed_.size());
+    for (const auto& [key, group] : window_freed_) freed.push_back(group);
+    window_freed_.clear();
+  }
+  end_compaction_window();
+  if (window_frees_lost_ != 0)
+    return err("memory ran out while summing the window's frees ({} not counted)",
+               window_frees_lost_);
+  return freed;
 }
 
 Result<size_t> Tracker::prune() {
@@ -205,6 +255,8 @@ void Tracker::after_fork_in_child() noexcept {
   lock_.reinitialize_after_fork();
   // The parent's pending prune job, if any, did not come along.
   prune_scheduled_ = false;
+  // A window the parent had open is the parent's: the child's agent starts its own.
+  if (window_open()) (void)end_window();
   if (reset_on_fork_) table_.clear();
 }
 

@@ -30,9 +30,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/track/aggregate.h"
 #include "core/track/live_table.h"
 #include "core/track/site_table.h"
 #include "core/util/result.h"
@@ -99,14 +101,28 @@ class Tracker {
     uint32_t site = paused_      ? track::SiteTable::kInternalSite
                     : from_event ? current_site()
                                  : current_site_after_hook(true);
-    table_.record(object, site, static_cast<uint8_t>(type));
+    table_.record(object, site, static_cast<uint8_t>(type | window_mark_));
     if (table_.wants_prune()) schedule_prune();
   }
-  // FREEOBJ while compaction may happen.
+  // FREEOBJ while compaction may happen or an allocation window is open.
   void forget(VALUE object) noexcept {
     RactorLock::Scope lock(lock_);
+    if (window_mark_ != 0) [[unlikely]] note_window_free(object);
     table_.erase(object);
   }
+
+  // An allocation window (`memprof report -p PID`): what a running process allocates during a
+  // time, freed or not, without disabling its GC as Memprof.report does for a block. Entries
+  // recorded while it is open are marked (LiveTable::kInWindow); frees are watched, and the
+  // marked objects freed are summed by site and class as they go. Needs tracking on; a second
+  // begin starts a new window. Allocations seen only among several Ractors stay exact (they
+  // are marked under the lock); their frees are seen by the one GC.
+  Status begin_window();
+  bool window_open() const { return window_mark_ != 0; }
+  // Closes it: the marks are cleared, and the freed objects' groups returned (class keys as
+  // they were at the free: the class itself may be gone since). Fails when frees could not be
+  // summed for want of memory.
+  Result<std::vector<track::Group>> end_window();
 
   // Why the counts cannot be trusted, or OK: a Ractor ran while allocations were seen through
   // the NEWOBJ event, which Ruby fires only in the Ractor that enabled it.
@@ -230,6 +246,7 @@ class Tracker {
   }
   // record() once a second Ractor exists: under the lock, without the program-counter cache.
   void record_among_ractors(VALUE object, int type, bool from_event) noexcept;
+  void note_window_free(VALUE object) noexcept;
   static constexpr int kRactorPatienceMs = 1000;
   void schedule_prune() noexcept;
   void prune_or_forget();
@@ -259,6 +276,16 @@ class Tracker {
   bool auto_compaction_ = false;
   size_t lost_to_compaction_ = 0;
   AuditLog* audit_ = nullptr;
+  // LiveTable::kInWindow while an allocation window is open, else 0: or'ed into every record.
+  uint8_t window_mark_ = 0;
+  // The window's freed objects by (site, class key); bounded by the number of distinct pairs.
+  struct PairHash {
+    size_t operator()(const std::pair<uint32_t, uint64_t>& p) const noexcept {
+      return std::hash<uint64_t>()(p.second * 31 + p.first);
+    }
+  };
+  std::unordered_map<std::pair<uint32_t, uint64_t>, track::Group, PairHash> window_freed_;
+  size_t window_frees_lost_ = 0;  // frees not summed for want of memory
   track::LiveTable table_;
   track::SiteTable sites_;
   std::unique_ptr<AllocationHooks> hooks_;

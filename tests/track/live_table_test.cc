@@ -91,6 +91,38 @@ TEST(LiveTable, RekeyMovesAndDrops) {
   EXPECT_EQ(table.find(0x3020)->site, 3u);
 }
 
+// An allocation window's mark travels with the entry through every read, a move and a
+// prune, never shows in the type, and goes when the window closes.
+TEST(LiveTable, WindowMarksSurviveMovesAndPrunesUntilCleared) {
+  LiveTable table;
+  table.record(4000, 1, 5);                          // before the window
+  table.record(0x2008, 2, 7 | LiveTable::kInWindow);  // born in it
+  table.record(0x3020, 3, 5 | LiveTable::kInWindow);
+  EXPECT_FALSE(table.find(4000)->in_window);
+  EXPECT_TRUE(table.find(0x2008)->in_window);
+  EXPECT_EQ(table.find(0x2008)->type, 7);
+  ASSERT_TRUE(table.rekey([](const LiveEntry& e) -> uintptr_t {
+    return e.address == 0x2008 ? 0x9010 : e.address;
+  }));
+  EXPECT_TRUE(table.find(0x9010)->in_window);
+  EXPECT_EQ(table.find(0x9010)->type, 7);
+  size_t seen_in_window = 0;
+  table.retain_if([&](const LiveEntry& e) {
+    EXPECT_LT(e.type, LiveTable::kInWindow);
+    seen_in_window += e.in_window;
+    return e.address != 0x3020;
+  });
+  EXPECT_EQ(seen_in_window, 2u);
+  // A slot reused outside the window loses the mark.
+  table.record(0x9010, 4, 7);
+  EXPECT_FALSE(table.find(0x9010)->in_window);
+  table.record(4000, 1, 5 | LiveTable::kInWindow);
+  table.clear_window_marks();
+  table.for_each([](const LiveEntry& e) { EXPECT_FALSE(e.in_window); });
+  EXPECT_EQ(table.find(4000)->type, 5);
+  EXPECT_EQ(table.size(), 2u);
+}
+
 TEST(LiveTable, WantsPruneWhenDoubledSinceLastPrune) {
   constexpr uintptr_t kMin = LiveTable::kMinPruneThreshold;
   LiveTable table;

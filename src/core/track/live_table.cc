@@ -42,7 +42,12 @@ std::optional<LiveEntry> LiveTable::find(uintptr_t address) const noexcept {
   const Chunk* chunk = it->second;
   size_t i = address / kSlotGranularity - chunk->first_slot;
   if (chunk->types()[i] == 0) return std::nullopt;
-  return LiveEntry{address, chunk->sites()[i], chunk->types()[i]};
+  return entry_at(*chunk, i);
+}
+
+void LiveTable::clear_window_marks() noexcept {
+  for (auto& [key, chunk] : chunks_)
+    for (uint8_t& type : chunk->types_) type &= static_cast<uint8_t>(~kInWindow);
 }
 
 bool LiveTable::erase(uintptr_t address) noexcept {

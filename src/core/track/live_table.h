@@ -32,6 +32,7 @@ struct LiveEntry {
   uintptr_t address;
   uint32_t site;  // SiteTable id
   uint8_t type;   // the runtime's type tag at allocation (Ruby: RB_BUILTIN_TYPE); never 0
+  bool in_window = false;  // recorded while an allocation window was open (see kInWindow)
 };
 
 class LiveTable {
@@ -40,15 +41,19 @@ class LiveTable {
   static constexpr unsigned kChunkShift = 14;  // 16 KB of address space per chunk
   // Below this many entries a prune (a walk over every heap page) costs more than it saves.
   static constexpr size_t kMinPruneThreshold = 256 * 1024;
+  // Or'ed into the type given to record(): the entry was allocated inside an allocation window
+  // (`memprof report -p`), which wants the objects born in it. Runtime type tags stay below
+  // it (Ruby's RUBY_T_MASK is 0x1f); entries read back carry it as LiveEntry::in_window.
+  static constexpr uint8_t kInWindow = 0x80;
 
   LiveTable() = default;
   LiveTable(const LiveTable&) = delete;
   LiveTable& operator=(const LiveTable&) = delete;
   ~LiveTable();
 
-  // Inserts or overwrites. `type` must not be 0 (0 marks an empty position). Never throws;
-  // addresses that are not a multiple of kSlotGranularity, and records that find no memory,
-  // are dropped and counted.
+  // Inserts or overwrites. `type` must not be 0 (0 marks an empty position); it may carry
+  // kInWindow. Never throws; addresses that are not a multiple of kSlotGranularity, and
+  // records that find no memory, are dropped and counted.
   void record(uintptr_t address, uint32_t site, uint8_t type) noexcept {
     if (address % kSlotGranularity != 0 || type == 0) [[unlikely]] {
       ++dropped_;
@@ -88,10 +93,11 @@ class LiveTable {
     for (const auto& [key, chunk] : chunks_) {
       const uint8_t* types = chunk->types();
       for (size_t i = 0; i < kSlotsPerChunk; ++i)
-        if (types[i] != 0)
-          visit(LiveEntry{(chunk->first_slot + i) * kSlotGranularity, chunk->sites()[i], types[i]});
+        if (types[i] != 0) visit(entry_at(*chunk, i));
     }
   }
+  // Every entry stops being in the window (it closed).
+  void clear_window_marks() noexcept;
 
   void clear() noexcept;
   size_t size() const { return size_; }
@@ -117,6 +123,11 @@ class LiveTable {
     uint8_t* types() { return types_; }
     const uint8_t* types() const { return types_; }
   };
+  static LiveEntry entry_at(const Chunk& chunk, size_t i) {
+    uint8_t raw = chunk.types()[i];
+    return LiveEntry{(chunk.first_slot + i) * kSlotGranularity, chunk.sites()[i],
+                     static_cast<uint8_t>(raw & ~kInWindow), (raw & kInWindow) != 0};
+  }
 
   // The chunk for `key`, created if missing (nullptr when out of memory); becomes a recent one.
   Chunk* chunk_for(uintptr_t key) noexcept;
@@ -151,8 +162,7 @@ size_t LiveTable::retain_if(Keep&& keep) noexcept {
     uint8_t* types = chunk->types();
     for (size_t i = 0; i < kSlotsPerChunk; ++i) {
       if (types[i] == 0) continue;
-      LiveEntry entry{(chunk->first_slot + i) * kSlotGranularity, chunk->sites()[i], types[i]};
-      if (keep(static_cast<const LiveEntry&>(entry))) continue;
+      if (keep(static_cast<const LiveEntry&>(entry_at(*chunk, i)))) continue;
       types[i] = 0;
       --chunk->live;
       --size_;
@@ -187,7 +197,8 @@ bool LiveTable::rekey(NewAddress&& new_address) noexcept {
   });
   clear();
   size_t dropped_before = dropped_;
-  for (const LiveEntry& e : moved) record(e.address, e.site, e.type);
+  for (const LiveEntry& e : moved)
+    record(e.address, e.site, static_cast<uint8_t>(e.type | (e.in_window ? kInWindow : 0)));
   after_prune();
   if (dropped_ != dropped_before) {
     clear();

@@ -1,0 +1,77 @@
+// memprof report -p PID --duration 30s: what an attached process allocated and retained during a
+// window, printed as Memprof.report prints a block's.
+#include <simdjson.h>
+
+#include <string>
+
+#include "attach/agent_client.h"
+#include "attach/duration.h"
+#include "attach/interruption.h"
+#include "attach/json_field.h"
+#include "cli/command.h"
+
+namespace memprof::cli {
+namespace {
+
+struct ReportOptions {
+  pid_t pid = 0;
+  std::string duration = "30s";
+  size_t top = 50;
+  bool json = false;
+};
+
+int run_report(const ReportOptions& options) {
+  auto duration = attach::parse_duration(options.duration);
+  if (!duration.ok()) return fail(duration.message());
+  attach::Interruption interruption;
+  auto opened = attach::ruby_request(options.pid, "report-begin");
+  if (!opened.ok()) return fail(opened.message());
+  fmt::print(stderr, "window open for {} in process {} (Ctrl-C closes it early)\n",
+             options.duration, options.pid);
+  bool full = attach::Interruption::sleep_for(*duration);
+  // Closed on every path, Ctrl-C included: an open window keeps the free watch on.
+  auto closed = attach::ruby_request(options.pid, fmt::format("report-end {}", options.top));
+  if (!closed.ok()) return fail(closed.message());
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(*closed).get(root) != simdjson::SUCCESS)
+    return fail("malformed reply from the agent");
+  double seconds = 0;
+  double pause_ms = 0;
+  std::string_view text;
+  attach::read_field(root, "seconds", seconds);
+  attach::read_field(root, "closing_pause_ms", pause_ms);
+  attach::read_field(root, "text", text);
+  if (options.json) {
+    fmt::print("{}\n", *closed);
+    return 0;
+  }
+  fmt::print(stderr, "window of {:.1f} s{}; closing it (a full GC) paused the process {:.0f} ms\n",
+             seconds, full ? "" : " (interrupted)", pause_ms);
+  fmt::print("{}", text);
+  return 0;
+}
+
+MEMPROF_COMMAND("report", "Allocated and retained in an attached process during a window",
+                [](CLI::App& sub) -> std::function<int()> {
+                  auto options = std::make_shared<ReportOptions>();
+                  sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+                  sub.add_option("--duration", options->duration,
+                                 "How long the window stays open (default 30s)");
+                  sub.add_option("--top", options->top, "Lines per section (default 50)");
+                  sub.add_flag("--json", options->json,
+                               "Print {seconds, closing_pause_ms, text, report: {allocated, "
+                               "retained}}");
+                  sub.footer(
+                      "Opens a window in a process `memprof attach` started tracking, waits,\n"
+                      "and prints what the process allocated in it and what of that is still\n"
+                      "alive after a full GC at the end, by gem, file, file:line and class, as\n"
+                      "Memprof.report does. The process's GC keeps running: objects freed in\n"
+                      "the window count as allocated with their size when freed. While the\n"
+                      "window is open every free is watched (a few percent more GC time); the\n"
+                      "closing GC is one full collection. Ctrl-C closes the window early.");
+                  return [options] { return run_report(*options); };
+                });
+
+}  // namespace
+}  // namespace memprof::cli

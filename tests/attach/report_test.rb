@@ -1,0 +1,97 @@
+# frozen_string_literal: true
+
+# `memprof report -p PID`: what a running process allocated and retained during a window, with
+# its GC running (issue 10, item 4). The target runs known workloads inside the window; objects
+# made before it, and the window's garbage freed by the GC, must be told apart exactly.
+require_relative "attach_helper"
+
+class AttachReportTest < Minitest::Test
+  include AttachTestHelper
+
+  def test_window_counts_what_was_allocated_and_retained_in_it
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    # Made before the window: neither allocated nor retained in it (and freed inside it, when
+    # the second "alloc" drops them).
+    target.send_line("alloc")
+    target.wait_for(/\Aallocated 10000\z/)
+
+    report = window_report(target) do
+      target.send_line("alloc")
+      target.wait_for(/\Aallocated 10000\z/, from: target.lines.size)
+      target.send_line("churn")
+      target.wait_for(/\Achurned\z/)
+    end
+    kept = "#{target.script}:#{marked_line(target.script, 'kept')}"
+    temporary = "#{target.script}:#{marked_line(target.script, 'temporary')}"
+    allocated = rows(report, "allocated")
+    retained = rows(report, "retained")
+    assert_equal 10_000, allocated[[kept, "String"]], allocated.inspect
+    assert_equal 10_000, retained[[kept, "String"]], retained.inspect
+    # 5,000 Arrays, all garbage, freed by the GC during the window: allocated, not retained.
+    assert_equal 5_000, allocated[[temporary, "Array"]], allocated.inspect
+    assert_nil retained[[temporary, "Array"]]
+    # Freed objects are counted with their size.
+    temporaries = report.dig("report", "allocated", "by_location").find do |row|
+      row["location"] == temporary && row["class"] == "Array"
+    end
+    assert_operator temporaries["bytes"], :>=, 5_000 * 40
+    assert_match(/^Total allocated: \d+ bytes \(\d+ objects\)$/, report["text"])
+    assert_match(/^allocated objects by location$/, report["text"])
+
+    # A closed window costs nothing more, and the live view is untouched: the 10,000 kept
+    # Strings are still the live ones of their line.
+    assert_equal 10_000, live_stats(target.pid)["#{kept}:String"]
+    # A second window sees only its own allocations.
+    again = window_report(target) do
+      target.send_line("churn")
+      target.wait_for(/\Achurned\z/, from: target.lines.size)
+    end
+    assert_nil rows(again, "allocated")[[kept, "String"]]
+    assert_equal 5_000, rows(again, "allocated")[[temporary, "Array"]]
+
+    detach!(target)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
+
+  def test_needs_an_attached_process
+    target = spawn_target("target.rb", "sleep")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    out, err, status = memprof("report", "-p", target.pid, "--duration", "1s")
+    refute status.success?
+    assert_empty out
+    assert_match(/\Amemprof: no memprof agent in process #{target.pid} \(run: memprof attach -p #{target.pid}\)$/, err)
+    assert_alive target
+  end
+
+  private
+
+  # Runs `memprof report -p PID --json` with a long window, runs the block while it is open,
+  # then ends it early with Ctrl-C (SIGINT to the pid we spawned) and returns its JSON.
+  def window_report(target)
+    stdin, stdout, stderr, waiter = Open3.popen3(MEMPROF, "report", "-p", target.pid.to_s,
+                                                 "--duration", "600s", "--json")
+    stdin.close
+    opened = Timeout.timeout(PATIENCE) { stderr.gets }
+    assert_match(/\Awindow open for 600s in process #{target.pid}/, opened.to_s)
+    yield
+    Process.kill(:INT, waiter.pid)
+    out = Timeout.timeout(PATIENCE) { stdout.read }
+    status = waiter.value
+    assert status.success?, "memprof report exited #{status.exitstatus}: #{stderr.read}#{target.context}"
+    JSON.parse(out)
+  ensure
+    [stdout, stderr].each { |io| io&.close unless io&.closed? }
+    if waiter&.alive?
+      Process.kill(:KILL, waiter.pid)
+      waiter.join
+    end
+  end
+
+  # {[location, class] => count} of one section.
+  def rows(report, section)
+    report.dig("report", section, "by_location").to_h { |row| [[row["location"], row["class"]], row["count"]] }
+  end
+end
