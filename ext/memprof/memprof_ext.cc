@@ -4,6 +4,7 @@
 //
 // The public API and its argument checks live in lib/memprof.rb; these functions assume them.
 #include <array>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,8 +12,10 @@
 #include "core/util/stack_scrub.h"
 #include "ruby/compaction_watcher.h"
 #include "ruby/coverage_audit.h"
+#include "ruby/frame_reader.h"
 #include "ruby/readout.h"
-#include "ruby/ruby_headers.h"
+#include "ruby/ruby_headers.h"  // before any other Ruby header (it includes fmt first)
+#include <ruby/thread.h>
 #include "ruby/tracker.h"
 
 namespace {
@@ -180,6 +183,40 @@ VALUE native_window_end(VALUE) {
   });
 }
 
+// The attach agent's next request (see frame_reader.h): a String, or nil at end of file.
+// Between reads Ruby runs its interrupts, so Thread#kill and exit still end the thread.
+VALUE native_read_frame(VALUE, VALUE fd, VALUE max_bytes) {
+  VALUE frame = Qnil;
+  std::string failure;
+  int state = 0;
+  {
+    memprof::ruby::FrameReader reader(NUM2INT(fd), NUM2SIZET(max_bytes));
+    for (;;) {
+      rb_thread_call_without_gvl(
+          [](void* r) -> void* {
+            static_cast<memprof::ruby::FrameReader*>(r)->read_some();
+            return nullptr;
+          },
+          &reader, RUBY_UBF_IO, nullptr);
+      if (!reader.interrupted()) break;
+      reader.clear_interruption();
+      rb_protect([](VALUE) { rb_thread_check_ints(); return Qnil; }, Qnil, &state);
+      if (state != 0) break;
+    }
+    if (state == 0) {
+      if (reader.complete())
+        frame = rb_str_new(reader.payload().data(), static_cast<long>(reader.payload().size()));
+      else if (reader.too_big())
+        failure = "request of " + std::to_string(reader.announced_bytes()) + " bytes is too big";
+      else if (reader.error() != 0)
+        failure = std::string("reading a request: ") + std::strerror(reader.error());
+    }
+  }
+  if (state != 0) rb_jump_tag(state);
+  if (!failure.empty()) rb_raise(g_error_class, "%s", failure.c_str());
+  return frame;
+}
+
 VALUE native_tracked_objects(VALUE) {
   return guarded([](Tracker& t) -> Result<VALUE> {
     MEMPROF_TRY(objects, memprof::ruby::tracked_objects(t));
@@ -321,6 +358,7 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "prune", native_prune, 0);
   rb_define_module_function(native, "report", native_report, 0);
   rb_define_module_function(native, "tracked_objects", native_tracked_objects, 0);
+  rb_define_module_function(native, "read_frame", native_read_frame, 2);
   rb_define_module_function(native, "window_begin", native_window_begin, 0);
   rb_define_module_function(native, "window_end", native_window_end, 0);
   rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);

@@ -47,16 +47,27 @@ module Memprof
 
       private
 
-      def read_frame(io)
-        header = io.read(4)
-        return nil unless header && header.bytesize == 4
+      MAX_REQUEST_BYTES = 1024 * 1024 # the agent sends at most 64 KiB (src/agent/protocol.h)
 
-        io.read(header.unpack1("V"))
+      # Not IO#read: see src/ruby/frame_reader.h (GC.compact can move the String Ruby reads into
+      # while it waits without the GVL).
+      def read_frame(io)
+        Native.read_frame(io.fileno, MAX_REQUEST_BYTES)
       end
 
+      # With the GVL held while the pipe has room: a blocking write gives the GVL up, and
+      # getting it back means waiting for a turn behind every busy thread of the app (100 ms
+      # each), a cost paid on every request.
       def write_frame(io, payload)
-        payload = payload.b
-        io.write([payload.bytesize].pack("V"), payload)
+        data = [payload.bytesize].pack("V") + payload.b
+        until data.empty?
+          written = io.write_nonblock(data, exception: false)
+          if written == :wait_writable
+            IO.select(nil, [io])
+          else
+            data = data.byteslice(written..)
+          end
+        end
       end
 
       def start

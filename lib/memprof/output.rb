@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "tmpdir"
-
 module Memprof
   # Where the API writes: an IO (anything with #write, $stderr by default), or the path of a
   # file (a String or a Pathname). Errors name the caller's path, not a scratch file.
@@ -24,6 +22,10 @@ module Memprof
     # copied into it (an IO).
     def self.replace(target, api)
       if io?(target)
+        # Loaded here, not with memprof: the attach agent loads memprof into a running app,
+        # and activating a default gem (tmpdir, json) reads gem specs, a blocking call per
+        # directory entry, each a wait for the GVL behind the app's busy threads.
+        require "tmpdir"
         Dir.mktmpdir("memprof") do |dir|
           partial = File.join(dir, "output")
           yield partial

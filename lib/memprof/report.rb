@@ -1,7 +1,5 @@
 # frozen_string_literal: true
 
-require "json"
-
 module Memprof
   # What a block allocated and retained, by gem, file, location (file:line) and class.
   # Built by Memprof.report from rows [file, line, class_name, count, bytes].
@@ -74,6 +72,7 @@ module Memprof
     end
 
     def to_json(*args)
+      require "json" # not with memprof: see Output.replace
       to_h.to_json(*args)
     end
 

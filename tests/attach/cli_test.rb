@@ -48,6 +48,7 @@ class AttachCliTest < Minitest::Test
     File.write(script, <<~RUBY)
       # frozen_string_literal: true
       $stdout.sync = true
+      String.new("warm-up") # (Ruby 3.1's first String.new interns its keyword names)
       $early = Array.new(1000) { String.new("early") } # MARK: early
       $stdout.puts "up \#{Process.pid}"
       $stdin.gets
