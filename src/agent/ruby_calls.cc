@@ -21,6 +21,9 @@ constexpr const char* kStartThread = R"ruby(
   # Nothing this thread allocates is the app's (the gem's tracker is told once it is loaded).
   ::Memprof::Native.ignore_this_thread if defined?(::Memprof::Native)
   ::Thread.current.name = "memprof-agent"
+  # A time slice of 100 ms >> 3: the app's threads wait at most ~12 ms for the GVL while this
+  # one loads the gem and reads the tables out.
+  ::Thread.current.priority = -3
   ::Thread.current.report_on_exception = false
   requests = ::IO.for_fd(::Kernel.Integer(request_fd), autoclose: false)
   replies = ::IO.for_fd(::Kernel.Integer(reply_fd), autoclose: false)
@@ -36,11 +39,6 @@ constexpr const char* kStartThread = R"ruby(
       ::Memprof::Native.ignore_this_thread
     end
     require ::File.join(::File.dirname(lib), "memprof", "agent")
-    # Loading ran with a full time slice: every time this thread gives the GVL up (each read
-    # of a file) it waits for its turn behind every busy thread of the app, so the fewer turns
-    # the better. From here on, a time slice of 100 ms >> 3: the app's threads wait at most
-    # ~12 ms for the GVL while this one reads the tables out.
-    ::Thread.current.priority = -3
   rescue ::Exception => e
     message = "0\nerror\nloading memprof into the process: #{e.class}: #{e.message}".b
     replies.write([message.bytesize].pack("V"), message)

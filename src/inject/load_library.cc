@@ -80,8 +80,9 @@ Result<InjectResult> load_library(pid_t pid, const std::string& library_path,
   if (!handle) {
     failure = handle.message();
   } else if (*handle == 0) {
-    failure = fmt::format("{} failed in process {}: {}", what, pid,
-                          remote_dlerror(thread, libc, pid, options.call_timeout));
+    failure = fmt::format("{} failed in process {}: {}{}", what, pid,
+                          remote_dlerror(thread, libc, pid, options.call_timeout),
+                          seccomp_hint(pid));
   } else if (!options.then_call.empty()) {
     failure = call_exported(thread, libc, *handle, options.then_call, pid, options.call_timeout);
   }

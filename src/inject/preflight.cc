@@ -84,7 +84,20 @@ Status check_process_can_be_traced(pid_t pid) {
   if (auto access = proc::predict_access(proc::access_facts(pid)); !access) {
     return err("cannot attach to process {}: {}", pid, access.message());
   }
+  if (proc::status_field(*status, "Seccomp") == "1") {
+    return err("process {} runs in seccomp strict mode (Seccomp: 1 in /proc/{}/status): any "
+               "system call but read, write and exit kills it, and loading a library needs "
+               "openat and mmap; memprof cannot attach to it", pid, pid);
+  }
   return ok_status();
+}
+
+std::string seccomp_hint(pid_t pid) {
+  auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
+  if (!status || proc::status_field(*status, "Seccomp") != "2") return {};
+  return fmt::format(" (process {} runs under a seccomp filter, Seccomp: 2 in /proc/{}/status, "
+                     "which may refuse the calls dlopen makes: openat, mmap, mprotect; a "
+                     "container's seccomp profile must allow them)", pid, pid);
 }
 
 Status check_can_inject(pid_t pid) {

@@ -4,11 +4,18 @@
 
 #include <sys/types.h>
 
+#include <string>
+
 #include "core/util/result.h"
 
 namespace memprof::inject {
 
-// No such process, a thread id, zombie, stopped, already traced, permissions.
+// No such process, a thread id, zombie, stopped, already traced, permissions, seccomp strict
+// mode.
 Status check_process_can_be_traced(pid_t pid);
+
+// For a failed dlopen: a sentence to append when the process runs under a seccomp filter (which
+// may have refused dlopen's system calls: its rules cannot be read without CAP_SYS_ADMIN), or "".
+std::string seccomp_hint(pid_t pid);
 
 }  // namespace memprof::inject

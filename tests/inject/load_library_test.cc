@@ -137,6 +137,24 @@ TEST(LoadLibrary, MissingFileReportsDlerrorText) {
   EXPECT_EQ(target.line(), "read 1 x");
 }
 
+// A container's seccomp profile can refuse what dlopen needs: the error says so, and the process
+// runs on untouched.
+TEST(LoadLibrary, SeccompFilterRefusingOpenatIsNamed) {
+  InjectTarget target("seccomp");
+  auto loaded = load_library(target.pid(), INJECT_COUNTER_LIB);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.message().find("Operation not permitted"), std::string::npos)
+      << loaded.message();
+  EXPECT_NE(loaded.message().find(fmt::format("(process {} runs under a seccomp filter, Seccomp: "
+                                              "2 in /proc/{}/status",
+                                              target.pid(), target.pid())),
+            std::string::npos)
+      << loaded.message();
+  ASSERT_TRUE(target.child().write_stdin("x"));
+  EXPECT_EQ(target.line(), "read 1 x");
+  EXPECT_EQ(target.injections_reported(), 0);
+}
+
 TEST(LoadLibrary, TargetExitingMidwayIsAnErrorNotAHang) {
   InjectTarget target("read");
   // A library whose constructor exits the process.

@@ -104,6 +104,21 @@ TEST(CheckCanInject, AlreadyTracedNamesTheTracer) {
                         "that tracer first", target.pid(), tracer.pid()));
 }
 
+// Strict mode kills a process on any other system call: refused before any ptrace.
+TEST(CheckCanInject, SeccompStrictModeIsRefused) {
+  InjectTarget target("strict");
+  auto status = check_can_inject(target.pid());
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(),
+            fmt::format("process {} runs in seccomp strict mode (Seccomp: 1 in /proc/{}/status): "
+                        "any system call but read, write and exit kills it, and loading a library "
+                        "needs openat and mmap; memprof cannot attach to it",
+                        target.pid(), target.pid()));
+  EXPECT_FALSE(load_library(target.pid(), INJECT_COUNTER_LIB).ok());
+  char state = testing::process_state(target.pid());
+  EXPECT_TRUE(state == 'S' || state == 'R') << "state " << state;
+}
+
 TEST(CheckCanInject, StaticallyLinkedHasNoDlopen) {
   InjectTarget target("idle", INJECT_TARGET_STATIC);
   auto status = check_can_inject(target.pid());
