@@ -127,7 +127,7 @@ class ClassNames {
       if (type == RUBY_T_CLASS || type == RUBY_T_MODULE)
         resolve_key(group.class_key);
       else
-        names_.try_emplace(group.class_key, "(class freed since)");
+        names_.try_emplace(group.class_key, "(class freed or moved since)");
     }
   }
   std::string operator()(uint64_t class_key) const {
