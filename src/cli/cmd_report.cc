@@ -68,7 +68,7 @@ MEMPROF_COMMAND("report", "Allocated and retained in an attached process during 
                       "alive after a full GC at the end, by gem, file, file:line and class, as\n"
                       "Memprof.report does. The process's GC keeps running: objects freed in\n"
                       "the window count as allocated with their size when freed. While the\n"
-                      "window is open every free is watched (a few percent more GC time); the\n"
+                      "window is open every free is watched (one event per freed object); the\n"
                       "closing GC is one full collection. Ctrl-C closes the window early.");
                   return [options] { return run_report(*options); };
                 });
