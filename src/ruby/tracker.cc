@@ -120,17 +120,15 @@ void Tracker::record_among_ractors(VALUE object, int type, bool from_event) noex
   if (table_.wants_prune()) schedule_prune();
 }
 
-void Tracker::note_window_free(VALUE object) noexcept {
-  std::optional<track::LiveEntry> entry = table_.find(object);
-  if (!entry || !entry->in_window) return;
+void Tracker::note_window_free(VALUE object, uint32_t site) noexcept {
   VALUE klass = reinterpret_cast<const struct RBasic*>(object)->klass;
   if (klass == 0) return;  // hidden VM internals are never shown
   uint64_t class_key = class_key_of(object, klass);
   // The object is whole until the FREEOBJ hooks return; memsize_of only reads it.
   uint64_t bytes = rb_obj_memsize_of(object);
   try {
-    auto [it, fresh] = window_freed_.try_emplace({entry->site, class_key},
-                                                 track::Group{entry->site, class_key, 0, 0});
+    auto [it, fresh] = window_freed_.try_emplace({site, class_key},
+                                                 track::Group{site, class_key, 0, 0});
     ++it->second.count;
     it->second.bytes += bytes;
   } catch (...) {

@@ -107,8 +107,8 @@ class Tracker {
   // FREEOBJ while compaction may happen or an allocation window is open.
   void forget(VALUE object) noexcept {
     RactorLock::Scope lock(lock_);
-    if (window_mark_ != 0) [[unlikely]] note_window_free(object);
-    table_.erase(object);
+    std::optional<track::LiveEntry> erased = table_.erase(object);
+    if (erased && erased->in_window) [[unlikely]] note_window_free(object, erased->site);
   }
 
   // An allocation window (`memprof report -p PID`): what a running process allocates during a
@@ -246,7 +246,8 @@ class Tracker {
   }
   // record() once a second Ractor exists: under the lock, without the program-counter cache.
   void record_among_ractors(VALUE object, int type, bool from_event) noexcept;
-  void note_window_free(VALUE object) noexcept;
+  // Sums a freed object born in the open window (one lookup: forget() already erased it).
+  void note_window_free(VALUE object, uint32_t site) noexcept;
   static constexpr int kRactorPatienceMs = 1000;
   void schedule_prune() noexcept;
   void prune_or_forget();

@@ -49,7 +49,7 @@ TEST(LiveTable, EraseKeepsProbeChainsIntact) {
   for (int step = 0; step < 200000; ++step) {
     uintptr_t address = (rng() % 3000 + 1) * 40;
     if (rng() % 3 == 0) {
-      EXPECT_EQ(table.erase(address), model.erase(address) == 1);
+      EXPECT_EQ(table.erase(address).has_value(), model.erase(address) == 1);
     } else {
       auto site = static_cast<uint32_t>(step);
       table.record(address, site, 5);
@@ -117,6 +117,14 @@ TEST(LiveTable, WindowMarksSurviveMovesAndPrunesUntilCleared) {
   table.record(0x9010, 4, 7);
   EXPECT_FALSE(table.find(0x9010)->in_window);
   table.record(4000, 1, 5 | LiveTable::kInWindow);
+  // What erase hands back carries the mark (the tracker's free watch reads it there).
+  table.record(0x6018, 9, 7 | LiveTable::kInWindow);
+  std::optional<LiveEntry> erased = table.erase(0x6018);
+  ASSERT_TRUE(erased);
+  EXPECT_TRUE(erased->in_window);
+  EXPECT_EQ(erased->type, 7);
+  EXPECT_EQ(erased->site, 9u);
+  EXPECT_FALSE(table.erase(0x6018));
   table.clear_window_marks();
   table.for_each([](const LiveEntry& e) { EXPECT_FALSE(e.in_window); });
   EXPECT_EQ(table.find(4000)->type, 5);

@@ -50,17 +50,18 @@ void LiveTable::clear_window_marks() noexcept {
     for (uint8_t& type : chunk->types_) type &= static_cast<uint8_t>(~kInWindow);
 }
 
-bool LiveTable::erase(uintptr_t address) noexcept {
-  if (address % kSlotGranularity != 0) return false;
+std::optional<LiveEntry> LiveTable::erase(uintptr_t address) noexcept {
+  if (address % kSlotGranularity != 0) return std::nullopt;
   auto it = chunks_.find(address >> kChunkShift);
-  if (it == chunks_.end()) return false;
+  if (it == chunks_.end()) return std::nullopt;
   Chunk* chunk = it->second;
   size_t i = address / kSlotGranularity - chunk->first_slot;
-  if (chunk->types()[i] == 0) return false;
+  if (chunk->types()[i] == 0) return std::nullopt;
+  LiveEntry erased = entry_at(*chunk, i);
   chunk->types()[i] = 0;
   --chunk->live;
   --size_;
-  return true;
+  return erased;
 }
 
 void LiveTable::clear() noexcept {

@@ -74,8 +74,8 @@ class LiveTable {
     chunk->sites()[i] = site;
     chunk->types()[i] = type;
   }
-  // Removes one address if present.
-  bool erase(uintptr_t address) noexcept;
+  // Removes one address if present, and returns what it held.
+  std::optional<LiveEntry> erase(uintptr_t address) noexcept;
   std::optional<LiveEntry> find(uintptr_t address) const noexcept;
 
   // Keeps the entries for which keep(entry) is true; returns how many were removed. Chunks
