@@ -171,7 +171,7 @@ VALUE native_report(VALUE) {
 // `memprof report -p PID`: the attach agent opens and closes a window (readout.h).
 VALUE native_window_begin(VALUE) {
   return guarded([](Tracker& t) -> Result<VALUE> {
-    MEMPROF_TRY_STATUS(memprof::ruby::window_begin(t));
+    MEMPROF_TRY_STATUS(t.begin_window());
     return Qnil;
   });
 }

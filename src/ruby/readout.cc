@@ -173,11 +173,17 @@ void ignore_path_prefix(std::string prefix) { g_ignored_prefixes.push_back(std::
 
 namespace {
 
+// Whether the table can be read out now: exact (see Tracker::exactness) and pruned of the dead.
+Status exact_and_pruned(Tracker& tracker) {
+  MEMPROF_TRY_STATUS(tracker.exactness());
+  MEMPROF_TRY_STATUS(tracker.prune());
+  return ok_status();
+}
+
 // The shown live objects by site and class; their memsize only when asked (it costs a call per
 // object).
 Result<std::vector<track::NamedGroup>> shown_groups(Tracker& tracker, bool with_memsize) {
-  MEMPROF_TRY_STATUS(tracker.exactness());
-  MEMPROF_TRY_STATUS(tracker.prune());
+  MEMPROF_TRY_STATUS(exact_and_pruned(tracker));
   Tracker::Pause pause(tracker);
   GcDisabled gc;
   std::vector<Item> items = shown_items(tracker, with_memsize);
@@ -211,11 +217,7 @@ Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& ke
   // GC is still disabled from report_begin: every object the block allocated is in the heap
   // unless the block ran GC.start itself; prune drops those. Its success also means that no
   // other Ractor runs, so nothing else allocates until the check below.
-  Status exact = tracker.exactness();
-  if (exact.ok()) {
-    auto pruned = tracker.prune();
-    if (!pruned.ok()) exact = pruned.error();
-  }
+  Status exact = exact_and_pruned(tracker);
   ReportSnapshot snapshot;
   ClassNames names;
   std::vector<Item> items;
@@ -247,20 +249,13 @@ Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& ke
   return snapshot;
 }
 
-Status window_begin(Tracker& tracker) { return tracker.begin_window(); }
-
 Result<ReportSnapshot> window_end(Tracker& tracker) {
   if (!tracker.window_open()) return err("no allocation window is open");
   // A full GC with immediate sweep decides what the window retained; the objects it frees are
   // summed as freed by the free watch. Over a zeroed stack, as in report_end.
   util::clear_stack_below();
   rb_gc_start();
-  Status exact = tracker.exactness();
-  if (exact.ok()) {
-    auto pruned = tracker.prune();
-    if (!pruned.ok()) exact = pruned.error();
-  }
-  if (!exact.ok()) {
+  if (Status exact = exact_and_pruned(tracker); !exact.ok()) {
     (void)tracker.end_window();
     return exact.error();
   }
@@ -288,8 +283,7 @@ void report_abort(Tracker& tracker) {
 }
 
 Result<std::vector<VALUE>> tracked_objects(Tracker& tracker) {
-  MEMPROF_TRY_STATUS(tracker.exactness());
-  MEMPROF_TRY_STATUS(tracker.prune());
+  MEMPROF_TRY_STATUS(exact_and_pruned(tracker));
   std::vector<VALUE> objects;
   for (const Item& item : shown_items(tracker, false)) objects.push_back(item.address);
   return objects;

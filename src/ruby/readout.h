@@ -44,10 +44,9 @@ Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& ke
 void report_abort(Tracker& tracker);
 
 // `memprof report -p PID --duration`: the same snapshot for a time window of a running process,
-// whose GC keeps running (see Tracker::begin_window). end: a full GC; retained = objects born in
-// the window and still alive; allocated = those plus the ones freed during the window, with
-// their memsize at the free.
-Status window_begin(Tracker& tracker);
+// whose GC keeps running, opened by Tracker::begin_window. window_end: a full GC; retained =
+// objects born in the window and still alive; allocated = those plus the ones freed during the
+// window, with their memsize at the free.
 Result<ReportSnapshot> window_end(Tracker& tracker);
 
 // The shown live objects tracked so far (Memprof.dump { }). The caller keeps GC disabled, so
