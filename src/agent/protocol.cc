@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/util/frame_length.h"
+
 namespace memprof::agent {
 
 std::string socket_directory(uid_t uid) { return fmt::format("/tmp/memprof-{}", uid); }
@@ -52,10 +54,9 @@ Status read_exactly(int fd, char* out, size_t size, std::chrono::milliseconds ti
 Status write_frame(int fd, std::string_view payload) {
   if (payload.size() > UINT32_MAX) return err("message too large ({} bytes)", payload.size());
   auto size = static_cast<uint32_t>(payload.size());
-  unsigned char header[4] = {static_cast<unsigned char>(size), static_cast<unsigned char>(size >> 8),
-                             static_cast<unsigned char>(size >> 16),
-                             static_cast<unsigned char>(size >> 24)};
-  std::string_view parts[2] = {{reinterpret_cast<const char*>(header), 4}, payload};
+  auto header = util::encode_frame_length(size);
+  std::string_view parts[2] = {{reinterpret_cast<const char*>(header.data()), header.size()},
+                               payload};
   for (std::string_view part : parts) {
     while (!part.empty()) {
       // send() on sockets, for MSG_NOSIGNAL; write() on pipes (the agent's threads block
@@ -73,10 +74,10 @@ Status write_frame(int fd, std::string_view payload) {
 }
 
 Result<std::string> read_frame(int fd, size_t max_bytes, std::chrono::milliseconds timeout) {
-  unsigned char header[4];
-  MEMPROF_TRY_STATUS(read_exactly(fd, reinterpret_cast<char*>(header), 4, timeout, nullptr));
-  uint32_t size = header[0] | (header[1] << 8) | (header[2] << 16) |
-                  (static_cast<uint32_t>(header[3]) << 24);
+  unsigned char header[util::kFrameLengthBytes];
+  MEMPROF_TRY_STATUS(
+      read_exactly(fd, reinterpret_cast<char*>(header), sizeof header, timeout, nullptr));
+  uint32_t size = util::decode_frame_length(header);
   if (size > max_bytes) return err("message of {} bytes is over the limit of {}", size, max_bytes);
   std::string payload(size, '\0');
   MEMPROF_TRY_STATUS(read_exactly(fd, payload.data(), size, timeout, nullptr));

@@ -7,21 +7,19 @@
 namespace memprof::ruby {
 
 void FrameReader::read_some() noexcept {
-  while (!complete()) {
+  while (!complete() && !too_big_) {
     char buffer[16384];
-    size_t want = header_done_ ? std::min(sizeof buffer, wanted_ - data_.size())
-                               : sizeof header_ - header_read_;
-    char* into = header_done_ ? buffer : reinterpret_cast<char*>(header_) + header_read_;
+    bool body = header_done();
+    size_t want = body ? std::min(sizeof buffer, announced_ - data_.size())
+                       : sizeof header_ - header_read_;
+    char* into = body ? buffer : reinterpret_cast<char*>(header_) + header_read_;
     ssize_t n = ::read(fd_, into, want);
     if (n < 0) {
       error_ = errno;
       return;
     }
-    if (n == 0) {
-      at_end_ = true;
-      return;
-    }
-    if (header_done_) {
+    if (n == 0) return;  // end of file
+    if (body) {
       try {
         data_.append(buffer, static_cast<size_t>(n));
       } catch (...) {
@@ -31,15 +29,9 @@ void FrameReader::read_some() noexcept {
       continue;
     }
     header_read_ += static_cast<size_t>(n);
-    if (header_read_ < sizeof header_) continue;
-    announced_ = size_t{header_[0]} | size_t{header_[1]} << 8 | size_t{header_[2]} << 16 |
-                 size_t{header_[3]} << 24;
-    if (announced_ > max_bytes_) {
-      too_big_ = true;
-      return;
-    }
-    header_done_ = true;
-    wanted_ = announced_;
+    if (!header_done()) continue;
+    announced_ = util::decode_frame_length(header_);
+    too_big_ = announced_ > max_bytes_;
   }
 }
 

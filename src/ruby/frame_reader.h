@@ -12,20 +12,22 @@
 #include <cstdint>
 #include <string>
 
+#include "core/util/frame_length.h"
+
 namespace memprof::ruby {
 
-// A frame: 4-byte little-endian length, then that many bytes. read_some() runs without the GVL
-// and touches no Ruby object; it returns when the frame is complete, at end of file, on an
-// error, or when a signal interrupted the read (EINTR: the caller lets Ruby handle its
-// interrupts -- Thread#kill, exit -- and calls it again; what was read is kept).
+// A frame: its length (core/util/frame_length.h), then that many bytes. read_some() runs without
+// the GVL and touches no Ruby object; it returns when the frame is complete, at end of file (none
+// of the states below), on an error, or when a signal interrupted the read (EINTR: the caller
+// lets Ruby handle its interrupts -- Thread#kill, exit -- and calls it again; what was read is
+// kept).
 class FrameReader {
  public:
   FrameReader(int fd, size_t max_bytes) : fd_(fd), max_bytes_(max_bytes) {}
 
   void read_some() noexcept;
 
-  bool complete() const { return header_done_ && data_.size() == wanted_; }
-  bool at_end() const { return at_end_; }        // end of file before a complete frame
+  bool complete() const { return header_done() && data_.size() == announced_; }
   bool interrupted() const { return error_ == EINTR; }
   int error() const { return error_; }           // errno of a failed read, 0 if none
   bool too_big() const { return too_big_; }
@@ -36,13 +38,12 @@ class FrameReader {
  private:
   int fd_;
   size_t max_bytes_;
-  uint8_t header_[4] = {};
+  bool header_done() const { return header_read_ == sizeof header_; }
+
+  unsigned char header_[util::kFrameLengthBytes] = {};
   size_t header_read_ = 0;
-  bool header_done_ = false;
-  size_t wanted_ = 0;
   size_t announced_ = 0;
   std::string data_;
-  bool at_end_ = false;
   bool too_big_ = false;
   int error_ = 0;
 };
