@@ -28,6 +28,7 @@ constexpr const char* kStartThread = R"ruby(
   requests = ::IO.for_fd(::Kernel.Integer(request_fd), autoclose: false)
   replies = ::IO.for_fd(::Kernel.Integer(reply_fd), autoclose: false)
   replies.sync = true
+  efaults = 0
   begin
     unless defined?(::Memprof::Native)
       ::Memprof.instance_variable_set(:@agent_extension, ext)
@@ -40,6 +41,10 @@ constexpr const char* kStartThread = R"ruby(
     end
     require ::File.join(::File.dirname(lib), "memprof", "agent")
   rescue ::Exception => e
+    # Ruby 3.4's require hands a String's buffer to realpath() without the GVL; an app
+    # looping GC.compact can move it meanwhile (a Ruby bug). The file that failed is not
+    # marked loaded: requiring it again is safe.
+    retry if e.is_a?(::Errno::EFAULT) && (efaults += 1) < 8
     message = "0\nerror\nloading memprof into the process: #{e.class}: #{e.message}".b
     replies.write([message.bytesize].pack("V"), message)
   else
