@@ -8,6 +8,8 @@
 
 #include "agent/ruby_calls.h"
 #include "core/util/json_escape.h"
+#include "tracer/process_hooks.h"
+#include "tracer/trace_wire.h"
 
 namespace memprof::agent {
 
@@ -64,6 +66,9 @@ std::string RequestHandler::handle(const Request& request) {
     if (request.verb == "ruby") return ruby_command(request.body);
     if (request.verb == "fork-ruby") return fork_ruby_command(request.body);
     if (request.verb == "detach") return detach();
+    if (request.verb == "trace-start") return trace_start(request.body);
+    if (request.verb == "trace-read") return trace_read();
+    if (request.verb == "trace-stop") return trace_stop();
     return err("unknown request '{}'", request.verb);
   }();
   return reply.ok() ? encode_reply_ok(*reply) : encode_reply_error(reply.message());
@@ -126,10 +131,38 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& command
 
 Result<std::string> RequestHandler::detach() {
   detach_requested_ = true;
+  trace_.reset();
   if (ruby_ == nullptr || !g_memprof_loaded) return std::string("{\"stopped\":false}");
   auto stopped = ruby_command("stop");
   service_->stop(kRubyThreadTimeout);
   return stopped;
+}
+
+// A readout carries at most this many records (~20 MB), the rest waits for the next read.
+constexpr size_t kRecordsPerReadout = 65536;
+
+Result<std::string> RequestHandler::trace_start(const std::string& body) {
+  if (trace_ != nullptr) return err("process {} is already being traced (memprof trace -p {})", ::getpid(), ::getpid());
+  MEMPROF_TRY(request, tracer::decode_trace_request(body));
+  MEMPROF_TRY(session, tracer::TraceSession::start(std::move(request)));
+  trace_ = std::move(session);
+  tracer::TraceReadout readout = trace_->read(0);
+  return tracer::encode_readout(readout, trace_->initial_functions(), trace_->totals(),
+                                tracer::calls_in_flight());
+}
+
+Result<std::string> RequestHandler::trace_read() {
+  if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
+  tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
+  return tracer::encode_readout(readout, readout.new_functions, trace_->totals(), tracer::calls_in_flight());
+}
+
+Result<std::string> RequestHandler::trace_stop() {
+  if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
+  tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
+  auto totals = trace_->totals();
+  trace_.reset();
+  return tracer::encode_readout(readout, readout.new_functions, totals, tracer::calls_in_flight());
 }
 
 void RequestHandler::adopt_preloaded_gem(const std::string& lib_file) {

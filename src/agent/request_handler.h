@@ -3,7 +3,8 @@
 //   load LIB\nEXT      starts memprof's Ruby thread, loading the gem (ruby_service.h); idempotent
 //   ruby COMMAND       Memprof::Agent.handle(COMMAND) on that thread; its JSON reply
 //   fork-ruby COMMAND  the same in a forked child (heap dumps): {"child", "fork_us", "reply"}
-//   detach             stops tracking; the agent then closes its socket and ends its thread
+//   detach             stops tracking and tracing; the agent then closes its socket and ends its thread
+//   trace-start BODY, trace-read, trace-stop   memprof trace (src/tracer/trace_wire.h)
 // Replies are built here and never throw: every failure is an "error" reply.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "agent/protocol.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_service.h"
+#include "tracer/trace_session.h"
 
 namespace memprof::agent {
 
@@ -38,6 +40,9 @@ class RequestHandler {
   Result<std::string> ruby_command(const std::string& command);
   Result<std::string> fork_ruby_command(const std::string& command);
   Result<std::string> detach();
+  Result<std::string> trace_start(const std::string& body);
+  Result<std::string> trace_read();
+  Result<std::string> trace_stop();
   Status require_memprof() const;
 
   Status ensure_service();
@@ -45,6 +50,7 @@ class RequestHandler {
   RubyRuntime* ruby_;
   RubyService* service_;
   bool detach_requested_ = false;
+  std::unique_ptr<tracer::TraceSession> trace_;
 };
 
 // How long a request waits for Ruby to run the agent's postponed job (ruby_runtime.h): when

@@ -34,12 +34,13 @@ class RecordRing {
     return true;
   }
 
-  // Consumer side: calls visit(record) for every published record, oldest first, and returns
-  // how many it visited.
+  // Consumer side: calls visit(record) for every published record (at most `limit`), oldest
+  // first, and returns how many it visited.
   template <typename Visit>
-  size_t drain(Visit&& visit) {
+  size_t drain(Visit&& visit, size_t limit = SIZE_MAX) {
     uint64_t head = head_.load(std::memory_order_relaxed);
     uint64_t tail = tail_.load(std::memory_order_acquire);
+    if (tail - head > limit) tail = head + limit;
     for (uint64_t i = head; i != tail; ++i) visit(static_cast<const Record&>(slots_[i & (kCapacity - 1)]));
     head_.store(tail, std::memory_order_release);
     return static_cast<size_t>(tail - head);

@@ -1,0 +1,74 @@
+// What the tracer inside the target hands to `memprof trace` for one finished call, byte for
+// byte (the agent sends records as they are in memory; both sides are this build, x86-64).
+//
+// A hook cannot know at entry whether a pointer will still be valid when the CLI formats the
+// call, so it copies what the prototype says the pointers point to (ArgumentCapture), at most
+// kCapturedArguments of them, kCaptureBytes each; call_format's MemoryReader is then served
+// from these copies (CapturedMemory) instead of the process.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "trace/captured_call.h"
+
+namespace memprof::trace {
+
+inline constexpr size_t kCapturedArguments = 3;
+inline constexpr size_t kCaptureBytes = 48;
+// The longest string shown whole: one captured byte beyond it tells whether "..." is due.
+inline constexpr size_t kLongestStringLimit = kCaptureBytes - 2;
+
+// What the hook copies for each integer argument register (rdi..r9).
+enum class Capture : uint8_t {
+  kNothing = 0,
+  kString = 1,  // a NUL-terminated string, up to kCaptureBytes - 1 bytes of it
+  kBytes = 2,   // kCaptureBytes raw bytes (a T* argument's T, a counted buffer)
+};
+using ArgumentCapture = std::array<Capture, 6>;
+
+enum class CallOutcome : uint8_t {
+  kReturned = 0,
+  // Left without returning: longjmp, a C++ exception, pthread_exit. duration_ns is how long
+  // the call had run when the tracer found it gone (an upper bound is not known).
+  kUnwound = 1,
+};
+
+struct CapturedBytes {
+  uint8_t argument = 0xff;  // index of the integer register argument, 0xff: slot unused
+  uint8_t length = 0;       // bytes valid in `bytes`
+  bool terminated = false;  // kString: the NUL was within the copy (bytes[length] == 0)
+  char bytes[kCaptureBytes];
+};
+
+struct CallRecord {
+  uint32_t function = 0;     // the tracer's index of the traced function
+  uint32_t tid = 0;
+  uint64_t entry_ns = 0;     // CLOCK_MONOTONIC
+  uint64_t duration_ns = 0;
+  uint64_t return_address = 0;  // where the call returns to: names the calling object
+  ArgumentRegisters arguments;
+  ReturnRegisters returned;
+  CallOutcome outcome = CallOutcome::kReturned;
+  std::array<CapturedBytes, kCapturedArguments> captured;
+};
+
+// The memory a formatter may read for one record: the captured copies at the addresses the
+// arguments held; everything else is unreadable (shown as an address).
+inline size_t read_captured(const CallRecord& record, uint64_t address, char* out, size_t size) {
+  for (const CapturedBytes& copy : record.captured) {
+    if (copy.argument >= 6) continue;
+    uint64_t start = record.arguments.integer[copy.argument];
+    // The NUL counts as readable: it ends the string the formatter reads.
+    uint64_t end = start + copy.length + (copy.terminated ? 1 : 0);
+    if (address < start || address >= end) continue;
+    size_t n = static_cast<size_t>(end - address) < size ? static_cast<size_t>(end - address) : size;
+    std::memcpy(out, copy.bytes + (address - start), n);
+    return n;
+  }
+  return 0;
+}
+
+}  // namespace memprof::trace

@@ -1,0 +1,109 @@
+#include "tracer/process_hooks.h"
+
+#include <dlfcn.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/hook/entry_hook.h"
+#include "tracer/trace_session.h"
+#include "tracer/trampoline.h"
+
+namespace memprof::tracer {
+namespace {
+
+using DlopenFn = void* (*)(const char*, int);
+using RaiseFn = int (*)(void*);
+using ForcedUnwindFn = int (*)(void*, void*, void*);
+
+// Guards everything below. Taken by dlopen's replacement after the real dlopen returned (the
+// loader's lock is free again), never inside a traced call.
+std::mutex g_mutex;
+TraceSession* g_session = nullptr;
+std::unique_ptr<hook::EntryHook> g_dlopen_hook;
+std::vector<std::unique_ptr<hook::EntryHook>> g_unwinder_hooks;
+DlopenFn g_real_dlopen = nullptr;
+RaiseFn g_real_raise = nullptr;
+ForcedUnwindFn g_real_forced_unwind = nullptr;
+
+int raise_exception(void* exception) {
+  restore_return_addresses();
+  return __atomic_load_n(&g_real_raise, __ATOMIC_ACQUIRE)(exception);
+}
+
+int forced_unwind(void* exception, void* stop, void* stop_argument) {
+  restore_return_addresses();
+  return __atomic_load_n(&g_real_forced_unwind, __ATOMIC_ACQUIRE)(exception, stop, stop_argument);
+}
+
+void* watched_dlopen(const char* file, int flags) {
+  void* handle = __atomic_load_n(&g_real_dlopen, __ATOMIC_ACQUIRE)(file, flags);
+  if (handle != nullptr) {
+    Untraced untraced;
+    std::lock_guard lock(g_mutex);
+    if (g_session != nullptr) g_session->hook_new_objects();
+  }
+  return handle;
+}
+
+// Entry-hooks `name` (first definition in load order) unless hooked already.
+template <typename Fn>
+void hook_unwinder_locked(const char* name, Fn replacement, Fn* original) {
+  void* target = ::dlsym(RTLD_DEFAULT, name);
+  if (target == nullptr) return;  // no libgcc_s (yet): no C++ exception can be thrown
+  for (const auto& hook : g_unwinder_hooks)
+    if (hook->target() == target) return;
+  auto hook = hook::EntryHook::install(target, reinterpret_cast<void*>(replacement),
+                                       {.publish_original = reinterpret_cast<void**>(original)});
+  if (hook.ok()) g_unwinder_hooks.push_back(std::move(*hook));
+}
+
+void hook_unwinders_locked() {
+  hook_unwinder_locked("_Unwind_RaiseException", &raise_exception, &g_real_raise);
+  hook_unwinder_locked("_Unwind_ForcedUnwind", &forced_unwind, &g_real_forced_unwind);
+}
+
+}  // namespace
+
+uint64_t calls_in_flight() {
+  uint64_t in_flight = 0;
+  for (uint32_t i = 0; i < thread_state_count(); ++i)
+    if (ThreadTrace* state = thread_state(i); state != nullptr)
+      in_flight += __atomic_load_n(&state->depth, __ATOMIC_RELAXED);
+  return in_flight;
+}
+
+Status watch_process_for(TraceSession* session) {
+  std::lock_guard lock(g_mutex);
+  if (g_session != nullptr) return err("this process is already being traced by another memprof trace");
+  hook_unwinders_locked();
+  if (g_dlopen_hook == nullptr) {
+    void* dlopen_address = ::dlsym(RTLD_DEFAULT, "dlopen");
+    if (dlopen_address == nullptr) return err("dlopen not found: cannot watch objects loaded later");
+    MEMPROF_TRY(hook, hook::EntryHook::install(
+                          dlopen_address, reinterpret_cast<void*>(&watched_dlopen),
+                          {.publish_original = reinterpret_cast<void**>(&g_real_dlopen)}));
+    g_dlopen_hook = std::move(hook);
+  }
+  g_session = session;
+  return ok_status();
+}
+
+uint64_t release_process_hooks(TraceSession* session) {
+  std::lock_guard lock(g_mutex);
+  if (g_session != session) return calls_in_flight();
+  g_session = nullptr;
+  g_dlopen_hook.reset();  // its trampoline stays callable for a thread inside it
+  uint64_t in_flight = calls_in_flight();
+  // The originals stay published: a thread inside a replacement right now still calls them.
+  if (in_flight == 0) g_unwinder_hooks.clear();
+  return in_flight;
+}
+
+void hook_new_unwinders() {
+  // Called with g_mutex held, from watched_dlopen through the session.
+  hook_unwinders_locked();
+}
+
+}  // namespace memprof::tracer

@@ -1,0 +1,29 @@
+// The hooks a trace needs besides the traced functions themselves, one set per process:
+// - dlopen: after it returns, the running session hooks the matching functions of the objects
+//   it loaded (a `require "sqlite3"` after the trace began is traced from its first call);
+// - _Unwind_RaiseException and _Unwind_ForcedUnwind (libgcc_s): before the unwinder walks a
+//   thread's stack, the real return addresses go back into it (trampoline.h).
+//
+// The unwinder hooks outlive a session while traced calls are still in flight anywhere (a
+// thread blocked in a traced read()): an exception through such a call would otherwise meet
+// trace_exit's address. They are removed by the first release that finds no call in flight.
+#pragma once
+
+#include "core/util/result.h"
+
+namespace memprof::tracer {
+
+class TraceSession;
+
+// Makes `session` the one dlopen reports to and hooks dlopen and the unwinder.
+Status watch_process_for(TraceSession* session);
+// Stops reporting to `session`; unhooks dlopen, and the unwinder when nothing is in flight.
+// Returns the number of traced calls still in flight.
+uint64_t release_process_hooks(TraceSession* session);
+// Hooks the unwinder functions of objects loaded since (libgcc_s loaded by dlopen).
+void hook_new_unwinders();
+
+// Traced calls some thread is inside of right now.
+uint64_t calls_in_flight();
+
+}  // namespace memprof::tracer

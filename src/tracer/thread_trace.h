@@ -1,0 +1,59 @@
+// One traced thread's state, owned by that thread while it runs: the calls it is inside of
+// (a shadow stack of their real return addresses), its ring of finished calls, and its
+// per-function counters for `memprof trace -c`. States live in one mmap'ed pool (the hooks
+// never call malloc); a thread claims one at its first traced call and the reader gives it
+// back once the thread has exited and its ring is drained.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "trace/call_record.h"
+#include "trace/record_ring.h"
+
+namespace memprof::tracer {
+
+inline constexpr size_t kMaxFunctions = 4096;
+inline constexpr size_t kMaxThreads = 512;
+inline constexpr size_t kMaxDepth = 128;      // traced calls nested in one thread
+inline constexpr size_t kAbandonedSlots = 64;  // calls presumed left without a return
+inline constexpr size_t kRingRecords = 4096;
+
+// A call the thread is inside of. Its record is filled at entry and finished at exit.
+struct PendingCall {
+  uint64_t* slot;            // where the return address was (the stack slot we rewrote)
+  uint64_t return_address;   // what it held
+  trace::CallRecord record;
+};
+
+// A call presumed left by longjmp (a later call found the stack above its slot): kept in case
+// it returns after all (a call on another stack, e.g. a signal handler on sigaltstack or a
+// fiber), so that its real return address is never lost.
+struct AbandonedCall {
+  uint64_t* slot = nullptr;
+  uint64_t return_address = 0;
+};
+
+struct FunctionCounters {
+  uint64_t calls = 0;        // finished calls (returned or unwound)
+  uint64_t nanoseconds = 0;  // their durations, summed
+};
+
+using CallRing = trace::RecordRing<trace::CallRecord, kRingRecords>;
+
+struct ThreadTrace {
+  std::atomic<uint32_t> owned{0};  // 1 while a live thread holds this state
+  uint32_t tid = 0;
+  bool busy = false;      // inside the tracer: calls made now are not traced
+  bool ignored = false;   // a thread of memprof's own agent
+  uint32_t depth = 0;
+  uint64_t untimed = 0;   // calls seen while the shadow stack was full (counted, not timed)
+  uint32_t abandoned_next = 0;
+  AbandonedCall abandoned[kAbandonedSlots];
+  PendingCall stack[kMaxDepth];
+  FunctionCounters counters[kMaxFunctions];
+  CallRing ring;
+};
+
+}  // namespace memprof::tracer

@@ -1,0 +1,212 @@
+#include "tracer/trace_session.h"
+
+#include <fnmatch.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/hook/loaded_object.h"
+#include "core/util/path_name.h"
+#include "tracer/process_hooks.h"
+#include "tracer/trampoline.h"
+
+namespace memprof::tracer {
+namespace {
+
+struct Candidate {
+  std::string name;
+  uintptr_t address;
+};
+
+bool matches_any(const std::vector<std::string>& globs, const std::string& text) {
+  return std::any_of(globs.begin(), globs.end(),
+                     [&](const std::string& glob) { return ::fnmatch(glob.c_str(), text.c_str(), 0) == 0; });
+}
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool traceable_object(const hook::LoadedObject& object, const TraceRequest& request) {
+  if (!object.problem.empty()) return false;
+  if (object.role == hook::ObjectRole::kLoader || object.role == hook::ObjectRole::kVdso ||
+      object.role == hook::ObjectRole::kHookLibrary)
+    return false;
+  return request.libraries.empty() || matches_any(request.libraries, base_name(object.path));
+}
+
+// The functions `object` defines whose names match, one per address (aliases share one: the
+// name a pattern spells out wins, then one without a leading underscore).
+std::vector<Candidate> matching_functions(const hook::LoadedObject& object, const TraceRequest& request) {
+  std::vector<Candidate> found;
+  for (uint32_t index = 1; index < object.tables.symbol_count; ++index) {
+    const Elf64_Sym& symbol = object.tables.symtab[index];
+    unsigned type = ELF64_ST_TYPE(symbol.st_info);
+    if (symbol.st_shndx == SHN_UNDEF || symbol.st_value == 0 ||
+        ELF64_ST_BIND(symbol.st_info) == STB_LOCAL || (type != STT_FUNC && type != STT_GNU_IFUNC) ||
+        object.version_hidden(index))
+      continue;
+    std::string name(object.symbol_name(index));
+    if (name.empty() || !matches_any(request.patterns, name)) continue;
+    uintptr_t address = object.bias + symbol.st_value;
+    // What the loader does with an IFUNC on x86-64: call its resolver with no arguments.
+    if (type == STT_GNU_IFUNC) address = reinterpret_cast<uintptr_t (*)()>(address)();
+    auto same = std::find_if(found.begin(), found.end(), [&](const Candidate& c) { return c.address == address; });
+    if (same == found.end()) {
+      found.push_back({std::move(name), address});
+      continue;
+    }
+    auto rank = [&](const std::string& n) {
+      bool spelled = std::find(request.patterns.begin(), request.patterns.end(), n) != request.patterns.end();
+      return (spelled ? 0 : 2) + (n[0] == '_' ? 1 : 0);
+    };
+    if (rank(name) < rank(same->name)) same->name = std::move(name);
+  }
+  return found;
+}
+
+bool thread_exited(uint32_t tid) {
+  return ::syscall(SYS_tgkill, ::getpid(), tid, 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) {
+  if (request.patterns.empty()) return err("no function to trace");
+  std::unique_ptr<TraceSession> session(new TraceSession(std::move(request)));
+  Untraced untraced;
+  MEMPROF_TRY_STATUS(watch_process_for(session.get()));
+  set_recording(session->request_.records);
+  // What earlier sessions left in the rings is not this trace's.
+  for (uint32_t i = 0; i < thread_state_count(); ++i)
+    if (ThreadTrace* state = thread_state(i)) state->ring.drain([](const trace::CallRecord&) {});
+  session->unmatched_ = session->request_.patterns;
+  std::lock_guard lock(session->mutex_);
+  // Functions traced before keep their counters: this trace counts from here.
+  session->baseline_ = session->sum_counters(function_count());
+  session->hook_objects_locked(session->initial_);
+  return session;
+}
+
+TraceSession::~TraceSession() {
+  Untraced untraced;
+  release_process_hooks(this);
+  std::lock_guard lock(mutex_);
+  entry_hooks_.clear();
+  got_hooks_.clear();
+}
+
+void TraceSession::hook_new_objects() {
+  std::vector<HookedFunction> added;
+  {
+    std::lock_guard lock(mutex_);
+    hook_objects_locked(added);
+    pending_functions_.insert(pending_functions_.end(), added.begin(), added.end());
+  }
+  hook_new_unwinders();
+}
+
+void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
+  auto objects = hook::loaded_objects();
+  if (!objects.ok()) {
+    pending_problems_.push_back("reading the loaded objects: " + objects.message());
+    return;
+  }
+  for (const hook::LoadedObject& object : *objects) {
+    if (std::find(seen_objects_.begin(), seen_objects_.end(), object.key()) != seen_objects_.end()) continue;
+    seen_objects_.push_back(object.key());
+    if (!traceable_object(object, request_)) continue;
+    for (Candidate& candidate : matching_functions(object, request_)) {
+      std::erase_if(unmatched_, [&](const std::string& glob) {
+        return ::fnmatch(glob.c_str(), candidate.name.c_str(), 0) == 0;
+      });
+      auto function = traced_function(candidate.address);
+      if (!function.ok()) {
+        pending_problems_.push_back(fmt::format("{} in {}: {}", candidate.name, object.path, function.message()));
+        continue;
+      }
+      TracedFunction& traced = **function;
+      if (auto capture = request_.captures.find(candidate.name); capture != request_.captures.end())
+        traced.capture = capture->second;
+      else
+        traced.capture = {};
+      HookedFunction hooked{traced.id, candidate.name, object.path, candidate.address, false};
+      auto entry = hook::EntryHook::install(reinterpret_cast<void*>(candidate.address), traced.stub,
+                                            {.publish_original = &traced.original});
+      if (entry.ok()) {
+        entry_hooks_.push_back(std::move(*entry));
+        ids_.push_back(traced.id);
+        added.push_back(std::move(hooked));
+        continue;
+      }
+      // The entry cannot be patched: calls from other objects through their GOT still can.
+      auto got = hook::GotHook::install(candidate.name, traced.stub,
+                                        {.follow_dlopen = false, .publish_original = &traced.original});
+      if (!got.ok()) {
+        pending_problems_.push_back(fmt::format("cannot trace {} in {}: {}; {}", candidate.name, object.path,
+                                                entry.message(), got.message()));
+        continue;
+      }
+      got_hooks_.push_back(std::move(*got));
+      hooked.through_got = true;
+      ids_.push_back(traced.id);
+      added.push_back(std::move(hooked));
+    }
+  }
+}
+
+TraceReadout TraceSession::read(size_t max_records) {
+  Untraced untraced;
+  TraceReadout out;
+  {
+    std::lock_guard lock(mutex_);
+    out.new_functions = std::move(pending_functions_);
+    pending_functions_.clear();
+    out.problems = std::move(pending_problems_);
+    pending_problems_.clear();
+  }
+  for (uint32_t i = 0; i < thread_state_count(); ++i) {
+    ThreadTrace* state = thread_state(i);
+    if (state == nullptr) continue;
+    bool exited = state->owned.load(std::memory_order_acquire) == 1 && !state->ignored &&
+                  thread_exited(state->tid);
+    size_t room = max_records - std::min(max_records, out.records.size());
+    state->ring.drain([&](const trace::CallRecord& record) { out.records.push_back(record); }, room);
+    out.dropped += state->ring.dropped();
+    out.untraced += __atomic_load_n(&state->untimed, __ATOMIC_RELAXED);
+    // A thread that exited (inside a traced call or not) gives its state back once drained.
+    if (exited && room > 0 && out.records.size() < max_records) state->owned.store(0, std::memory_order_release);
+  }
+  out.untraced += calls_without_state();
+  return out;
+}
+
+std::vector<FunctionCounters> TraceSession::sum_counters(uint32_t functions) const {
+  std::vector<FunctionCounters> sums(functions);
+  for (uint32_t i = 0; i < thread_state_count(); ++i) {
+    ThreadTrace* state = thread_state(i);
+    if (state == nullptr) continue;
+    for (uint32_t id = 0; id < functions; ++id) {
+      sums[id].calls += __atomic_load_n(&state->counters[id].calls, __ATOMIC_RELAXED);
+      sums[id].nanoseconds += __atomic_load_n(&state->counters[id].nanoseconds, __ATOMIC_RELAXED);
+    }
+  }
+  return sums;
+}
+
+std::vector<FunctionTotals> TraceSession::totals() const {
+  std::lock_guard lock(mutex_);
+  std::vector<FunctionCounters> sums = sum_counters(function_count());
+  std::vector<FunctionTotals> out;
+  for (uint32_t id : ids_) {
+    FunctionCounters base = id < baseline_.size() ? baseline_[id] : FunctionCounters{};
+    out.push_back({id, sums[id].calls - base.calls, sums[id].nanoseconds - base.nanoseconds});
+  }
+  return out;
+}
+
+}  // namespace memprof::tracer

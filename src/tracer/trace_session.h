@@ -1,0 +1,95 @@
+// One `memprof trace` inside the target: which functions are traced, the hooks that trace
+// them, the watch on dlopen that traces matching functions of objects loaded later, and the
+// reader that drains the threads' rings (trampoline.h does the tracing itself).
+//
+// Functions are found by glob over the dynamic symbol tables of the loaded objects (defined
+// functions, IFUNCs resolved as the loader does) and hooked at their entry, so every caller is
+// seen: calls from other objects through the GOT, calls inside the defining object, calls
+// through pointers from dlsym (a Ruby C extension's methods). A function whose entry cannot be
+// patched (too short, a branch into its first bytes) is traced through the GOT slots of the
+// objects that import it instead, and the reply says so.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/hook/entry_hook.h"
+#include "core/hook/got_hook.h"
+#include "core/util/result.h"
+#include "trace/call_record.h"
+#include "tracer/thread_trace.h"
+
+namespace memprof::tracer {
+
+struct TraceRequest {
+  std::vector<std::string> patterns;   // function names, fnmatch globs
+  std::vector<std::string> libraries;  // object name globs (basename); empty: every object
+  std::map<std::string, trace::ArgumentCapture, std::less<>> captures;  // by function name
+  bool records = true;  // false: counters only (memprof trace -c)
+};
+
+struct HookedFunction {
+  uint32_t id = 0;
+  std::string name;
+  std::string object;
+  uintptr_t address = 0;
+  bool through_got = false;  // entry not patchable: only calls through GOT slots are seen
+};
+
+struct FunctionTotals {
+  uint32_t id = 0;
+  uint64_t calls = 0;
+  uint64_t nanoseconds = 0;
+};
+
+struct TraceReadout {
+  std::vector<trace::CallRecord> records;
+  std::vector<HookedFunction> new_functions;  // hooked since the last read (dlopen)
+  std::vector<std::string> problems;          // since the last read
+  uint64_t dropped = 0;                       // records lost to full rings, since the start
+  uint64_t untraced = 0;  // calls not traced: nested too deep, or no thread state left
+};
+
+class TraceSession {
+ public:
+  // Hooks every matching function. Patterns that match nothing are problems, not failures
+  // (objects loaded later are watched); it fails only when nothing could be watched at all.
+  static Result<std::unique_ptr<TraceSession>> start(TraceRequest request);
+  TraceSession(const TraceSession&) = delete;
+  TraceSession& operator=(const TraceSession&) = delete;
+  // Removes the hooks (every patched byte restored). Calls in flight finish normally.
+  ~TraceSession();
+
+  // The reader: finished calls (at most `max_records`) and what changed since the last read.
+  TraceReadout read(size_t max_records);
+  // Calls and time per traced function since the start.
+  std::vector<FunctionTotals> totals() const;
+  // Hooked at the start (later ones come through read()).
+  const std::vector<HookedFunction>& initial_functions() const { return initial_; }
+
+  // The dlopen watch: hooks matching functions of objects loaded since the last look.
+  void hook_new_objects();
+
+ private:
+  explicit TraceSession(TraceRequest request) : request_(std::move(request)) {}
+  void hook_objects_locked(std::vector<HookedFunction>& added);
+  std::vector<FunctionCounters> sum_counters(uint32_t functions) const;
+
+  TraceRequest request_;
+  mutable std::mutex mutex_;  // hooks_, seen_objects_, pending_*
+  std::vector<std::unique_ptr<hook::EntryHook>> entry_hooks_;
+  std::vector<std::unique_ptr<hook::GotHook>> got_hooks_;
+  std::vector<hook::ObjectKey> seen_objects_;
+  std::vector<HookedFunction> initial_;
+  std::vector<HookedFunction> pending_functions_;
+  std::vector<std::string> pending_problems_;
+  std::vector<std::string> unmatched_;  // patterns no object has matched yet
+  std::vector<uint32_t> ids_;  // every function this session hooked
+  std::vector<FunctionCounters> baseline_;  // counters by id at the start (reused functions)
+};
+
+}  // namespace memprof::tracer

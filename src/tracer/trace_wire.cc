@@ -1,0 +1,88 @@
+#include "tracer/trace_wire.h"
+
+#include <fmt/format.h>
+
+#include "core/util/json_escape.h"
+
+namespace memprof::tracer {
+namespace {
+
+constexpr std::string_view kCaptureLetters = "-sb";  // indexed by trace::Capture
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  append_json_escaped(out, text);
+  return out + '"';
+}
+
+}  // namespace
+
+std::string encode_trace_request(const TraceRequest& request) {
+  std::string body = fmt::format("records {}\n", request.records ? 1 : 0);
+  for (const auto& pattern : request.patterns) body += "x " + pattern + "\n";
+  for (const auto& library : request.libraries) body += "l " + library + "\n";
+  for (const auto& [name, capture] : request.captures) {
+    std::string kinds;
+    for (trace::Capture kind : capture) kinds += kCaptureLetters[static_cast<size_t>(kind)];
+    body += "capture " + name + " " + kinds + "\n";
+  }
+  return body;
+}
+
+Result<TraceRequest> decode_trace_request(std::string_view body) {
+  TraceRequest request;
+  while (!body.empty()) {
+    size_t end = body.find('\n');
+    std::string_view line = body.substr(0, end);
+    body = end == std::string_view::npos ? std::string_view() : body.substr(end + 1);
+    if (line.empty()) continue;
+    size_t space = line.find(' ');
+    if (space == std::string_view::npos) return err("malformed trace request line '{}'", line);
+    std::string_view key = line.substr(0, space);
+    std::string_view value = line.substr(space + 1);
+    if (key == "records") {
+      request.records = value != "0";
+    } else if (key == "x") {
+      request.patterns.emplace_back(value);
+    } else if (key == "l") {
+      request.libraries.emplace_back(value);
+    } else if (key == "capture") {
+      size_t split = value.rfind(' ');
+      if (split == std::string_view::npos || value.size() - split - 1 != 6)
+        return err("malformed capture line '{}'", line);
+      trace::ArgumentCapture capture{};
+      for (size_t i = 0; i < 6; ++i) {
+        size_t kind = kCaptureLetters.find(value[split + 1 + i]);
+        if (kind == std::string_view::npos) return err("malformed capture line '{}'", line);
+        capture[i] = static_cast<trace::Capture>(kind);
+      }
+      request.captures.emplace(std::string(value.substr(0, split)), capture);
+    } else {
+      return err("unknown trace request line '{}'", line);
+    }
+  }
+  return request;
+}
+
+std::string encode_readout(const TraceReadout& readout, const std::vector<HookedFunction>& functions,
+                           const std::vector<FunctionTotals>& totals, uint64_t in_flight) {
+  std::string out = "{\"functions\":[";
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const HookedFunction& f = functions[i];
+    out += fmt::format("{}{{\"id\":{},\"name\":{},\"object\":{},\"address\":{},\"got\":{}}}", i ? "," : "",
+                       f.id, json_string(f.name), json_string(f.object), f.address, f.through_got);
+  }
+  out += "],\"problems\":[";
+  for (size_t i = 0; i < readout.problems.size(); ++i)
+    out += (i ? "," : "") + json_string(readout.problems[i]);
+  out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"records\":{},\"totals\":[",
+                     readout.dropped, readout.untraced, in_flight, readout.records.size());
+  for (size_t i = 0; i < totals.size(); ++i)
+    out += fmt::format("{}[{},{},{}]", i ? "," : "", totals[i].id, totals[i].calls, totals[i].nanoseconds);
+  out += "]}\n";
+  out.append(reinterpret_cast<const char*>(readout.records.data()),
+             readout.records.size() * sizeof(trace::CallRecord));
+  return out;
+}
+
+}  // namespace memprof::tracer

@@ -1,0 +1,31 @@
+// What `memprof trace` and the agent say to each other (over the agent's protocol, protocol.h):
+//
+//   trace-start BODY   BODY is lines: "records 0|1", "x GLOB" (functions), "l GLOB" (objects),
+//                      "capture NAME KINDS" (KINDS: six of '-' nothing, 's' string, 'b' bytes,
+//                      one per integer argument register). Reply: a readout.
+//   trace-read         a readout of what happened since the last one
+//   trace-stop         ends the trace (hooks removed); the last readout
+//
+// A readout is one line of JSON, a newline, then `records` CallRecords as they are in memory:
+//   {"functions":[{"id","name","object","address","got"}],"problems":[..],"dropped","untraced",
+//    "in_flight","records","totals":[[id,calls,nanoseconds],..]}
+// "functions" lists the functions hooked since the last readout; "totals" is every function of
+// the trace since its start.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/util/result.h"
+#include "tracer/trace_session.h"
+
+namespace memprof::tracer {
+
+std::string encode_trace_request(const TraceRequest& request);
+Result<TraceRequest> decode_trace_request(std::string_view body);
+
+std::string encode_readout(const TraceReadout& readout, const std::vector<HookedFunction>& functions,
+                           const std::vector<FunctionTotals>& totals, uint64_t in_flight);
+
+}  // namespace memprof::tracer

@@ -1,0 +1,385 @@
+#include "tracer/trampoline.h"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include "core/hook/near_memory.h"
+#include "core/hook/x86_64/code_writer.h"
+#include "trace/safe_read.h"
+
+// The two entry points, written in assembly because they run between a caller and its callee
+// and must leave every argument and return register as they found it.
+//
+// trace_entry, reached from a function's stub with r11 = its TracedFunction*. On entry rsp
+// points at the return address (rsp % 16 == 8). Frame: xmm0-7 at [rsp, rsp+128), then rdi,
+// rsi, rdx, rcx, r8, r9, rax (the vector-argument count of varargs calls), r10 (a static chain).
+//
+// trace_exit, reached by the traced function's `ret`, so rsp is 16-aligned one slot above the
+// old return address. It steps back onto that slot, saves rax, rdx, xmm0 and xmm1, and lets
+// on_exit write the real return address into the slot, then `ret`s through it.
+asm(R"(
+  .text
+  .globl memprof_trace_entry
+  .hidden memprof_trace_entry
+  .type memprof_trace_entry, @function
+memprof_trace_entry:
+  push %rbp
+  mov %rsp, %rbp
+  sub $192, %rsp
+  movdqa %xmm0, 0(%rsp)
+  movdqa %xmm1, 16(%rsp)
+  movdqa %xmm2, 32(%rsp)
+  movdqa %xmm3, 48(%rsp)
+  movdqa %xmm4, 64(%rsp)
+  movdqa %xmm5, 80(%rsp)
+  movdqa %xmm6, 96(%rsp)
+  movdqa %xmm7, 112(%rsp)
+  mov %rdi, 128(%rsp)
+  mov %rsi, 136(%rsp)
+  mov %rdx, 144(%rsp)
+  mov %rcx, 152(%rsp)
+  mov %r8, 160(%rsp)
+  mov %r9, 168(%rsp)
+  mov %rax, 176(%rsp)
+  mov %r10, 184(%rsp)
+  mov %r11, %rdi
+  mov %rsp, %rsi
+  lea 8(%rbp), %rdx
+  call memprof_trace_on_entry
+  mov %rax, %r11
+  movdqa 0(%rsp), %xmm0
+  movdqa 16(%rsp), %xmm1
+  movdqa 32(%rsp), %xmm2
+  movdqa 48(%rsp), %xmm3
+  movdqa 64(%rsp), %xmm4
+  movdqa 80(%rsp), %xmm5
+  movdqa 96(%rsp), %xmm6
+  movdqa 112(%rsp), %xmm7
+  mov 128(%rsp), %rdi
+  mov 136(%rsp), %rsi
+  mov 144(%rsp), %rdx
+  mov 152(%rsp), %rcx
+  mov 160(%rsp), %r8
+  mov 168(%rsp), %r9
+  mov 176(%rsp), %rax
+  mov 184(%rsp), %r10
+  leave
+  jmp *%r11
+  .size memprof_trace_entry, .-memprof_trace_entry
+
+  .globl memprof_trace_exit
+  .hidden memprof_trace_exit
+  .type memprof_trace_exit, @function
+memprof_trace_exit:
+  sub $8, %rsp
+  push %rax
+  push %rdx
+  sub $40, %rsp
+  movdqa %xmm0, 0(%rsp)
+  movdqa %xmm1, 16(%rsp)
+  mov %rsp, %rdi
+  lea 56(%rsp), %rsi
+  call memprof_trace_on_exit
+  mov %rax, 56(%rsp)
+  movdqa 0(%rsp), %xmm0
+  movdqa 16(%rsp), %xmm1
+  add $40, %rsp
+  pop %rdx
+  pop %rax
+  ret
+  .size memprof_trace_exit, .-memprof_trace_exit
+)");
+
+namespace memprof::tracer {
+
+// Register frames as the assembly above lays them out.
+struct EntryRegisters {
+  uint64_t vector[8][2];
+  uint64_t integer[6];  // rdi, rsi, rdx, rcx, r8, r9
+  uint64_t rax;
+  uint64_t r10;
+};
+static_assert(sizeof(EntryRegisters) == 192);
+
+struct ExitRegisters {
+  uint64_t xmm0[2];
+  uint64_t xmm1[2];
+  uint64_t padding;
+  uint64_t rdx;
+  uint64_t rax;
+};
+
+extern "C" {
+void memprof_trace_entry();
+void memprof_trace_exit();
+uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegisters* registers, uint64_t* slot);
+uint64_t memprof_trace_on_exit(ExitRegisters* registers, uint64_t* slot);
+}
+
+namespace {
+
+constexpr int kTraceStubKind = 3;  // near_memory's TrampolineKey kinds: 1 entry, 2 call site
+
+// The function table: fixed slots so that ids and addresses never move.
+TracedFunction g_functions[kMaxFunctions];
+std::atomic<uint32_t> g_function_count{0};
+std::mutex g_functions_mutex;  // makes new functions (never taken inside a hook)
+
+std::atomic<ThreadTrace*> g_states[kMaxThreads];
+std::atomic<uint32_t> g_state_count{0};
+std::atomic<uint64_t> g_calls_without_state{0};
+std::atomic<bool> g_recording{true};
+
+// Initial-exec: a plain %fs-relative load, no __tls_get_addr (which may call malloc).
+thread_local ThreadTrace* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+uint64_t now_ns() {
+  timespec now;
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+uint64_t exit_stub() { return reinterpret_cast<uint64_t>(&memprof_trace_exit); }
+
+ThreadTrace* adopt(ThreadTrace* state) {
+  state->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  state->busy = false;
+  state->ignored = false;
+  state->depth = 0;
+  state->abandoned_next = 0;
+  for (AbandonedCall& call : state->abandoned) call = {};
+  t_state = state;
+  return state;
+}
+
+// This thread's state: a free one left by an exited thread, else a new mapping. Called on a
+// thread's first traced call, from inside the hook: mmap, never malloc.
+ThreadTrace* claim_state() {
+  int saved_errno = errno;
+  uint32_t count = g_state_count.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < count; ++i) {
+    ThreadTrace* state = g_states[i].load(std::memory_order_acquire);
+    uint32_t free_state = 0;
+    if (state != nullptr && state->owned.compare_exchange_strong(free_state, 1)) {
+      errno = saved_errno;
+      return adopt(state);
+    }
+  }
+  uint32_t index = g_state_count.fetch_add(1);
+  if (index >= kMaxThreads) {
+    g_state_count.fetch_sub(1);
+    errno = saved_errno;
+    return nullptr;
+  }
+  void* memory = ::mmap(nullptr, sizeof(ThreadTrace), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  errno = saved_errno;
+  if (memory == MAP_FAILED) {
+    g_states[index].store(nullptr, std::memory_order_release);  // a hole the reader skips
+    return nullptr;
+  }
+  auto* state = new (memory) ThreadTrace;
+  state->owned.store(1, std::memory_order_relaxed);
+  adopt(state);
+  g_states[index].store(state, std::memory_order_release);
+  return state;
+}
+
+void count_call(ThreadTrace& state, const trace::CallRecord& record) {
+  FunctionCounters& counters = state.counters[record.function];
+  __atomic_store_n(&counters.calls, counters.calls + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&counters.nanoseconds, counters.nanoseconds + record.duration_ns, __ATOMIC_RELAXED);
+}
+
+void finish(ThreadTrace& state, trace::CallRecord& record, uint64_t now) {
+  record.duration_ns = now - record.entry_ns;
+  count_call(state, record);
+  if (g_recording.load(std::memory_order_relaxed)) state.ring.push(record);
+}
+
+// The call on top of the stack did not return (see trampoline.h): reported, and its return
+// address kept aside in case it was on another stack after all.
+void abandon_top(ThreadTrace& state, uint64_t now) {
+  PendingCall& call = state.stack[--state.depth];
+  call.record.outcome = trace::CallOutcome::kUnwound;
+  finish(state, call.record, now);
+  state.abandoned[state.abandoned_next++ % kAbandonedSlots] = {call.slot, call.return_address};
+}
+
+void capture_arguments(const TracedFunction& function, trace::CallRecord& record) {
+  size_t used = 0;
+  for (size_t i = 0; i < 6 && used < trace::kCapturedArguments; ++i) {
+    if (function.capture[i] == trace::Capture::kNothing || record.arguments.integer[i] == 0) continue;
+    trace::CapturedBytes& copy = record.captured[used++];
+    copy.argument = static_cast<uint8_t>(i);
+    uint64_t address = record.arguments.integer[i];
+    if (function.capture[i] == trace::Capture::kString) {
+      trace::SafeString string = trace::safe_read_string(address, copy.bytes, sizeof(copy.bytes));
+      copy.length = static_cast<uint8_t>(string.length);
+      copy.terminated = string.terminated;
+    } else {
+      copy.length = static_cast<uint8_t>(trace::safe_read(address, copy.bytes, sizeof(copy.bytes)));
+      copy.terminated = false;
+    }
+  }
+  for (size_t i = used; i < trace::kCapturedArguments; ++i) record.captured[i].argument = 0xff;
+}
+
+}  // namespace
+
+extern "C" uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegisters* registers,
+                                            uint64_t* slot) {
+  const auto original = reinterpret_cast<uintptr_t>(function->original);
+  ThreadTrace* state = t_state;
+  if (state == nullptr && (state = claim_state()) == nullptr) {
+    g_calls_without_state.fetch_add(1, std::memory_order_relaxed);
+    return original;
+  }
+  if (state->busy || state->ignored) return original;
+  state->busy = true;
+  const uint64_t return_address = *slot;
+  // Calls whose return slot is now at or below the stack pointer have been left (longjmp);
+  // a slot equal to ours holding trace_exit is a tail call from a traced function: still live.
+  const bool tail_call = return_address == exit_stub();
+  while (state->depth > 0) {
+    uint64_t* top = state->stack[state->depth - 1].slot;
+    if (top > slot || (top == slot && tail_call)) break;
+    abandon_top(*state, now_ns());
+  }
+  if (state->depth == kMaxDepth) {
+    ++state->untimed;
+    state->busy = false;
+    return original;
+  }
+  PendingCall& call = state->stack[state->depth];
+  call.slot = slot;
+  call.return_address = return_address;
+  trace::CallRecord& record = call.record;
+  record.function = function->id;
+  record.tid = state->tid;
+  record.return_address = return_address;
+  record.outcome = trace::CallOutcome::kReturned;
+  std::memcpy(record.arguments.integer.data(), registers->integer, sizeof(registers->integer));
+  for (size_t i = 0; i < 8; ++i) record.arguments.vector[i] = registers->vector[i][0];
+  capture_arguments(*function, record);
+  ++state->depth;
+  *slot = exit_stub();
+  record.entry_ns = now_ns();  // last: the capture is the tracer's time, not the function's
+  state->busy = false;
+  return original;
+}
+
+extern "C" uint64_t memprof_trace_on_exit(ExitRegisters* registers, uint64_t* slot) {
+  const uint64_t now = now_ns();
+  ThreadTrace& state = *t_state;  // only this thread's calls were diverted here
+  const bool was_busy = state.busy;
+  state.busy = true;
+  uint64_t return_address = 0;
+  uint32_t depth = state.depth;
+  while (depth > 0 && state.stack[depth - 1].slot != slot) --depth;
+  if (depth > 0) {
+    // Calls above ours were left without a return (longjmp past them into our function).
+    while (state.depth > depth) abandon_top(state, now);
+    PendingCall& call = state.stack[--state.depth];
+    call.record.returned.integer = registers->rax;
+    call.record.returned.vector = registers->xmm0[0];
+    finish(state, call.record, now);
+    return_address = call.return_address;
+  } else {
+    // A call reported as abandoned that returned after all (it ran on another stack).
+    for (size_t i = 0; i < kAbandonedSlots; ++i) {
+      AbandonedCall& call = state.abandoned[(state.abandoned_next - 1 - i) % kAbandonedSlots];
+      if (call.slot != slot) continue;
+      return_address = call.return_address;
+      call = {};
+      break;
+    }
+  }
+  state.busy = was_busy;
+  return return_address;
+}
+
+Result<TracedFunction*> traced_function(uintptr_t address) {
+  std::lock_guard lock(g_functions_mutex);
+  uint32_t count = g_function_count.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < count; ++i)
+    if (g_functions[i].address == address) return &g_functions[i];
+  if (count == kMaxFunctions) return err("more than {} traced functions", kMaxFunctions);
+  TracedFunction& function = g_functions[count];
+  function.id = count;
+  function.address = address;
+  auto generate = [&](uintptr_t at) -> Result<std::vector<uint8_t>> {
+    hook::x86_64::CodeWriter stub(at);
+    const uint8_t movabs_r11[] = {0x49, 0xbb};
+    stub.bytes(movabs_r11, sizeof(movabs_r11));
+    stub.u64(reinterpret_cast<uint64_t>(&function));
+    stub.jump_absolute(reinterpret_cast<uintptr_t>(&memprof_trace_entry));
+    return stub.take();
+  };
+  MEMPROF_TRY(stub, hook::place_trampoline(
+                        {kTraceStubKind, address, reinterpret_cast<uintptr_t>(&function)},
+                        {address, address}, generate));
+  function.stub = reinterpret_cast<void*>(stub);
+  g_function_count.store(count + 1, std::memory_order_release);
+  return &function;
+}
+
+TracedFunction* function_at(uint32_t id) {
+  return id < g_function_count.load(std::memory_order_acquire) ? &g_functions[id] : nullptr;
+}
+
+uint32_t function_count() { return g_function_count.load(std::memory_order_acquire); }
+
+void set_recording(bool on) { g_recording.store(on, std::memory_order_relaxed); }
+
+void ignore_this_thread() {
+  ThreadTrace* state = t_state != nullptr ? t_state : claim_state();
+  if (state != nullptr) state->ignored = true;
+}
+
+Untraced::Untraced() {
+  ThreadTrace* state = t_state != nullptr ? t_state : claim_state();
+  if (state == nullptr) return;
+  was_busy_ = state->busy;
+  state->busy = true;
+}
+
+Untraced::~Untraced() {
+  if (t_state != nullptr) t_state->busy = was_busy_;
+}
+
+void restore_return_addresses() {
+  ThreadTrace* state = t_state;
+  if (state == nullptr || state->depth == 0) return;
+  const bool was_busy = state->busy;
+  state->busy = true;
+  const uint64_t now = now_ns();
+  while (state->depth > 0) {
+    PendingCall& call = state->stack[--state->depth];
+    // Top down, so that in a tail-call pair the outer call's real address is written last.
+    if (*call.slot == exit_stub()) *call.slot = call.return_address;
+    call.record.outcome = trace::CallOutcome::kUnwound;
+    finish(*state, call.record, now);
+  }
+  state->busy = was_busy;
+}
+
+uint32_t thread_state_count() {
+  return std::min<uint32_t>(g_state_count.load(std::memory_order_acquire), kMaxThreads);
+}
+
+ThreadTrace* thread_state(uint32_t index) { return g_states[index].load(std::memory_order_acquire); }
+
+uint64_t calls_without_state() { return g_calls_without_state.load(std::memory_order_relaxed); }
+
+uintptr_t exit_address() { return exit_stub(); }
+
+}  // namespace memprof::tracer

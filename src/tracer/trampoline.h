@@ -1,0 +1,87 @@
+// The generic trampoline: one piece of code that traces a call to any function, whatever its
+// signature, and the per-thread bookkeeping behind it.
+//
+// A traced function's entry hook jumps to a small per-function stub (`movabs r11, function;
+// jmp trace_entry`). trace_entry saves the argument registers (rdi..r9, rax, r10, xmm0-7),
+// calls on_entry, restores them and jumps to the function's relocated prologue, so the
+// function sees exactly the registers and stack its caller left. on_entry records the
+// arguments and the time and replaces the return address on the stack with trace_exit, keeping
+// the real one on the thread's shadow stack. When the function returns, trace_exit saves the
+// return registers (rax, rdx, xmm0, xmm1), calls on_exit, which finishes the record and hands
+// back the real return address, and returns there.
+//
+// The return path when a call does not return (docs/trace.md):
+// - longjmp (Ruby's raise, siglongjmp): the frame is simply gone. The next traced call of the
+//   thread finds the stack pointer at or above the old return slot, reports the old call as
+//   unwound and keeps its real return address aside (AbandonedCall) in case the call was on
+//   another stack (a signal handler on sigaltstack, a fiber) and does return after all.
+// - C++ exceptions and thread cancellation walk return addresses with the unwinder, which
+//   knows nothing of trace_exit: hooks on _Unwind_RaiseException and _Unwind_ForcedUnwind put
+//   every real return address back into the stack before the walk (the calls are reported as
+//   unwound).
+// - A tail call from one traced function to another finds trace_exit already in the slot: both
+//   calls end at the same return.
+// - A thread that exits inside a traced call leaves its state to the reader, which recycles it.
+//
+// Nothing here allocates with malloc, takes a lock or throws: the hooked code may hold any lock
+// (malloc's, the loader's) and may run in a signal handler. Calls made by the tracer itself,
+// and by memprof's own threads, are not traced (a per-thread busy flag).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/util/result.h"
+#include "trace/call_record.h"
+#include "tracer/thread_trace.h"
+
+namespace memprof::tracer {
+
+// One traced function. Never freed: a stub embeds its address and a thread preempted inside
+// the stub may run it long after the trace stopped.
+struct TracedFunction {
+  uintptr_t address = 0;     // the function's entry
+  void* original = nullptr;  // the callable prologue; set before the hook's jump is written
+  void* stub = nullptr;      // the code the hook jumps to
+  uint32_t id = 0;           // index in function_at()
+  trace::ArgumentCapture capture{};
+};
+
+// The function traced at `address`, made on first use (with a stub placed near it); the same
+// one for the same address afterwards, so a second trace of it reuses its id.
+Result<TracedFunction*> traced_function(uintptr_t address);
+TracedFunction* function_at(uint32_t id);
+uint32_t function_count();
+
+// Whether finished calls are pushed as records (off for `-c`: only counters are kept).
+void set_recording(bool on);
+
+// Calls made by this thread are never traced (memprof's own threads).
+void ignore_this_thread();
+
+// Runs `body` with the calling thread's tracing suspended (the tracer's own dlopen watch).
+class Untraced {
+ public:
+  Untraced();
+  ~Untraced();
+  Untraced(const Untraced&) = delete;
+  Untraced& operator=(const Untraced&) = delete;
+
+ private:
+  bool was_busy_ = false;
+};
+
+// Before the unwinder walks this thread's stack (a C++ throw, pthread_exit): the real return
+// addresses go back into the stack and the calls are reported as unwound.
+void restore_return_addresses();
+
+// The reader's view of the thread states (only the reader calls these).
+uint32_t thread_state_count();
+ThreadTrace* thread_state(uint32_t index);
+// Calls no state could be claimed for (more than kMaxThreads threads at once).
+uint64_t calls_without_state();
+
+// The address trace_exit has, for tests that check a stack slot.
+uintptr_t exit_address();
+
+}  // namespace memprof::tracer

@@ -1,0 +1,247 @@
+// The tracer inside this very process: a session traces the functions of libtracer_traced.so
+// (tests/tracer/fixtures) and the tests check what a user of `memprof trace` relies on -- exact
+// counts from 8 threads, the arguments and results as the function saw them, the return path
+// when a call is left by longjmp, a C++ exception or pthread_exit, functions of a library
+// dlopen'ed after the start, and every patched byte back after the stop, calls in flight
+// included.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "fixtures/traced.h"
+#include "tracer/process_hooks.h"
+#include "tracer/trace_session.h"
+#include "tracer/trampoline.h"
+
+namespace memprof::tracer {
+namespace {
+
+std::unique_ptr<TraceSession> trace(std::vector<std::string> patterns,
+                                    std::map<std::string, trace::ArgumentCapture, std::less<>> captures = {}) {
+  TraceRequest request;
+  request.patterns = std::move(patterns);
+  request.captures = std::move(captures);
+  auto session = TraceSession::start(std::move(request));
+  EXPECT_TRUE(session.ok()) << session.message();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
+uint32_t id_of(const TraceSession& session, std::string_view name) {
+  for (const HookedFunction& f : session.initial_functions())
+    if (f.name == name) return f.id;
+  ADD_FAILURE() << name << " was not hooked";
+  return UINT32_MAX;
+}
+
+FunctionTotals totals_of(const TraceSession& session, uint32_t id) {
+  for (const FunctionTotals& t : session.totals())
+    if (t.id == id) return t;
+  return {id, 0, 0};
+}
+
+std::vector<trace::CallRecord> records_of(TraceSession& session, uint32_t id) {
+  std::vector<trace::CallRecord> out;
+  for (const trace::CallRecord& r : session.read(1 << 20).records)
+    if (r.function == id) out.push_back(r);
+  return out;
+}
+
+std::vector<uint8_t> first_bytes(void* function) {
+  auto* p = static_cast<uint8_t*>(function);
+  return {p, p + 16};
+}
+
+TEST(Tracer, CountsEveryCallFromEightThreadsExactly) {
+  auto session = trace({"traced_add"});
+  ASSERT_NE(session, nullptr);
+  uint32_t id = id_of(*session, "traced_add");
+  constexpr int kThreads = 8, kCalls = 20000;
+  std::vector<std::thread> threads;
+  std::atomic<long> sum{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      long local = 0;
+      for (int i = 0; i < kCalls; ++i) local += traced_add(i, t);
+      sum += local;
+    });
+  for (auto& thread : threads) thread.join();
+  long expected = 0;
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kCalls; ++i) expected += i + t;
+  EXPECT_EQ(sum.load(), expected);  // every call still returned the right value
+  EXPECT_EQ(totals_of(*session, id).calls, uint64_t{kThreads} * kCalls);
+}
+
+TEST(Tracer, RecordsIntegerDoubleAndStringArgumentsAndResults) {
+  trace::ArgumentCapture string_first{trace::Capture::kString};
+  auto session = trace({"traced_add", "traced_scale", "traced_length"}, {{"traced_length", string_first}});
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(traced_add(40, 2), 42);
+  EXPECT_EQ(traced_scale(1.5, 4, 0.25), 6.25);
+  const char* long_text = "SELECT name FROM users WHERE id = 1234567890 AND more";
+  EXPECT_EQ(traced_length(long_text), strlen(long_text));
+  EXPECT_EQ(traced_length("hi"), 2u);
+
+  auto all = session->read(100).records;
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].function, id_of(*session, "traced_add"));
+  EXPECT_EQ(static_cast<int>(all[0].arguments.integer[0]), 40);
+  EXPECT_EQ(static_cast<int>(all[0].arguments.integer[1]), 2);
+  EXPECT_EQ(static_cast<int>(all[0].returned.integer), 42);
+  EXPECT_EQ(all[0].tid, static_cast<uint32_t>(gettid()));
+  EXPECT_EQ(all[0].outcome, trace::CallOutcome::kReturned);
+
+  double x, y, result;
+  std::memcpy(&x, &all[1].arguments.vector[0], 8);
+  std::memcpy(&y, &all[1].arguments.vector[1], 8);
+  std::memcpy(&result, &all[1].returned.vector, 8);
+  EXPECT_EQ(x, 1.5);
+  EXPECT_EQ(y, 0.25);
+  EXPECT_EQ(all[1].arguments.integer[0], 4u);
+  EXPECT_EQ(result, 6.25);
+
+  // The string was copied at the call: 47 bytes of the long one, not terminated; all of "hi".
+  char copy[64] = {};
+  size_t n = trace::read_captured(all[2], reinterpret_cast<uint64_t>(long_text), copy, sizeof(copy));
+  EXPECT_EQ(n, trace::kCaptureBytes - 1);
+  EXPECT_EQ(std::string(copy, n), std::string(long_text, n));
+  n = trace::read_captured(all[3], all[3].arguments.integer[0], copy, sizeof(copy));
+  EXPECT_EQ(std::string(copy, n), std::string("hi\0", 3));
+  EXPECT_EQ(trace::read_captured(all[3], 12345, copy, sizeof(copy)), 0u);  // nothing else
+}
+
+jmp_buf g_jump;
+
+TEST(Tracer, LongjmpOutOfATracedCallIsReportedAndLaterCallsStillReturn) {
+  auto session = trace({"traced_jump", "traced_add"});
+  ASSERT_NE(session, nullptr);
+  for (int round = 0; round < 300; ++round) {  // more than the shadow stack holds
+    if (setjmp(g_jump) == 0) traced_jump(&g_jump);
+    ASSERT_EQ(traced_add(round, 1), round + 1);
+  }
+  auto jumps = totals_of(*session, id_of(*session, "traced_jump"));
+  auto adds = totals_of(*session, id_of(*session, "traced_add"));
+  EXPECT_EQ(jumps.calls, 300u);
+  EXPECT_EQ(adds.calls, 300u);
+  size_t unwound = 0;
+  for (const auto& r : session->read(1 << 20).records) unwound += r.outcome == trace::CallOutcome::kUnwound;
+  EXPECT_EQ(unwound, 300u);
+}
+
+void throw_runtime_error() { throw std::runtime_error("through a traced C frame"); }
+
+TEST(Tracer, CppExceptionThroughATracedCallIsCaughtByTheCaller) {
+  auto session = trace({"traced_call", "traced_add"});
+  ASSERT_NE(session, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    try {
+      traced_call(&throw_runtime_error);
+      ADD_FAILURE() << "the exception did not come through";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "through a traced C frame");
+    }
+    EXPECT_EQ(traced_add(1, 2), 3);
+  }
+  auto records = records_of(*session, id_of(*session, "traced_call"));
+  ASSERT_EQ(records.size(), 3u);
+  for (const auto& r : records) EXPECT_EQ(r.outcome, trace::CallOutcome::kUnwound);
+  EXPECT_EQ(totals_of(*session, id_of(*session, "traced_add")).calls, 3u);
+}
+
+TEST(Tracer, TailCallBetweenTracedFunctionsEndsBothAtOneReturn) {
+  auto session = trace({"traced_tail", "traced_add"});
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(traced_tail(41), 42);
+  EXPECT_EQ(traced_tail(1), 2);
+  EXPECT_EQ(totals_of(*session, id_of(*session, "traced_tail")).calls, 2u);
+  EXPECT_EQ(totals_of(*session, id_of(*session, "traced_add")).calls, 2u);
+  for (const auto& r : session->read(100).records) EXPECT_EQ(r.outcome, trace::CallOutcome::kReturned);
+}
+
+TEST(Tracer, ThreadExitingInsideATracedCallLeavesTheProcessWell) {
+  auto session = trace({"traced_exit_thread", "traced_add"});
+  ASSERT_NE(session, nullptr);
+  for (int i = 0; i < 4; ++i) {
+    pthread_t thread;
+    ASSERT_EQ(pthread_create(&thread, nullptr, [](void*) -> void* { traced_exit_thread(); return nullptr; }, nullptr), 0);
+    ASSERT_EQ(pthread_join(thread, nullptr), 0);
+  }
+  EXPECT_EQ(traced_add(2, 2), 4);
+  EXPECT_EQ(totals_of(*session, id_of(*session, "traced_exit_thread")).calls, 4u);
+}
+
+TEST(Tracer, FunctionsOfALibraryLoadedAfterTheStartAreTracedFromTheirFirstCall) {
+  auto session = trace({"traced_late"});
+  ASSERT_NE(session, nullptr);
+  EXPECT_TRUE(session->initial_functions().empty());
+  void* library = dlopen(TRACER_LATE_PATH, RTLD_NOW);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto late = reinterpret_cast<int (*)(int)>(dlsym(library, "traced_late"));
+  ASSERT_NE(late, nullptr);
+  EXPECT_EQ(late(5), 15);
+  EXPECT_EQ(late(6), 18);
+  auto readout = session->read(100);
+  ASSERT_EQ(readout.new_functions.size(), 1u);
+  EXPECT_EQ(readout.new_functions[0].name, "traced_late");
+  EXPECT_NE(readout.new_functions[0].object.find("libtracer_late.so"), std::string::npos);
+  ASSERT_EQ(readout.records.size(), 2u);
+  EXPECT_EQ(readout.records[0].returned.integer, 15u);
+  session.reset();
+  dlclose(library);
+}
+
+TEST(Tracer, StopWhileCallsAreInFlightRestoresEveryByteAndTheCallsReturn) {
+  void* function = reinterpret_cast<void*>(&traced_wait);
+  // The PLT resolves to the function itself: its first bytes, as the tests see them.
+  auto before = first_bytes(dlsym(RTLD_DEFAULT, "traced_wait"));
+  auto session = trace({"traced_wait"});
+  ASSERT_NE(session, nullptr);
+  EXPECT_NE(first_bytes(dlsym(RTLD_DEFAULT, "traced_wait")), before);
+  constexpr int kThreads = 4;
+  int pipes[kThreads][2];
+  std::vector<std::thread> threads;
+  std::atomic<int> returned{0};
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(pipe(pipes[t]), 0);
+    threads.emplace_back([&, t] { returned += traced_wait(pipes[t][0]) == 'a' + t; });
+  }
+  while (calls_in_flight() < kThreads) std::this_thread::yield();
+  session.reset();  // the hooks go while four calls are inside the function
+  EXPECT_EQ(first_bytes(dlsym(RTLD_DEFAULT, "traced_wait")), before);
+  for (int t = 0; t < kThreads; ++t) ASSERT_EQ(write(pipes[t][1], "abcd" + t, 1), 1);
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(returned.load(), kThreads);
+  EXPECT_EQ(calls_in_flight(), 0u);
+  for (int t = 0; t < kThreads; ++t) close(pipes[t][0]), close(pipes[t][1]);
+  (void)function;
+}
+
+TEST(Tracer, SecondTraceInTheSameProcessIsRefused) {
+  auto first = trace({"traced_add"});
+  ASSERT_NE(first, nullptr);
+  TraceRequest request;
+  request.patterns = {"traced_add"};
+  auto second = TraceSession::start(request);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.message(), "this process is already being traced by another memprof trace");
+}
+
+TEST(Tracer, GlobsMatchEveryDefinedFunctionOnce) {
+  auto session = trace({"traced_*"});
+  ASSERT_NE(session, nullptr);
+  std::vector<std::string> names;
+  for (const auto& f : session->initial_functions()) names.push_back(f.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"traced_add", "traced_call", "traced_exit_thread", "traced_jump",
+                                             "traced_length", "traced_scale", "traced_tail", "traced_wait"}));
+}
+
+}  // namespace
+}  // namespace memprof::tracer
