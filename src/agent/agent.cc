@@ -52,6 +52,8 @@ constinit bool g_running = false;
 // `memprof run` loads the gem itself, before the program's first line (lib/memprof/autostart.rb
 // in RUBYOPT), and names its lib/memprof.rb here.
 constexpr const char* kPreloadedGemVariable = "MEMPROF_AGENT_LIB";
+// Set by `memprof trace -- CMD` (src/cli/cmd_trace.cc).
+constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 
 void log_problem(const std::string& message) {
   // The agent has no terminal of its own; stderr is the host's. One line, only for problems
@@ -131,6 +133,14 @@ void after_fork_in_child() {
   start_thread();
 }
 
+// memprof trace -- CMD: the program's first instruction waits (at most 10 s) until the trace
+// has started, so that no call is missed. Its children do not wait.
+void hold_until_traced() {
+  if (std::getenv(kHoldVariable) == nullptr) return;
+  ::unsetenv(kHoldVariable);
+  for (int waited_ms = 0; waited_ms < 10000 && !trace_started(); ++waited_ms) ::usleep(1000);
+}
+
 }  // namespace
 }  // namespace memprof::agent
 
@@ -146,5 +156,6 @@ extern "C" __attribute__((visibility("default"))) int memprof_agent_start() {
 
 __attribute__((constructor)) static void memprof_agent_loaded() {
   pthread_atfork(nullptr, nullptr, memprof::agent::after_fork_in_child);
-  memprof_agent_start();
+  std::atexit(memprof::agent::wait_for_trace_at_exit);
+  if (memprof_agent_start() == 0) memprof::agent::hold_until_traced();
 }

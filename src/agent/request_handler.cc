@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -58,6 +59,23 @@ Result<std::string> collect_child(ForkedHandler& child) {
 }  // namespace
 
 bool memprof_loaded() { return g_memprof_loaded; }
+
+namespace {
+std::atomic<bool> g_trace_started{false};
+std::atomic<bool> g_trace_running{false};
+std::atomic<bool> g_exiting{false};
+// How long exit() waits for `memprof trace` to collect the last calls.
+constexpr int kExitWaitMs = 2000;
+}  // namespace
+
+bool trace_started() { return g_trace_started.load(std::memory_order_acquire); }
+
+void wait_for_trace_at_exit() {
+  if (!g_trace_running.load(std::memory_order_acquire)) return;
+  g_exiting.store(true, std::memory_order_release);
+  for (int waited = 0; waited < kExitWaitMs && g_trace_running.load(std::memory_order_acquire); ++waited)
+    ::usleep(1000);
+}
 
 std::string RequestHandler::handle(const Request& request) {
   Result<std::string> reply = [&]() -> Result<std::string> {
@@ -131,7 +149,7 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& command
 
 Result<std::string> RequestHandler::detach() {
   detach_requested_ = true;
-  trace_.reset();
+  end_trace();
   if (ruby_ == nullptr || !g_memprof_loaded) return std::string("{\"stopped\":false}");
   auto stopped = ruby_command("stop");
   service_->stop(kRubyThreadTimeout);
@@ -146,14 +164,22 @@ Result<std::string> RequestHandler::trace_start(const std::string& body) {
   MEMPROF_TRY(request, tracer::decode_trace_request(body));
   MEMPROF_TRY(session, tracer::TraceSession::start(std::move(request)));
   trace_ = std::move(session);
+  g_trace_running.store(true, std::memory_order_release);
+  g_trace_started.store(true, std::memory_order_release);
   tracer::TraceReadout readout = trace_->read(0);
   return tracer::encode_readout(readout, trace_->initial_functions(), trace_->totals(),
                                 tracer::calls_in_flight());
 }
 
+void RequestHandler::end_trace() {
+  trace_.reset();
+  g_trace_running.store(false, std::memory_order_release);
+}
+
 Result<std::string> RequestHandler::trace_read() {
   if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
+  readout.process_exiting = g_exiting.load(std::memory_order_acquire);
   return tracer::encode_readout(readout, readout.new_functions, trace_->totals(), tracer::calls_in_flight());
 }
 
@@ -161,7 +187,7 @@ Result<std::string> RequestHandler::trace_stop() {
   if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   auto totals = trace_->totals();
-  trace_.reset();
+  end_trace();
   return tracer::encode_readout(readout, readout.new_functions, totals, tracer::calls_in_flight());
 }
 

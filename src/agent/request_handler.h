@@ -43,6 +43,7 @@ class RequestHandler {
   Result<std::string> trace_start(const std::string& body);
   Result<std::string> trace_read();
   Result<std::string> trace_stop();
+  void end_trace();
   Status require_memprof() const;
 
   Status ensure_service();
@@ -63,5 +64,10 @@ inline constexpr std::chrono::milliseconds kRubyThreadTimeout{60000};
 
 // Whether an agent has loaded the gem into this process (survives fork).
 bool memprof_loaded();
+// Whether a trace has been started in this process (memprof trace -- CMD waits for it).
+bool trace_started();
+// At exit: while a trace runs, tells its readouts the process is exiting and waits (at most
+// 2 s) for `memprof trace` to collect the last calls and stop it.
+void wait_for_trace_at_exit();
 
 }  // namespace memprof::agent

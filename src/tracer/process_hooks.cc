@@ -21,8 +21,17 @@ using ForcedUnwindFn = int (*)(void*, void*, void*);
 // loader's lock is free again), never inside a traced call.
 std::mutex g_mutex;
 TraceSession* g_session = nullptr;
-std::unique_ptr<hook::EntryHook> g_dlopen_hook;
-std::vector<std::unique_ptr<hook::EntryHook>> g_unwinder_hooks;
+
+// Leaked on purpose: exit() runs static destructors while the agent's thread may still stop a
+// trace (it waits for `memprof trace` at exit), and while other threads call hooked functions.
+struct Hooks {
+  std::unique_ptr<hook::EntryHook> dlopen;
+  std::vector<std::unique_ptr<hook::EntryHook>> unwinders;
+};
+Hooks& hooks() {
+  static auto* instance = new Hooks;
+  return *instance;
+}
 DlopenFn g_real_dlopen = nullptr;
 RaiseFn g_real_raise = nullptr;
 ForcedUnwindFn g_real_forced_unwind = nullptr;
@@ -52,11 +61,11 @@ template <typename Fn>
 void hook_unwinder_locked(const char* name, Fn replacement, Fn* original) {
   void* target = ::dlsym(RTLD_DEFAULT, name);
   if (target == nullptr) return;  // no libgcc_s (yet): no C++ exception can be thrown
-  for (const auto& hook : g_unwinder_hooks)
+  for (const auto& hook : hooks().unwinders)
     if (hook->target() == target) return;
   auto hook = hook::EntryHook::install(target, reinterpret_cast<void*>(replacement),
                                        {.publish_original = reinterpret_cast<void**>(original)});
-  if (hook.ok()) g_unwinder_hooks.push_back(std::move(*hook));
+  if (hook.ok()) hooks().unwinders.push_back(std::move(*hook));
 }
 
 void hook_unwinders_locked() {
@@ -78,13 +87,13 @@ Status watch_process_for(TraceSession* session) {
   std::lock_guard lock(g_mutex);
   if (g_session != nullptr) return err("this process is already being traced by another memprof trace");
   hook_unwinders_locked();
-  if (g_dlopen_hook == nullptr) {
+  if (hooks().dlopen == nullptr) {
     void* dlopen_address = ::dlsym(RTLD_DEFAULT, "dlopen");
     if (dlopen_address == nullptr) return err("dlopen not found: cannot watch objects loaded later");
     MEMPROF_TRY(hook, hook::EntryHook::install(
                           dlopen_address, reinterpret_cast<void*>(&watched_dlopen),
                           {.publish_original = reinterpret_cast<void**>(&g_real_dlopen)}));
-    g_dlopen_hook = std::move(hook);
+    hooks().dlopen = std::move(hook);
   }
   g_session = session;
   return ok_status();
@@ -94,10 +103,10 @@ uint64_t release_process_hooks(TraceSession* session) {
   std::lock_guard lock(g_mutex);
   if (g_session != session) return calls_in_flight();
   g_session = nullptr;
-  g_dlopen_hook.reset();  // its trampoline stays callable for a thread inside it
+  hooks().dlopen.reset();  // its trampoline stays callable for a thread inside it
   uint64_t in_flight = calls_in_flight();
   // The originals stay published: a thread inside a replacement right now still calls them.
-  if (in_flight == 0) g_unwinder_hooks.clear();
+  if (in_flight == 0) hooks().unwinders.clear();
   return in_flight;
 }
 

@@ -52,6 +52,7 @@ struct TraceReadout {
   std::vector<std::string> problems;          // since the last read
   uint64_t dropped = 0;                       // records lost to full rings, since the start
   uint64_t untraced = 0;  // calls not traced: nested too deep, or no thread state left
+  bool process_exiting = false;  // exit() is waiting for the trace to stop
 };
 
 class TraceSession {

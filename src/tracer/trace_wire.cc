@@ -75,8 +75,9 @@ std::string encode_readout(const TraceReadout& readout, const std::vector<Hooked
   out += "],\"problems\":[";
   for (size_t i = 0; i < readout.problems.size(); ++i)
     out += (i ? "," : "") + json_string(readout.problems[i]);
-  out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"records\":{},\"totals\":[",
-                     readout.dropped, readout.untraced, in_flight, readout.records.size());
+  out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"exiting\":{},\"records\":{},"
+                     "\"totals\":[",
+                     readout.dropped, readout.untraced, in_flight, readout.process_exiting, readout.records.size());
   for (size_t i = 0; i < totals.size(); ++i)
     out += fmt::format("{}[{},{},{}]", i ? "," : "", totals[i].id, totals[i].calls, totals[i].nanoseconds);
   out += "]}\n";

@@ -8,9 +8,10 @@
 //
 // A readout is one line of JSON, a newline, then `records` CallRecords as they are in memory:
 //   {"functions":[{"id","name","object","address","got"}],"problems":[..],"dropped","untraced",
-//    "in_flight","records","totals":[[id,calls,nanoseconds],..]}
+//    "in_flight","exiting","records","totals":[[id,calls,nanoseconds],..]}
 // "functions" lists the functions hooked since the last readout; "totals" is every function of
-// the trace since its start.
+// the trace since its start. "exiting": the process called exit() and waits (2 s at most) for
+// a trace-stop, so that its last calls are not lost.
 #pragma once
 
 #include <string>

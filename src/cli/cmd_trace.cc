@@ -1,0 +1,359 @@
+// memprof trace -p PID -x SYM ...: ltrace-style lines for the calls a running process makes to
+// the named functions, through hooks the agent installs inside it (src/tracer), or the same
+// for a command it starts (memprof trace -x SYM -- CMD ARGS).
+#include <fnmatch.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "attach/agent_client.h"
+#include "attach/attach_flow.h"
+#include "attach/duration.h"
+#include "attach/installation.h"
+#include "attach/interruption.h"
+#include "cli/command.h"
+#include "trace/capture_plan.h"
+#include "trace/prototype_files.h"
+#include "trace/trace_output.h"
+#include "trace/trace_readout.h"
+#include "tracer/trace_wire.h"
+
+namespace memprof::cli {
+namespace {
+
+struct TraceOptions {
+  pid_t pid = 0;
+  std::vector<std::string> symbols;
+  std::vector<std::string> libraries;
+  std::vector<std::string> prototype_files;
+  int timestamps = 0;
+  bool durations = false;
+  bool summary = false;
+  bool json = false;
+  std::string output;
+  std::string duration;
+  size_t string_limit = 32;
+  std::vector<std::string> command;
+};
+
+// How often the CLI drains the agent's rings: each thread's ring holds 4,096 calls.
+constexpr auto kReadInterval = std::chrono::milliseconds(20);
+// The agent of a launched command holds its first instruction until the trace starts.
+constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
+
+// Prototypes from the usual ltrace.conf places, then the user's -F files, which win.
+struct Prototypes {
+  trace::PrototypeSet defaults;
+  trace::PrototypeSet user;
+  const trace::Prototype* find(std::string_view name) const {
+    const trace::Prototype* found = user.find(name);
+    return found != nullptr ? found : defaults.find(name);
+  }
+};
+
+Result<Prototypes> load_prototypes(const std::vector<std::string>& files) {
+  Prototypes out;
+  // Problems in system files (Debian's /etc/ltrace.conf has a few struct lines) are ltrace's
+  // business; the user's own files must be right.
+  auto defaults = trace::load_prototype_files(trace::default_prototype_files(), trace::MissingFile::kSkip);
+  if (defaults.ok()) out.defaults = std::move(defaults->prototypes);
+  if (files.empty()) return out;
+  MEMPROF_TRY(user, trace::load_prototype_files(files, trace::MissingFile::kError));
+  if (!user.problems.empty()) {
+    std::string message = "bad prototype file: " + user.problems.front();
+    if (user.problems.size() > 1) message += fmt::format(" (and {} more lines)", user.problems.size() - 1);
+    return err("{}", message);
+  }
+  out.user = std::move(user.prototypes);
+  return out;
+}
+
+bool matches_any(const std::vector<std::string>& globs, const std::string& name) {
+  return std::any_of(globs.begin(), globs.end(),
+                     [&](const std::string& glob) { return ::fnmatch(glob.c_str(), name.c_str(), 0) == 0; });
+}
+
+tracer::TraceRequest make_request(const TraceOptions& options, const Prototypes& prototypes) {
+  tracer::TraceRequest request;
+  request.patterns = options.symbols;
+  request.libraries = options.libraries;
+  request.records = !options.summary;
+  for (const trace::PrototypeSet* set : {&prototypes.defaults, &prototypes.user})
+    for (const auto& [name, prototype] : set->prototypes())
+      if (matches_any(options.symbols, name)) {
+        trace::ArgumentCapture plan = trace::capture_plan(*prototypes.find(name));
+        if (plan != trace::ArgumentCapture{}) request.captures[name] = plan;
+      }
+  return request;
+}
+
+int64_t realtime_offset_ns() {
+  timespec real, mono;
+  ::clock_gettime(CLOCK_REALTIME, &real);
+  ::clock_gettime(CLOCK_MONOTONIC, &mono);
+  return (static_cast<int64_t>(real.tv_sec) - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
+}
+
+// The launched command, if any: started with the agent preloaded and held before its first
+// instruction until the trace has started.
+class LaunchedCommand {
+ public:
+  static Result<LaunchedCommand> start(const std::vector<std::string>& command) {
+    MEMPROF_TRY(agent, attach::agent_library());
+    pid_t child = ::fork();
+    if (child < 0) return err("fork: {}", std::strerror(errno));
+    if (child == 0) {
+      std::string preload = agent;
+      if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0')
+        preload += std::string(":") + existing;
+      ::setenv("LD_PRELOAD", preload.c_str(), 1);
+      ::setenv(kHoldVariable, "1", 1);
+      std::vector<char*> argv;
+      for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
+      argv.push_back(nullptr);
+      ::execvp(argv[0], argv.data());
+      fmt::print(stderr, "memprof: {}: {}\n", command[0], std::strerror(errno));
+      ::_exit(127);
+    }
+    return LaunchedCommand(child);
+  }
+  pid_t pid() const { return pid_; }
+  bool running() const {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+    return info.si_pid == 0;
+  }
+  // The exit status as a shell reports it.
+  int wait() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = 0;
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+
+ private:
+  explicit LaunchedCommand(pid_t pid) : pid_(pid) {}
+  pid_t pid_;
+};
+
+Status wait_for_agent(const LaunchedCommand& command) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!command.running()) return err("{} ended before its agent started", command.pid());
+    if (attach::agent_listening(command.pid())) return ok_status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return err("the agent of process {} did not start within 10 s", command.pid());
+}
+
+bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+class TracePrinter {
+ public:
+  TracePrinter(const TraceOptions& options, const Prototypes& prototypes, std::FILE* out)
+      : options_(options), prototypes_(prototypes), out_(out) {
+    line_.timestamps = options.timestamps;
+    line_.durations = options.durations;
+    line_.format.string_limit = std::min(options.string_limit, trace::kLongestStringLimit);
+    line_.realtime_offset_ns = realtime_offset_ns();
+  }
+
+  void take(trace::Readout readout) {
+    for (const std::string& problem : readout.problems) fmt::print(stderr, "memprof: {}\n", problem);
+    for (const trace::ReadoutFunction& function : readout.functions) {
+      functions_[function.id] = {function.name, function.object, prototypes_.find(function.name)};
+      if (function.through_got)
+        fmt::print(stderr, "memprof: {} in {}: its entry cannot be patched, only calls through the GOT are seen\n",
+                   function.name, function.object);
+    }
+    std::stable_sort(readout.records.begin(), readout.records.end(),
+                     [](const trace::CallRecord& a, const trace::CallRecord& b) { return a.entry_ns < b.entry_ns; });
+    for (const trace::CallRecord& record : readout.records) {
+      auto function = functions_.find(record.function);
+      if (function == functions_.end()) continue;
+      std::string text = options_.json ? trace::call_json(record, function->second, line_)
+                                       : trace::call_line(record, function->second, line_);
+      fmt::print(out_, "{}\n", text);
+    }
+    std::fflush(out_);
+    dropped_ = readout.dropped;
+    untraced_ = readout.untraced;
+    in_flight_ = readout.in_flight;
+    totals_ = std::move(readout.totals);
+  }
+
+  size_t functions() const { return functions_.size(); }
+  const std::map<uint32_t, trace::FunctionInfo>& known() const { return functions_; }
+
+  void finish() {
+    if (options_.summary) {
+      std::vector<trace::SummaryRow> rows;
+      for (const trace::ReadoutTotals& total : totals_)
+        if (auto function = functions_.find(total.id); function != functions_.end())
+          rows.push_back({function->second.name, total.calls, total.nanoseconds});
+      fmt::print(out_, "{}", trace::summary_table(std::move(rows)));
+      std::fflush(out_);
+    }
+    if (dropped_ > 0)
+      fmt::print(stderr, "memprof: {} calls were counted but not shown: the reader fell behind\n", dropped_);
+    if (untraced_ > 0)
+      fmt::print(stderr, "memprof: {} calls were not traced (nested over 128 deep, or over 512 threads)\n",
+                 untraced_);
+    if (in_flight_ > 0)
+      fmt::print(stderr, "memprof: {} traced calls had not returned when the trace stopped\n", in_flight_);
+  }
+
+ private:
+  const TraceOptions& options_;
+  const Prototypes& prototypes_;
+  std::FILE* out_;
+  trace::LineOptions line_;
+  std::map<uint32_t, trace::FunctionInfo> functions_;
+  std::vector<trace::ReadoutTotals> totals_;
+  uint64_t dropped_ = 0, untraced_ = 0, in_flight_ = 0;
+};
+
+void warn_unmatched(const TraceOptions& options, const TracePrinter& printer) {
+  for (const std::string& pattern : options.symbols) {
+    bool matched = std::any_of(printer.known().begin(), printer.known().end(), [&](const auto& entry) {
+      return ::fnmatch(pattern.c_str(), entry.second.name.c_str(), 0) == 0;
+    });
+    if (!matched)
+      fmt::print(stderr, "memprof: no loaded object defines a function matching '{}' (objects loaded later are "
+                         "watched)\n",
+                 pattern);
+  }
+}
+
+int run_trace(const TraceOptions& options) {
+  if (options.symbols.empty()) return fail("name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)");
+  if ((options.pid != 0) == !options.command.empty())
+    return fail("trace a running process (-p PID) or a command (-- CMD ARGS), one of the two");
+  std::chrono::milliseconds duration = std::chrono::milliseconds::max();
+  if (!options.duration.empty()) {
+    auto parsed = attach::parse_duration(options.duration);
+    if (!parsed.ok()) return fail(parsed.message());
+    duration = *parsed;
+  }
+  auto prototypes = load_prototypes(options.prototype_files);
+  if (!prototypes.ok()) return fail(prototypes.message());
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, &std::fclose);
+  if (!options.output.empty()) {
+    file.reset(std::fopen(options.output.c_str(), "w"));
+    if (file == nullptr) return fail(fmt::format("cannot write {}: {}", options.output, std::strerror(errno)));
+  }
+
+  std::optional<LaunchedCommand> launched;
+  pid_t pid = options.pid;
+  if (!options.command.empty()) {
+    auto started = LaunchedCommand::start(options.command);
+    if (!started.ok()) return fail(started.message());
+    launched = *started;
+    pid = launched->pid();
+    if (Status ready = wait_for_agent(*launched); !ready.ok()) return fail(ready.message());
+  } else {
+    if (process_gone(pid)) return fail(fmt::format("no process {}", pid));
+    auto agent = attach::ensure_agent(pid);
+    if (!agent.ok()) return fail(agent.message());
+  }
+
+  attach::Interruption interruption;
+  TracePrinter printer(options, *prototypes, file ? file.get() : stdout);
+  auto started = attach::agent_request(pid, "trace-start", tracer::encode_trace_request(make_request(options, *prototypes)));
+  if (!started.ok()) return fail(started.message());
+  auto first = trace::parse_readout(*started);
+  if (!first.ok()) return fail(first.message());
+  printer.take(std::move(*first));
+  warn_unmatched(options, printer);
+  fmt::print(stderr, "memprof: tracing {} function{} in process {}{}{}\n", printer.functions(),
+             printer.functions() == 1 ? "" : "s", pid, printer.functions() == 0 ? ", watching dlopen" : "",
+             launched ? "" : " (Ctrl-C stops)");
+
+  const auto deadline = duration == std::chrono::milliseconds::max()
+                            ? std::chrono::steady_clock::time_point::max()
+                            : std::chrono::steady_clock::now() + duration;
+  bool ended = false;
+  while (!attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
+    if (!attach::Interruption::sleep_for(kReadInterval)) break;
+    auto read = attach::agent_request(pid, "trace-read");
+    if (!read.ok()) {
+      if ((launched && !launched->running()) || process_gone(pid)) {
+        ended = true;
+        break;
+      }
+      return fail(read.message());
+    }
+    auto readout = trace::parse_readout(*read);
+    if (!readout.ok()) return fail(readout.message());
+    bool exiting = readout->exiting;
+    printer.take(std::move(*readout));
+    if (exiting) break;  // the process waits in exit() for the stop below
+  }
+  if (!ended) {
+    auto stopped = attach::agent_request(pid, "trace-stop");
+    if (stopped.ok()) {
+      auto readout = trace::parse_readout(*stopped);
+      if (readout.ok()) printer.take(std::move(*readout));
+    } else if (!(launched && !launched->running()) && !process_gone(pid)) {
+      return fail(stopped.message());
+    } else {
+      ended = true;
+    }
+  }
+  printer.finish();
+  if (launched) {
+    int status = launched->wait();
+    fmt::print(stderr, "memprof: process {} exited with status {}\n", pid, status);
+    return status;
+  }
+  if (ended) fmt::print(stderr, "memprof: process {} exited while traced\n", pid);
+  return 0;
+}
+
+MEMPROF_COMMAND(
+    "trace", "ltrace-style library call tracing of a running process, through in-process hooks",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto options = std::make_shared<TraceOptions>();
+      sub.add_option("-p,--pid", options->pid, "Process to trace");
+      sub.add_option("-x", options->symbols, "Function to trace (repeatable; a glob such as 'sqlite3_*')");
+      sub.add_option("-l,--library", options->libraries,
+                     "Only functions defined in objects whose file name matches (repeatable glob)");
+      sub.add_option("-F", options->prototype_files, "ltrace prototype file (repeatable; read after the defaults)");
+      sub.add_flag("-t", options->timestamps, "Time of day per call; -tt adds microseconds, -ttt is epoch seconds");
+      sub.add_flag("-T", options->durations, "Time spent in each call");
+      sub.add_flag("-c", options->summary, "Count calls and time per function; print a table at the end");
+      sub.add_option("-s", options->string_limit, "String characters shown (default 32, at most 46)");
+      sub.add_option("-o,--output", options->output, "Write the trace to FILE instead of stdout");
+      sub.add_option("--duration", options->duration, "Stop after this long (30s, 2m); default: until Ctrl-C");
+      sub.add_flag("--json", options->json, "One JSON object per call instead of ltrace's lines");
+      sub.add_option("command", options->command, "Command to start and trace (after --)");
+      sub.footer(
+          "memprof trace -p PID -x sqlite3_prepare_v2 -ttT    prints each call as ltrace does:\n"
+          "  12:01:02.123456 [4242] libsqlite3.so.0->sqlite3_prepare_v2(0x5612, \"SELECT 1\", -1, ...) = 0 <0.000041>\n"
+          "memprof trace -c -x 'sqlite3_*' -- ruby app.rb    starts a command and counts its calls.\n\n"
+          "The agent (as in memprof attach) hooks each matching function at its entry inside the\n"
+          "process: every caller is seen -- other libraries, the defining library itself,\n"
+          "pointers from dlsym -- and libraries loaded later by dlopen (require) are traced from\n"
+          "their first call. No thread stops per call (ltrace stops the process at each one).\n"
+          "Arguments are shown from ltrace prototypes (/etc/ltrace.conf, ~/.ltrace.conf and -F\n"
+          "files); strings are copied at the call, at most 46 characters. Without a prototype,\n"
+          "four arguments in hex. Ctrl-C or --duration stops the trace; every patched byte is\n"
+          "restored and the process goes on. Calls left by longjmp or an exception show\n"
+          "'= <unwound>'. A launched command's exit status is memprof's.");
+      return [options] { return run_trace(*options); };
+    });
+
+}  // namespace
+}  // namespace memprof::cli

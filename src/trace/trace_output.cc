@@ -1,0 +1,90 @@
+#include "trace/trace_output.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/util/json_escape.h"
+
+namespace memprof::trace {
+namespace {
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+FormattedCall formatted(const CallRecord& record, const FunctionInfo& function, const LineOptions& options) {
+  CapturedCall call;
+  call.arguments = record.arguments;
+  call.returned = record.returned;
+  FormattedCall text = format_call(
+      function.prototype, call,
+      [&](uint64_t address, char* out, size_t size) { return read_captured(record, address, out, size); },
+      options.format);
+  if (record.outcome == CallOutcome::kUnwound) text.return_value = "<unwound>";
+  return text;
+}
+
+std::string timestamp(uint64_t monotonic_ns, const LineOptions& options) {
+  const int64_t wall = static_cast<int64_t>(monotonic_ns) + options.realtime_offset_ns;
+  const time_t seconds = static_cast<time_t>(wall / 1000000000);
+  const long micros = static_cast<long>(wall % 1000000000 / 1000);
+  if (options.timestamps >= 3) return fmt::format("{}.{:06} ", seconds, micros);
+  tm local{};
+  ::localtime_r(&seconds, &local);
+  if (options.timestamps == 2)
+    return fmt::format("{:02}:{:02}:{:02}.{:06} ", local.tm_hour, local.tm_min, local.tm_sec, micros);
+  return fmt::format("{:02}:{:02}:{:02} ", local.tm_hour, local.tm_min, local.tm_sec);
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  append_json_escaped(out, text);
+  return out + '"';
+}
+
+}  // namespace
+
+std::string call_line(const CallRecord& record, const FunctionInfo& function, const LineOptions& options) {
+  std::string line = options.timestamps > 0 ? timestamp(record.entry_ns, options) : std::string();
+  line += fmt::format("[{}] ", record.tid);
+  line += call_line(base_name(function.object) + "->" + function.name, formatted(record, function, options));
+  if (options.durations) line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);
+  return line;
+}
+
+std::string call_json(const CallRecord& record, const FunctionInfo& function, const LineOptions& options) {
+  FormattedCall text = formatted(record, function, options);
+  const int64_t wall = static_cast<int64_t>(record.entry_ns) + options.realtime_offset_ns;
+  return fmt::format(
+      R"({{"time":{}.{:06},"tid":{},"object":{},"function":{},"arguments":{},"return":{},"seconds":{:.9f},"unwound":{}}})",
+      wall / 1000000000, wall % 1000000000 / 1000, record.tid, json_string(function.object),
+      json_string(function.name), json_string(text.arguments),
+      record.outcome == CallOutcome::kUnwound ? "null" : json_string(text.return_value.value_or("")),
+      static_cast<double>(record.duration_ns) / 1e9, record.outcome == CallOutcome::kUnwound);
+}
+
+std::string summary_table(std::vector<SummaryRow> rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const SummaryRow& a, const SummaryRow& b) { return a.nanoseconds > b.nanoseconds; });
+  uint64_t total_ns = 0, total_calls = 0;
+  for (const SummaryRow& row : rows) total_ns += row.nanoseconds, total_calls += row.calls;
+  auto seconds = [](uint64_t ns) { return fmt::format("{:4}.{:06}", ns / 1000000000, ns % 1000000000 / 1000); };
+  std::string out = "% time     seconds  usecs/call     calls      function\n";
+  const std::string rule = "------ ----------- ----------- --------- --------------------\n";
+  out += rule;
+  for (const SummaryRow& row : rows) {
+    double percent = total_ns == 0 ? 0.0 : 100.0 * static_cast<double>(row.nanoseconds) / static_cast<double>(total_ns);
+    uint64_t per_call_us = row.calls == 0 ? 0 : row.nanoseconds / row.calls / 1000;
+    out += fmt::format("{:6.2f} {} {:11} {:9} {}\n", percent, seconds(row.nanoseconds), per_call_us, row.calls,
+                       row.function);
+  }
+  out += rule;
+  out += fmt::format("100.00 {}             {:9} total\n", seconds(total_ns), total_calls);
+  return out;
+}
+
+}  // namespace memprof::trace
