@@ -162,7 +162,20 @@ constexpr size_t kRecordsPerReadout = 65536;
 Result<std::string> RequestHandler::trace_start(const std::string& body) {
   if (trace_ != nullptr) return err("process {} is already being traced (memprof trace -p {})", ::getpid(), ::getpid());
   MEMPROF_TRY(request, tracer::decode_trace_request(body));
+  bool ruby_gc = false;
+  for (const std::string& pattern : request.patterns) {
+    if (!tracer::is_event_pattern(pattern)) continue;
+    if (pattern != "ruby:gc") return err("unknown event '{}' (memprof traces ruby:gc)", pattern);
+    if (ruby_ == nullptr || !ruby_->vm_ready())
+      return err("ruby:gc: process {} is not running a supported Ruby", ::getpid());
+    ruby_gc = true;
+  }
   MEMPROF_TRY(session, tracer::TraceSession::start(std::move(request)));
+  if (ruby_gc) {
+    MEMPROF_TRY(source, session->add_event_source("ruby:gc"));
+    MEMPROF_TRY(events, RubyGcEvents::enable(*ruby_, source));
+    gc_events_ = std::move(events);
+  }
   trace_ = std::move(session);
   g_trace_running.store(true, std::memory_order_release);
   g_trace_started.store(true, std::memory_order_release);
@@ -172,6 +185,7 @@ Result<std::string> RequestHandler::trace_start(const std::string& body) {
 }
 
 void RequestHandler::end_trace() {
+  gc_events_.reset();
   trace_.reset();
   g_trace_running.store(false, std::memory_order_release);
 }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "agent/protocol.h"
+#include "agent/ruby_gc_events.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_service.h"
 #include "tracer/trace_session.h"
@@ -52,6 +53,7 @@ class RequestHandler {
   RubyService* service_;
   bool detach_requested_ = false;
   std::unique_ptr<tracer::TraceSession> trace_;
+  std::unique_ptr<RubyGcEvents> gc_events_;  // memprof trace -x ruby:gc
 };
 
 // How long a request waits for Ruby to run the agent's postponed job (ruby_runtime.h): when

@@ -55,14 +55,28 @@ constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 struct Prototypes {
   trace::PrototypeSet defaults;
   trace::PrototypeSet user;
+  trace::PrototypeSet events;  // memprof's own: ruby:gc
   const trace::Prototype* find(std::string_view name) const {
-    const trace::Prototype* found = user.find(name);
-    return found != nullptr ? found : defaults.find(name);
+    for (const trace::PrototypeSet* set : {&events, &user, &defaults})
+      if (const trace::Prototype* found = set->find(name)) return found;
+    return nullptr;
   }
 };
 
+// ruby:gc(GC count, whether this pause started a collection or continued one).
+trace::PrototypeSet event_prototypes() {
+  auto parsed = trace::parse_prototypes("void gc(ulong, enum(step, start));", "memprof");
+  trace::PrototypeSet set;
+  if (!parsed.ok()) return set;
+  trace::Prototype gc = *parsed->find("gc");
+  gc.name = "ruby:gc";
+  set.add(std::move(gc));
+  return set;
+}
+
 Result<Prototypes> load_prototypes(const std::vector<std::string>& files) {
   Prototypes out;
+  out.events = event_prototypes();
   // Problems in system files (Debian's /etc/ltrace.conf has a few struct lines) are ltrace's
   // business; the user's own files must be right.
   auto defaults = trace::load_prototype_files(trace::default_prototype_files(), trace::MissingFile::kSkip);
@@ -227,6 +241,7 @@ class TracePrinter {
 
 void warn_unmatched(const TraceOptions& options, const TracePrinter& printer) {
   for (const std::string& pattern : options.symbols) {
+    if (tracer::is_event_pattern(pattern)) continue;
     bool matched = std::any_of(printer.known().begin(), printer.known().end(), [&](const auto& entry) {
       return ::fnmatch(pattern.c_str(), entry.second.name.c_str(), 0) == 0;
     });

@@ -51,7 +51,8 @@ std::string json_string(std::string_view text) {
 std::string call_line(const CallRecord& record, const FunctionInfo& function, const LineOptions& options) {
   std::string line = options.timestamps > 0 ? timestamp(record.entry_ns, options) : std::string();
   line += fmt::format("[{}] ", record.tid);
-  line += call_line(base_name(function.object) + "->" + function.name, formatted(record, function, options));
+  std::string caller = function.object.empty() ? function.name : base_name(function.object) + "->" + function.name;
+  line += call_line(caller, formatted(record, function, options));
   if (options.durations) line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);
   return line;
 }

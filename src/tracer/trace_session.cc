@@ -77,6 +77,7 @@ bool thread_exited(uint32_t tid) {
 
 Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) {
   if (request.patterns.empty()) return err("no function to trace");
+  std::erase_if(request.patterns, is_event_pattern);  // the agent's business (add_event_source)
   std::unique_ptr<TraceSession> session(new TraceSession(std::move(request)));
   Untraced untraced;
   MEMPROF_TRY_STATUS(watch_process_for(session.get()));
@@ -98,6 +99,14 @@ TraceSession::~TraceSession() {
   std::lock_guard lock(mutex_);
   entry_hooks_.clear();
   got_hooks_.clear();
+}
+
+Result<uint32_t> TraceSession::add_event_source(const char* name) {
+  MEMPROF_TRY(id, event_source(name));
+  std::lock_guard lock(mutex_);
+  ids_.push_back(id);
+  initial_.push_back({id, name, "", 0, false});
+  return id;
 }
 
 void TraceSession::hook_new_objects() {

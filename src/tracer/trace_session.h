@@ -25,8 +25,12 @@
 
 namespace memprof::tracer {
 
+// Patterns with a ':' name event sources ("ruby:gc"), which the agent adds itself
+// (add_event_source); the others are function names.
+inline bool is_event_pattern(const std::string& pattern) { return pattern.find(':') != std::string::npos; }
+
 struct TraceRequest {
-  std::vector<std::string> patterns;   // function names, fnmatch globs
+  std::vector<std::string> patterns;   // function names (fnmatch globs) and event sources
   std::vector<std::string> libraries;  // object name globs (basename); empty: every object
   std::map<std::string, trace::ArgumentCapture, std::less<>> captures;  // by function name
   bool records = true;  // false: counters only (memprof trace -c)
@@ -74,6 +78,8 @@ class TraceSession {
 
   // The dlopen watch: hooks matching functions of objects loaded since the last look.
   void hook_new_objects();
+  // Adds an event source (trampoline.h's event_source) to the trace's functions and totals.
+  Result<uint32_t> add_event_source(const char* name);
 
  private:
   explicit TraceSession(TraceRequest request) : request_(std::move(request)) {}

@@ -332,6 +332,39 @@ Result<TracedFunction*> traced_function(uintptr_t address) {
   return &function;
 }
 
+Result<uint32_t> event_source(const char* name) {
+  static constexpr size_t kMaxSources = 8;
+  static std::string_view names[kMaxSources];
+  static uint32_t ids[kMaxSources];
+  static size_t count = 0;
+  std::lock_guard lock(g_functions_mutex);
+  for (size_t i = 0; i < count; ++i)
+    if (names[i] == name) return ids[i];
+  uint32_t next = g_function_count.load(std::memory_order_relaxed);
+  if (count == kMaxSources || next == kMaxFunctions) return err("too many traced event sources");
+  g_functions[next].id = next;
+  names[count] = name;
+  ids[count++] = next;
+  g_function_count.store(next + 1, std::memory_order_release);
+  return next;
+}
+
+void record_event(uint32_t source, uint64_t entry_ns, uint64_t exit_ns, uint64_t argument0, uint64_t argument1) {
+  ThreadTrace* state = t_state != nullptr ? t_state : claim_state();
+  if (state == nullptr || state->busy || state->ignored || source >= kMaxFunctions) return;
+  state->busy = true;
+  trace::CallRecord record{};
+  record.function = source;
+  record.tid = state->tid;
+  record.entry_ns = entry_ns;
+  record.arguments.integer[0] = argument0;
+  record.arguments.integer[1] = argument1;
+  finish(*state, record, exit_ns);
+  state->busy = false;
+}
+
+uint64_t monotonic_ns() { return now_ns(); }
+
 TracedFunction* function_at(uint32_t id) {
   return id < g_function_count.load(std::memory_order_acquire) ? &g_functions[id] : nullptr;
 }

@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 
 #include "core/util/result.h"
 #include "trace/call_record.h"
@@ -40,7 +41,7 @@ namespace memprof::tracer {
 // One traced function. Never freed: a stub embeds its address and a thread preempted inside
 // the stub may run it long after the trace stopped.
 struct TracedFunction {
-  uintptr_t address = 0;     // the function's entry
+  uintptr_t address = 0;     // the function's entry (0: an event source, event_source())
   void* original = nullptr;  // the callable prologue; set before the hook's jump is written
   void* stub = nullptr;      // the code the hook jumps to
   uint32_t id = 0;           // index in function_at()
@@ -51,6 +52,14 @@ struct TracedFunction {
 // one for the same address afterwards, so a second trace of it reuses its id.
 Result<TracedFunction*> traced_function(uintptr_t address);
 TracedFunction* function_at(uint32_t id);
+// An id for something traced by other means than a hook (Ruby's GC events): the same one for
+// the same name afterwards. `name` is a string literal (kept as it is).
+Result<uint32_t> event_source(const char* name);
+// Records one call-like event of `source` on the calling thread (from an event callback: no
+// allocation, no lock), as if a function had run from `entry_ns` to `exit_ns` with `arguments`.
+void record_event(uint32_t source, uint64_t entry_ns, uint64_t exit_ns, uint64_t argument0, uint64_t argument1);
+// CLOCK_MONOTONIC in nanoseconds, the clock of every record.
+uint64_t monotonic_ns();
 uint32_t function_count();
 
 // Whether finished calls are pushed as records (off for `-c`: only counters are kept).

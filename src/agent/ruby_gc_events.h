@@ -1,0 +1,30 @@
+// `memprof trace -x ruby:gc`: each time Ruby's GC holds the process (from gc_enter to
+// gc_exit: a whole collection, or one step of incremental marking or lazy sweeping), a
+// "ruby:gc" record with the pause as its duration, the GC count and whether a new collection
+// started in that step. Through Ruby's internal GC events (a TracePoint made on a Ruby
+// thread), so it works on every Ruby memprof supports, with or without USDT probes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "agent/ruby_runtime.h"
+#include "core/util/result.h"
+
+namespace memprof::agent {
+
+class RubyGcEvents {
+ public:
+  // Records into the tracer's event source `source` (tracer::event_source).
+  static Result<std::unique_ptr<RubyGcEvents>> enable(RubyRuntime& ruby, uint32_t source);
+  RubyGcEvents(const RubyGcEvents&) = delete;
+  RubyGcEvents& operator=(const RubyGcEvents&) = delete;
+  // Disables the TracePoint (a job on a Ruby thread, bounded like every job).
+  ~RubyGcEvents();
+
+ private:
+  explicit RubyGcEvents(RubyRuntime& ruby) : ruby_(ruby) {}
+  RubyRuntime& ruby_;
+};
+
+}  // namespace memprof::agent
