@@ -87,6 +87,7 @@ void serve() {
       reply = request.ok() ? handler.handle(*request) : encode_reply_error(request.message());
     }
     (void)write_frame(connection->get(), reply);
+    handler.after_reply();
   }
 }
 

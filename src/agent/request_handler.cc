@@ -187,7 +187,11 @@ Result<std::string> RequestHandler::trace_start(const std::string& body) {
 void RequestHandler::end_trace() {
   gc_events_.reset();
   trace_.reset();
-  g_trace_running.store(false, std::memory_order_release);
+}
+
+void RequestHandler::after_reply() {
+  // Only now may a process waiting in exit() go on: its end would cut the reply short.
+  if (trace_ == nullptr) g_trace_running.store(false, std::memory_order_release);
 }
 
 Result<std::string> RequestHandler::trace_read() {

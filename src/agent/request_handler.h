@@ -28,6 +28,8 @@ class RequestHandler {
 
   // The reply frame's payload.
   std::string handle(const Request& request);
+  // Called once the reply to a request has been written.
+  void after_reply();
   bool detach_requested() const { return detach_requested_; }
 
   // Launch mode (memprof run): the program loads the gem itself, at its start; the agent's Ruby

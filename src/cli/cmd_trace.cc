@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <thread>
@@ -172,7 +173,35 @@ Status wait_for_agent(const LaunchedCommand& command) {
   return err("the agent of process {} did not start within 10 s", command.pid());
 }
 
-bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+// Whether `pid` has ended: no such process, or a zombie its parent has not reaped yet.
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (stat == nullptr) return true;
+  char state = '?';
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, the last ')' ends it.
+  char line[1024];
+  size_t n = std::fread(line, 1, sizeof(line) - 1, stat);
+  std::fclose(stat);
+  line[n] = '\0';
+  if (const char* close = std::strrchr(line, ')'); close != nullptr && close[1] == ' ') state = close[2];
+  return state == 'Z' || state == 'X';
+}
+
+// After a request failed: whether the process is ending (its agent goes with it). An agent that
+// still answers gave an error; one that hung up may belong to a process in the middle of its
+// end (the kernel closes the socket a little before the process turns into a zombie).
+// A launched command is always waited for: a process ending with _exit() may still hold its
+// listening socket while it goes.
+bool ended_after_failure(pid_t pid, bool launched, const std::function<bool()>& gone) {
+  if (gone()) return true;
+  if (!launched && attach::agent_listening(pid)) return false;
+  for (int waited_ms = 0; waited_ms < 1000; waited_ms += 10) {
+    if (gone()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
 
 class TracePrinter {
  public:
@@ -284,10 +313,31 @@ int run_trace(const TraceOptions& options) {
     if (!agent.ok()) return fail(agent.message());
   }
 
+  std::function<bool()> gone = [&] { return launched ? !launched->running() : process_gone(pid); };
+  // Ends the trace of a process that ended (or, launched, that memprof waits for): the
+  // command's status, or 0.
+  auto finish_with_process = [&](TracePrinter& printer) {
+    printer.finish();
+    if (!launched) {
+      fmt::print(stderr, "memprof: process {} exited while traced\n", pid);
+      return 0;
+    }
+    int status = launched->wait();
+    fmt::print(stderr, "memprof: process {} exited with status {}\n", pid, status);
+    return status;
+  };
+
   attach::Interruption interruption;
   TracePrinter printer(options, *prototypes, file ? file.get() : stdout);
   auto started = attach::agent_request(pid, "trace-start", tracer::encode_trace_request(make_request(options, *prototypes)));
-  if (!started.ok()) return fail(started.message());
+  if (!started.ok()) {
+    if (ended_after_failure(pid, launched.has_value(), gone)) return finish_with_process(printer);
+    if (launched) {
+      ::kill(pid, SIGKILL);  // it was started to be traced, and cannot be
+      launched->wait();
+    }
+    return fail(started.message());
+  }
   auto first = trace::parse_readout(*started);
   if (!first.ok()) return fail(first.message());
   printer.take(std::move(*first));
@@ -299,41 +349,23 @@ int run_trace(const TraceOptions& options) {
   const auto deadline = duration == std::chrono::milliseconds::max()
                             ? std::chrono::steady_clock::time_point::max()
                             : std::chrono::steady_clock::now() + duration;
-  bool ended = false;
-  while (!attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
+  bool exiting = false;
+  while (!exiting && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
     if (!attach::Interruption::sleep_for(kReadInterval)) break;
     auto read = attach::agent_request(pid, "trace-read");
-    if (!read.ok()) {
-      if ((launched && !launched->running()) || process_gone(pid)) {
-        ended = true;
-        break;
-      }
-      return fail(read.message());
-    }
+    if (!read.ok()) return ended_after_failure(pid, launched.has_value(), gone) ? finish_with_process(printer) : fail(read.message());
     auto readout = trace::parse_readout(*read);
     if (!readout.ok()) return fail(readout.message());
-    bool exiting = readout->exiting;
+    exiting = readout->exiting;  // the process waits in exit() for the stop below
     printer.take(std::move(*readout));
-    if (exiting) break;  // the process waits in exit() for the stop below
   }
-  if (!ended) {
-    auto stopped = attach::agent_request(pid, "trace-stop");
-    if (stopped.ok()) {
-      auto readout = trace::parse_readout(*stopped);
-      if (readout.ok()) printer.take(std::move(*readout));
-    } else if (!(launched && !launched->running()) && !process_gone(pid)) {
-      return fail(stopped.message());
-    } else {
-      ended = true;
-    }
-  }
+  auto stopped = attach::agent_request(pid, "trace-stop");
+  if (!stopped.ok()) return ended_after_failure(pid, launched.has_value(), gone) ? finish_with_process(printer) : fail(stopped.message());
+  auto readout = trace::parse_readout(*stopped);
+  if (!readout.ok()) return fail(readout.message());
+  printer.take(std::move(*readout));
+  if (exiting || launched) return finish_with_process(printer);
   printer.finish();
-  if (launched) {
-    int status = launched->wait();
-    fmt::print(stderr, "memprof: process {} exited with status {}\n", pid, status);
-    return status;
-  }
-  if (ended) fmt::print(stderr, "memprof: process {} exited while traced\n", pid);
   return 0;
 }
 
@@ -342,10 +374,14 @@ MEMPROF_COMMAND(
     [](CLI::App& sub) -> std::function<int()> {
       auto options = std::make_shared<TraceOptions>();
       sub.add_option("-p,--pid", options->pid, "Process to trace");
-      sub.add_option("-x", options->symbols, "Function to trace (repeatable; a glob such as 'sqlite3_*')");
+      // One value per -x, -l, -F: `-x f -- cmd -c` must leave `cmd -c` to the command.
+      sub.add_option("-x", options->symbols, "Function to trace (repeatable; a glob such as 'sqlite3_*')")
+          ->allow_extra_args(false);
       sub.add_option("-l,--library", options->libraries,
-                     "Only functions defined in objects whose file name matches (repeatable glob)");
-      sub.add_option("-F", options->prototype_files, "ltrace prototype file (repeatable; read after the defaults)");
+                     "Only functions defined in objects whose file name matches (repeatable glob)")
+          ->allow_extra_args(false);
+      sub.add_option("-F", options->prototype_files, "ltrace prototype file (repeatable; read after the defaults)")
+          ->allow_extra_args(false);
       sub.add_flag("-t", options->timestamps, "Time of day per call; -tt adds microseconds, -ttt is epoch seconds");
       sub.add_flag("-T", options->durations, "Time spent in each call");
       sub.add_flag("-c", options->summary, "Count calls and time per function; print a table at the end");

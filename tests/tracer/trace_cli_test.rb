@@ -1,0 +1,223 @@
+# frozen_string_literal: true
+
+# `memprof trace` as a user runs it (issue 11, item 6), on real processes: the C fixture
+# (fixtures/trace_target.c, calling libtracer_traced.so through its PLT, or -fno-plt with
+# BIND_NOW) and the machine's ruby with Debian's sqlite3 gem. Every trace is started on a process
+# the test spawned, by its pid, and stopped as a user stops it (Ctrl-C, --duration, or the
+# launched command's exit).
+require_relative "../attach/attach_helper"
+
+class TraceCliTest < Minitest::Test
+  include AttachTestHelper
+
+  BUILD = ENV.fetch("TRACER_FIXTURE_DIR") { raise "TRACER_FIXTURE_DIR is not set (run the test through ctest)" }
+  TARGET = File.join(BUILD, "trace_target")
+  TARGET_NOW = File.join(BUILD, "trace_target_now")
+  LATE = File.join(BUILD, "libtracer_late.so")
+  PROTOTYPES = <<~CONF
+    int traced_add(int, int);
+    ulong traced_length(string);
+    double traced_scale(double, long, double);
+    int traced_late(int);
+  CONF
+
+  def prototypes
+    path = File.join(@tmpdir, "protos.conf")
+    File.write(path, PROTOTYPES)
+    path
+  end
+
+  def c_target(program = TARGET)
+    target = spawn_target(command: [program, LATE])
+    target.wait_for(/\Aready \d+/)
+    target
+  end
+
+  # Starts `memprof trace -p PID ARGS` in the background and waits until it traces.
+  def start_trace(pid, *args)
+    trace = spawn_target(command: [MEMPROF, "trace", "-p", pid.to_s, *args.map(&:to_s)])
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    until trace.stderr_text.include?("memprof: tracing")
+      flunk("memprof trace never started#{trace.context}") if !trace.alive? ||
+                                                              Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      sleep 0.02
+    end
+    trace
+  end
+
+  # Ctrl-C, as a user stops it; returns its stdout lines.
+  def stop_trace(trace)
+    Process.kill(:INT, trace.pid)
+    status = trace.wait_exit
+    assert status.success?, "memprof trace exited #{status.inspect}#{trace.context}"
+    trace.lines
+  end
+
+  # ltrace -c's rows as {"function" => calls}.
+  def summary_calls(lines)
+    lines.each_with_object({}) do |line, out|
+      fields = line.split
+      out[fields[4]] = Integer(fields[3]) if fields.size == 5 && fields[0].match?(/\A\d+\.\d\d\z/)
+    end
+  end
+
+  # Sends a job and waits for its own "done" line (not one of an earlier job).
+  def run_job(target, job, done)
+    count = target.lines.size
+    target.send_line(job)
+    target.wait_for(done, from: count)
+  end
+
+  def test_counts_every_call_of_eight_threads_exactly_through_plt_and_bind_now_callers
+    [TARGET, TARGET_NOW].each do |program|
+      target = c_target(program)
+      trace = start_trace(target.pid, "-c", "-x", "traced_add")
+      run_job(target, "threads 8 25000", /\Adone threads/)
+      lines = stop_trace(trace)
+      assert_equal 200_000, summary_calls(lines)["traced_add"], "#{File.basename(program)}:\n#{lines.join("\n")}"
+      assert_match(/^100\.00 +\d+\.\d{6} +200000 total$/, lines.last)
+      run_job(target, "threads 1 10", /\Adone threads 55\z/)  # still right after the trace
+    end
+  end
+
+  def test_prints_string_and_double_arguments_with_times_and_durations
+    target = c_target
+    trace = start_trace(target.pid, "-F", prototypes, "-ttT", "-x", "traced_length", "-x", "traced_scale")
+    run_job(target, "strings", /\Adone strings/)
+    lines = stop_trace(trace)
+    tid = target.pid
+    time = /\d\d:\d\d:\d\d\.\d{6}/
+    duration = / <\d+\.\d{6}>\z/
+    assert_equal 3, lines.size, lines.join("\n")
+    assert_match(/\A#{time} \[#{tid}\] libtracer_traced\.so->traced_length\("SELECT name, email FROM users WH"\.\.\.\) += 57#{duration}/,
+                 lines[0])
+    assert_match(/\A#{time} \[#{tid}\] libtracer_traced\.so->traced_length\("hi"\) += 2#{duration}/, lines[1])
+    assert_match(/\A#{time} \[#{tid}\] libtracer_traced\.so->traced_scale\(1\.500000, 4, 0\.250000\) += 6\.250000#{duration}/,
+                 lines[2])
+  end
+
+  def test_traces_a_library_loaded_after_the_trace_started
+    target = c_target
+    trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_late")
+    assert_includes trace.stderr_text,
+                    "no loaded object defines a function matching 'traced_late' (objects loaded later are watched)"
+    run_job(target, "late", /\Adone late 15\z/)
+    lines = stop_trace(trace)
+    assert_equal 1, lines.size, lines.join("\n")
+    assert_match(/\A\[#{target.pid}\] libtracer_late\.so->traced_late\(5\) += 15\z/, lines[0])
+  end
+
+  def test_longjmp_out_of_a_traced_call_leaves_the_process_working
+    target = c_target
+    trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_jump", "-x", "traced_add")
+    run_job(target, "jump", /\Adone jump 5\z/)
+    run_job(target, "jump", /\Adone jump 5\z/)
+    lines = stop_trace(trace)
+    assert_equal 2, lines.count { |line| line.include?("traced_jump(") && line.end_with?("= <unwound>") }, lines.join("\n")
+    assert_equal 2, lines.count { |line| line.include?("traced_add(2, 3)") && line.end_with?("= 5") }, lines.join("\n")
+    assert_alive target
+  end
+
+  def test_stop_while_a_call_is_in_flight_restores_the_bytes_and_the_call_returns
+    target = c_target
+    run_job(target, "bytes", /\Abytes /)
+    before = target.lines.grep(/\Abytes /).last
+    trace = start_trace(target.pid, "-x", "traced_wait")
+    run_job(target, "bytes", /\Abytes (?!#{before.split.last})/)
+    run_job(target, "wait", /\Adone wait/)
+    sleep 0.2 # the waiting thread enters traced_wait and blocks in read()
+    stop_trace(trace)
+    count = target.lines.size
+    target.send_line("bytes")
+    assert_equal before, target.wait_for(/\Abytes /, from: count)
+    run_job(target, "release", /\Awaited w\z/)
+    run_job(target, "threads 2 5", /\Adone threads 30\z/)
+    assert_alive target
+  end
+
+  def test_launch_mode_traces_from_the_first_call_and_returns_the_exit_status
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "once", 1000)
+    assert status.success?, err
+    assert_equal 1000, summary_calls(out.lines)["traced_add"], out
+    assert_includes out, "sum 499500"
+    assert_match(/memprof: process \d+ exited with status 0/, err)
+    _, err, status = memprof("trace", "-x", "traced_add", "--", "/bin/sh", "-c", "exit 3")
+    assert_equal 3, status.exitstatus, err
+  end
+
+  def test_a_target_that_exits_while_traced_ends_the_trace_cleanly
+    target = c_target
+    trace = start_trace(target.pid, "-c", "-x", "traced_add")
+    run_job(target, "threads 1 100", /\Adone threads/)
+    target.stdin.close  # the fixture exits at the end of its input
+    target.wait_exit
+    status = trace.wait_exit
+    assert status.success?, trace.context
+    assert_equal 100, summary_calls(trace.lines)["traced_add"], trace.lines.join("\n")
+    assert_includes trace.stderr_text, "memprof: process #{target.pid} exited while traced"
+  end
+
+  def test_errors_are_one_line_and_exit_non_zero
+    _, err, status = memprof("trace", "-p", 1)
+    assert_equal 1, status.exitstatus
+    assert_equal "memprof: name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)\n", err
+    dead = Process.spawn("true")
+    Process.wait(dead)
+    _, err, status = memprof("trace", "-p", dead, "-x", "f")
+    assert_equal [1, "memprof: no process #{dead}\n"], [status.exitstatus, err]
+    bad = File.join(@tmpdir, "bad.conf")
+    File.write(bad, "int ok(int);\nint broken(strnig);\n")
+    _, err, status = memprof("trace", "-F", bad, "-x", "f", "--", "true")
+    assert_equal 1, status.exitstatus
+    assert_match(/\Amemprof: bad prototype file: #{Regexp.escape(bad)}:2: .*strnig/, err)
+    target = c_target
+    _, err, status = memprof("trace", "-p", target.pid, "-x", "ruby:gc", "--duration", "1s")
+    assert_equal [1, "memprof: process #{target.pid}: ruby:gc: process #{target.pid} is not running a supported Ruby\n"],
+                 [status.exitstatus, err]
+  end
+
+  SQLITE_SCRIPT = <<~RUBY
+    $stdout.sync = true
+    puts "ready \#{Process.pid}"
+    $stdin.gets
+    require "sqlite3"
+    db = SQLite3::Database.new(":memory:")
+    db.execute("CREATE TABLE t (id INTEGER, name TEXT)")
+    keep = []
+    1000.times do |i|
+      db.execute("INSERT INTO t VALUES (?, ?)", [i, "n\#{i}"])
+      keep << Array.new(100) { "x" * 10 }
+      GC.start if i % 250 == 249
+    end
+    puts "done \#{db.execute('SELECT count(*) FROM t')[0][0]}"
+    $stdin.gets
+  RUBY
+
+  def sqlite_target
+    script = File.join(@tmpdir, "queries.rb")
+    File.write(script, SQLITE_SCRIPT)
+    target = spawn_target(command: [RbConfig.ruby, script])
+    target.wait_for(/\Aready \d+/)
+    target
+  end
+
+  def test_ruby_requiring_sqlite3_after_the_trace_started_shows_every_query_and_gc
+    conf = File.join(@tmpdir, "sqlite.conf")
+    File.write(conf, "int sqlite3_prepare_v2(addr, string, int, addr, addr);\n")
+    target = sqlite_target
+    trace = start_trace(target.pid, "-F", conf, "-ttT", "-x", "sqlite3_prepare_v2", "-x", "ruby:gc")
+    run_job(target, "go", /\Adone 1000\z/)
+    lines = stop_trace(trace)
+    inserts = lines.grep(/libsqlite3\.so\.0->sqlite3_prepare_v2\(0x\h+, "INSERT INTO t VALUES \(\?, \?\)", 27, 0x\h+, 0x\h+\) += 0 <\d+\.\d{6}>\z/)
+    assert_equal 1000, inserts.size, lines.first(20).join("\n")
+    # GC.start every 250 queries: at least those four collections, each between two queries.
+    assert_operator lines.grep(/\] ruby:gc\(\d+, start\) += <void> <\d+\.\d{6}>\z/).size, :>=, 4,
+                    lines.grep(/ruby:gc/).first(10).join("\n")
+
+    target2 = sqlite_target
+    trace2 = start_trace(target2.pid, "-c", "-x", "sqlite3_prepare_v2")
+    run_job(target2, "go", /\Adone 1000\z/)
+    counted = summary_calls(stop_trace(trace2))["sqlite3_prepare_v2"]
+    assert_equal lines.count { |line| line.include?("sqlite3_prepare_v2(") }, counted
+  end
+end
