@@ -73,6 +73,11 @@ void serve() {
   if (const char* lib = std::getenv(kPreloadedGemVariable); lib != nullptr && *lib != '\0')
     handler.adopt_preloaded_gem(lib);
   while (!handler.detach_requested()) {
+    // While a trace runs, a reader that stopped reading (a killed CLI) is noticed.
+    if (handler.tracing() && !server->wait_for_connection(std::chrono::seconds(1))) {
+      handler.end_abandoned_trace();
+      continue;
+    }
     auto connection = server->accept();
     if (!connection.ok()) {
       log_problem(connection.message());

@@ -1,5 +1,6 @@
 #include "agent/control_server.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -53,6 +54,11 @@ ControlServer::~ControlServer() {
 void ControlServer::abandon() {
   fd_.reset();
   path_.clear();
+}
+
+bool ControlServer::wait_for_connection(std::chrono::milliseconds timeout) const {
+  pollfd listening{fd_.get(), POLLIN, 0};
+  return ::poll(&listening, 1, static_cast<int>(timeout.count())) != 0;  // an error: let accept say
 }
 
 Result<ScopedFd> ControlServer::accept() {

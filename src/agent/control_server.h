@@ -26,6 +26,8 @@ class ControlServer {
   // Waits for a connection. Connections from a peer that is neither the owner nor root get an
   // error reply and are closed, not returned.
   Result<ScopedFd> accept();
+  // Whether a connection is waiting, after at most `timeout`.
+  bool wait_for_connection(std::chrono::milliseconds timeout) const;
   // For a forked child: forgets the parent's socket without removing its file.
   void abandon();
 

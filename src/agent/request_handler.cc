@@ -84,6 +84,7 @@ std::string RequestHandler::handle(const Request& request) {
     if (request.verb == "ruby") return ruby_command(request.body);
     if (request.verb == "fork-ruby") return fork_ruby_command(request.body);
     if (request.verb == "detach") return detach();
+    if (request.verb.starts_with("trace-")) last_trace_request_ = std::chrono::steady_clock::now();
     if (request.verb == "trace-start") return trace_start(request.body);
     if (request.verb == "trace-read") return trace_read();
     if (request.verb == "trace-stop") return trace_stop();
@@ -187,6 +188,12 @@ Result<std::string> RequestHandler::trace_start(const std::string& body) {
 void RequestHandler::end_trace() {
   gc_events_.reset();
   trace_.reset();
+}
+
+void RequestHandler::end_abandoned_trace() {
+  if (trace_ == nullptr || std::chrono::steady_clock::now() - last_trace_request_ < kAbandonedTraceAfter) return;
+  end_trace();
+  after_reply();
 }
 
 void RequestHandler::after_reply() {

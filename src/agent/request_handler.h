@@ -30,6 +30,10 @@ class RequestHandler {
   std::string handle(const Request& request);
   // Called once the reply to a request has been written.
   void after_reply();
+  bool tracing() const { return trace_ != nullptr; }
+  // Ends a trace nobody has read for kAbandonedTraceAfter (its CLI was killed): the process
+  // should not pay for hooks whose records nobody reads.
+  void end_abandoned_trace();
   bool detach_requested() const { return detach_requested_; }
 
   // Launch mode (memprof run): the program loads the gem itself, at its start; the agent's Ruby
@@ -56,6 +60,7 @@ class RequestHandler {
   bool detach_requested_ = false;
   std::unique_ptr<tracer::TraceSession> trace_;
   std::unique_ptr<RubyGcEvents> gc_events_;  // memprof trace -x ruby:gc
+  std::chrono::steady_clock::time_point last_trace_request_;
 };
 
 // How long a request waits for Ruby to run the agent's postponed job (ruby_runtime.h): when
@@ -65,6 +70,8 @@ inline constexpr std::chrono::milliseconds kRubyTimeout{5000};
 // eight busy threads it gets a 12 ms slice about every 800 ms (Ruby 3.1's GVL is a FIFO of
 // 100 ms slices, and the thread's priority -3 keeps its own slices short for the app's sake).
 inline constexpr std::chrono::milliseconds kRubyThreadTimeout{60000};
+// memprof trace reads every 20 ms.
+inline constexpr std::chrono::seconds kAbandonedTraceAfter{10};
 
 // Whether an agent has loaded the gem into this process (survives fork).
 bool memprof_loaded();

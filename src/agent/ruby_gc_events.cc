@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "agent/request_handler.h"
+#include "tracer/tick_clock.h"
 #include "tracer/trampoline.h"
 
 namespace memprof::agent {
@@ -50,18 +51,18 @@ std::optional<GcApi> find_gc_api() {
 GcApi g_api;
 RubyValue g_tracepoint = 0;  // registered with Ruby's GC while enabled
 uint32_t g_source = 0;
-uint64_t g_enter_ns = 0;
+uint64_t g_enter_ticks = 0;
 bool g_started = false;
 
 void on_gc_event(RubyValue tracepoint, void*) {
   uint32_t event = g_api.tracearg_event_flag(g_api.tracearg_from_tracepoint(tracepoint));
   if (event & kGcEnter) {
-    g_enter_ns = tracer::monotonic_ns();
+    g_enter_ticks = tracer::now_ticks();
     g_started = false;
   } else if (event & kGcStart) {
     g_started = true;
   } else if (event & kGcExit) {
-    tracer::record_event(g_source, g_enter_ns, tracer::monotonic_ns(), g_api.gc_count ? g_api.gc_count() : 0,
+    tracer::record_event(g_source, g_enter_ticks, tracer::now_ticks(), g_api.gc_count ? g_api.gc_count() : 0,
                          g_started);
   }
 }

@@ -46,7 +46,9 @@ struct CapturedBytes {
 struct CallRecord {
   uint32_t function = 0;     // the tracer's index of the traced function
   uint32_t tid = 0;
-  uint64_t entry_ns = 0;     // CLOCK_MONOTONIC
+  // CLOCK_MONOTONIC nanoseconds as the CLI receives them; inside the target the tracer keeps
+  // clock ticks here until its reader converts them (src/tracer/tick_clock.h).
+  uint64_t entry_ns = 0;
   uint64_t duration_ns = 0;
   uint64_t return_address = 0;  // where the call returns to: names the calling object
   ArgumentRegisters arguments;

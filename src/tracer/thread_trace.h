@@ -37,7 +37,7 @@ struct AbandonedCall {
 
 struct FunctionCounters {
   uint64_t calls = 0;        // finished calls (returned or unwound)
-  uint64_t nanoseconds = 0;  // their durations, summed
+  uint64_t ticks = 0;        // their durations, summed (tick_clock.h)
 };
 
 using CallRing = trace::RecordRing<trace::CallRecord, kRingRecords>;

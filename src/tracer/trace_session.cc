@@ -82,6 +82,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
   Untraced untraced;
   MEMPROF_TRY_STATUS(watch_process_for(session.get()));
   set_recording(session->request_.records);
+  session->clock_.calibrate();
   // What earlier sessions left in the rings is not this trace's.
   for (uint32_t i = 0; i < thread_state_count(); ++i)
     if (ThreadTrace* state = thread_state(i)) state->ring.drain([](const trace::CallRecord&) {});
@@ -191,6 +192,11 @@ TraceReadout TraceSession::read(size_t max_records) {
     if (exited && room > 0 && out.records.size() < max_records) state->owned.store(0, std::memory_order_release);
   }
   out.untraced += calls_without_state();
+  clock_.refine();
+  for (trace::CallRecord& record : out.records) {
+    record.entry_ns = clock_.to_monotonic_ns(record.entry_ns);
+    record.duration_ns = clock_.to_ns(record.duration_ns);
+  }
   return out;
 }
 
@@ -201,7 +207,7 @@ std::vector<FunctionCounters> TraceSession::sum_counters(uint32_t functions) con
     if (state == nullptr) continue;
     for (uint32_t id = 0; id < functions; ++id) {
       sums[id].calls += __atomic_load_n(&state->counters[id].calls, __ATOMIC_RELAXED);
-      sums[id].nanoseconds += __atomic_load_n(&state->counters[id].nanoseconds, __ATOMIC_RELAXED);
+      sums[id].ticks += __atomic_load_n(&state->counters[id].ticks, __ATOMIC_RELAXED);
     }
   }
   return sums;
@@ -213,7 +219,7 @@ std::vector<FunctionTotals> TraceSession::totals() const {
   std::vector<FunctionTotals> out;
   for (uint32_t id : ids_) {
     FunctionCounters base = id < baseline_.size() ? baseline_[id] : FunctionCounters{};
-    out.push_back({id, sums[id].calls - base.calls, sums[id].nanoseconds - base.nanoseconds});
+    out.push_back({id, sums[id].calls - base.calls, clock_.to_ns(sums[id].ticks - base.ticks)});
   }
   return out;
 }

@@ -22,6 +22,7 @@
 #include "core/util/result.h"
 #include "trace/call_record.h"
 #include "tracer/thread_trace.h"
+#include "tracer/tick_clock.h"
 
 namespace memprof::tracer {
 
@@ -97,6 +98,7 @@ class TraceSession {
   std::vector<std::string> unmatched_;  // patterns no object has matched yet
   std::vector<uint32_t> ids_;  // every function this session hooked
   std::vector<FunctionCounters> baseline_;  // counters by id at the start (reused functions)
+  TickClock clock_;
 };
 
 }  // namespace memprof::tracer

@@ -14,6 +14,7 @@
 #include "core/hook/near_memory.h"
 #include "core/hook/x86_64/code_writer.h"
 #include "trace/safe_read.h"
+#include "tracer/tick_clock.h"
 
 // The two entry points, written in assembly because they run between a caller and its callee
 // and must leave every argument and return register as they found it.
@@ -141,12 +142,6 @@ std::atomic<bool> g_recording{true};
 // Initial-exec: a plain %fs-relative load, no __tls_get_addr (which may call malloc).
 thread_local ThreadTrace* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
-uint64_t now_ns() {
-  timespec now;
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000u + static_cast<uint64_t>(now.tv_nsec);
-}
-
 uint64_t exit_stub() { return reinterpret_cast<uint64_t>(&memprof_trace_exit); }
 
 ThreadTrace* adopt(ThreadTrace* state) {
@@ -196,11 +191,13 @@ ThreadTrace* claim_state() {
 void count_call(ThreadTrace& state, const trace::CallRecord& record) {
   FunctionCounters& counters = state.counters[record.function];
   __atomic_store_n(&counters.calls, counters.calls + 1, __ATOMIC_RELAXED);
-  __atomic_store_n(&counters.nanoseconds, counters.nanoseconds + record.duration_ns, __ATOMIC_RELAXED);
+  __atomic_store_n(&counters.ticks, counters.ticks + record.duration_ns, __ATOMIC_RELAXED);
 }
 
 void finish(ThreadTrace& state, trace::CallRecord& record, uint64_t now) {
-  record.duration_ns = now - record.entry_ns;
+  // Ticks until the reader converts them; a thread that moved between CPUs may read a
+  // slightly earlier count at exit.
+  record.duration_ns = now > record.entry_ns ? now - record.entry_ns : 0;
   count_call(state, record);
   if (g_recording.load(std::memory_order_relaxed)) state.ring.push(record);
 }
@@ -252,7 +249,7 @@ extern "C" uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegis
   while (state->depth > 0) {
     uint64_t* top = state->stack[state->depth - 1].slot;
     if (top > slot || (top == slot && tail_call)) break;
-    abandon_top(*state, now_ns());
+    abandon_top(*state, now_ticks());
   }
   if (state->depth == kMaxDepth) {
     ++state->untimed;
@@ -272,13 +269,13 @@ extern "C" uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegis
   capture_arguments(*function, record);
   ++state->depth;
   *slot = exit_stub();
-  record.entry_ns = now_ns();  // last: the capture is the tracer's time, not the function's
+  record.entry_ns = now_ticks();  // last: the capture is the tracer's time, not the function's
   state->busy = false;
   return original;
 }
 
 extern "C" uint64_t memprof_trace_on_exit(ExitRegisters* registers, uint64_t* slot) {
-  const uint64_t now = now_ns();
+  const uint64_t now = now_ticks();
   ThreadTrace& state = *t_state;  // only this thread's calls were diverted here
   const bool was_busy = state.busy;
   state.busy = true;
@@ -349,21 +346,20 @@ Result<uint32_t> event_source(const char* name) {
   return next;
 }
 
-void record_event(uint32_t source, uint64_t entry_ns, uint64_t exit_ns, uint64_t argument0, uint64_t argument1) {
+void record_event(uint32_t source, uint64_t entry, uint64_t exit, uint64_t argument0, uint64_t argument1) {
   ThreadTrace* state = t_state != nullptr ? t_state : claim_state();
   if (state == nullptr || state->busy || state->ignored || source >= kMaxFunctions) return;
   state->busy = true;
   trace::CallRecord record{};
   record.function = source;
   record.tid = state->tid;
-  record.entry_ns = entry_ns;
+  record.entry_ns = entry;
   record.arguments.integer[0] = argument0;
   record.arguments.integer[1] = argument1;
-  finish(*state, record, exit_ns);
+  finish(*state, record, exit);
   state->busy = false;
 }
 
-uint64_t monotonic_ns() { return now_ns(); }
 
 TracedFunction* function_at(uint32_t id) {
   return id < g_function_count.load(std::memory_order_acquire) ? &g_functions[id] : nullptr;
@@ -394,7 +390,7 @@ void restore_return_addresses() {
   if (state == nullptr || state->depth == 0) return;
   const bool was_busy = state->busy;
   state->busy = true;
-  const uint64_t now = now_ns();
+  const uint64_t now = now_ticks();
   while (state->depth > 0) {
     PendingCall& call = state->stack[--state->depth];
     // Top down, so that in a tail-call pair the outer call's real address is written last.

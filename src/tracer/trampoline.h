@@ -56,10 +56,9 @@ TracedFunction* function_at(uint32_t id);
 // the same name afterwards. `name` is a string literal (kept as it is).
 Result<uint32_t> event_source(const char* name);
 // Records one call-like event of `source` on the calling thread (from an event callback: no
-// allocation, no lock), as if a function had run from `entry_ns` to `exit_ns` with `arguments`.
-void record_event(uint32_t source, uint64_t entry_ns, uint64_t exit_ns, uint64_t argument0, uint64_t argument1);
-// CLOCK_MONOTONIC in nanoseconds, the clock of every record.
-uint64_t monotonic_ns();
+// allocation, no lock), as if a function had run from `entry` to `exit` (now_ticks(),
+// tick_clock.h) with two integer arguments.
+void record_event(uint32_t source, uint64_t entry, uint64_t exit, uint64_t argument0, uint64_t argument1);
 uint32_t function_count();
 
 // Whether finished calls are pushed as records (off for `-c`: only counters are kept).
