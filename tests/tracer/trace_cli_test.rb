@@ -96,6 +96,42 @@ class TraceCliTest < Minitest::Test
                  lines[2])
   end
 
+  def test_times_are_wall_clock_times_and_durations_are_seconds
+    target = c_target
+    trace = start_trace(target.pid, "-ttt", "-T", "-x", "traced_wait")
+    run_job(target, "wait", /\Adone wait/)
+    sleep 0.4
+    run_job(target, "release", /\Adone release/)
+    lines = stop_trace(trace)
+    assert_equal 1, lines.size, lines.join("\n")
+    match = /\A(\d+\.\d{6}) \[\d+\] libtracer_traced\.so->traced_wait\(.*\) += 119 <(\d+\.\d{6})>\z/.match(lines[0])
+    assert match, lines[0]
+    assert_in_delta Time.now.to_f, Float(match[1]), 30
+    assert_operator Float(match[2]), :>=, 0.35  # blocked in read() for the 0.4 s the test slept
+    assert_operator Float(match[2]), :<, 30
+  end
+
+  def test_a_killed_trace_is_ended_by_the_agent_and_every_byte_restored
+    target = c_target
+    run_job(target, "bytes", /\Abytes /)
+    before = target.lines.grep(/\Abytes /).last
+    trace = start_trace(target.pid, "-x", "traced_wait")
+    Process.kill(:KILL, trace.pid)
+    trace.wait_exit
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 30
+    loop do
+      count = target.lines.size
+      target.send_line("bytes")
+      break if target.wait_for(/\Abytes /, from: count) == before
+
+      flunk "the hooks were still in place 30 s after the trace was killed" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      sleep 1
+    end
+    trace = start_trace(target.pid, "-c", "-x", "traced_add")  # a new trace is possible again
+    run_job(target, "threads 1 7", /\Adone threads/)
+    assert_equal 7, summary_calls(stop_trace(trace))["traced_add"]
+  end
+
   def test_traces_a_library_loaded_after_the_trace_started
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_late")
