@@ -9,8 +9,10 @@
 
 #include "agent/ruby_calls.h"
 #include "core/util/json_escape.h"
+#include "agent/ruby_caller.h"
 #include "tracer/process_hooks.h"
 #include "tracer/trace_wire.h"
+#include "tracer/trampoline.h"
 
 namespace memprof::agent {
 
@@ -171,6 +173,11 @@ Result<std::string> RequestHandler::trace_start(const std::string& body) {
       return err("ruby:gc: process {} is not running a supported Ruby", ::getpid());
     ruby_gc = true;
   }
+  if (request.ruby_caller) {
+    if (ruby_ == nullptr || !find_ruby_caller_api())
+      return err("--ruby-caller: process {} is not running a supported Ruby", ::getpid());
+  }
+  tracer::set_caller_source(request.ruby_caller ? &ruby_caller : nullptr);
   MEMPROF_TRY(session, tracer::TraceSession::start(std::move(request)));
   if (ruby_gc) {
     MEMPROF_TRY(source, session->add_event_source("ruby:gc"));
@@ -186,6 +193,7 @@ Result<std::string> RequestHandler::trace_start(const std::string& body) {
 }
 
 void RequestHandler::end_trace() {
+  tracer::set_caller_source(nullptr);
   gc_events_.reset();
   trace_.reset();
 }

@@ -41,6 +41,7 @@ struct TraceOptions {
   bool durations = false;
   bool summary = false;
   bool json = false;
+  bool ruby_caller = false;
   std::string output;
   std::string duration;
   size_t string_limit = 32;
@@ -103,6 +104,7 @@ tracer::TraceRequest make_request(const TraceOptions& options, const Prototypes&
   request.patterns = options.symbols;
   request.libraries = options.libraries;
   request.records = !options.summary;
+  request.ruby_caller = options.ruby_caller;
   for (const trace::PrototypeSet* set : {&prototypes.defaults, &prototypes.user})
     for (const auto& [name, prototype] : set->prototypes())
       if (matches_any(options.symbols, name)) {
@@ -389,6 +391,8 @@ MEMPROF_COMMAND(
       sub.add_option("-o,--output", options->output, "Write the trace to FILE instead of stdout");
       sub.add_option("--duration", options->duration, "Stop after this long (30s, 2m); default: until Ctrl-C");
       sub.add_flag("--json", options->json, "One JSON object per call instead of ltrace's lines");
+      sub.add_flag("--ruby-caller", options->ruby_caller,
+                   "Show the Ruby file:line that made each call (Ruby processes)");
       sub.add_option("command", options->command, "Command to start and trace (after --)");
       sub.footer(
           "memprof trace -p PID -x sqlite3_prepare_v2 -ttT    prints each call as ltrace does:\n"

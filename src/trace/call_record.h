@@ -17,6 +17,8 @@
 namespace memprof::trace {
 
 inline constexpr size_t kCapturedArguments = 3;
+// The end of the Ruby file name kept for --ruby-caller ("...app/models/user.rb").
+inline constexpr size_t kRubyFileBytes = 64;
 inline constexpr size_t kCaptureBytes = 48;
 // The longest string shown whole: one captured byte beyond it tells whether "..." is due.
 inline constexpr size_t kLongestStringLimit = kCaptureBytes - 2;
@@ -55,6 +57,10 @@ struct CallRecord {
   ReturnRegisters returned;
   CallOutcome outcome = CallOutcome::kReturned;
   std::array<CapturedBytes, kCapturedArguments> captured;
+  // --ruby-caller: the Ruby file and line running on the calling thread (line 0: none, the
+  // thread is not Ruby's or runs no Ruby code). A longer path keeps its end, after "...".
+  uint32_t ruby_line = 0;
+  char ruby_file[kRubyFileBytes] = {};
 };
 
 // The memory a formatter may read for one record: the captured copies at the addresses the

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,10 @@ std::string timestamp(uint64_t monotonic_ns, const LineOptions& options) {
   return fmt::format("{:02}:{:02}:{:02} ", local.tm_hour, local.tm_min, local.tm_sec);
 }
 
+std::string_view ruby_file(const CallRecord& record) {
+  return {record.ruby_file, strnlen(record.ruby_file, sizeof(record.ruby_file))};
+}
+
 std::string json_string(std::string_view text) {
   std::string out = "\"";
   append_json_escaped(out, text);
@@ -51,6 +56,7 @@ std::string json_string(std::string_view text) {
 std::string call_line(const CallRecord& record, const FunctionInfo& function, const LineOptions& options) {
   std::string line = options.timestamps > 0 ? timestamp(record.entry_ns, options) : std::string();
   line += fmt::format("[{}] ", record.tid);
+  if (record.ruby_line != 0) line += fmt::format("{}:{}: ", ruby_file(record), record.ruby_line);
   std::string caller = function.object.empty() ? function.name : base_name(function.object) + "->" + function.name;
   line += call_line(caller, formatted(record, function, options));
   if (options.durations) line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);
@@ -61,11 +67,12 @@ std::string call_json(const CallRecord& record, const FunctionInfo& function, co
   FormattedCall text = formatted(record, function, options);
   const int64_t wall = static_cast<int64_t>(record.entry_ns) + options.realtime_offset_ns;
   return fmt::format(
-      R"({{"time":{}.{:06},"tid":{},"object":{},"function":{},"arguments":{},"return":{},"seconds":{:.9f},"unwound":{}}})",
+      R"({{"time":{}.{:06},"tid":{},"object":{},"function":{},"arguments":{},"return":{},"seconds":{:.9f},"unwound":{},"ruby_caller":{}}})",
       wall / 1000000000, wall % 1000000000 / 1000, record.tid, json_string(function.object),
       json_string(function.name), json_string(text.arguments),
       record.outcome == CallOutcome::kUnwound ? "null" : json_string(text.return_value.value_or("")),
-      static_cast<double>(record.duration_ns) / 1e9, record.outcome == CallOutcome::kUnwound);
+      static_cast<double>(record.duration_ns) / 1e9, record.outcome == CallOutcome::kUnwound,
+      record.ruby_line == 0 ? std::string("null") : json_string(fmt::format("{}:{}", ruby_file(record), record.ruby_line)));
 }
 
 std::string summary_table(std::vector<SummaryRow> rows) {

@@ -35,6 +35,7 @@ struct TraceRequest {
   std::vector<std::string> libraries;  // object name globs (basename); empty: every object
   std::map<std::string, trace::ArgumentCapture, std::less<>> captures;  // by function name
   bool records = true;  // false: counters only (memprof trace -c)
+  bool ruby_caller = false;  // each record carries the Ruby file:line (the agent's caller source)
 };
 
 struct HookedFunction {

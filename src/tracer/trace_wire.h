@@ -1,6 +1,6 @@
 // What `memprof trace` and the agent say to each other (over the agent's protocol, protocol.h):
 //
-//   trace-start BODY   BODY is lines: "records 0|1", "x GLOB" (functions), "l GLOB" (objects),
+//   trace-start BODY   BODY is lines: "records 0|1", "ruby_caller 0|1", "x GLOB" (functions), "l GLOB" (objects),
 //                      "capture NAME KINDS" (KINDS: six of '-' nothing, 's' string, 'b' bytes,
 //                      one per integer argument register). Reply: a readout.
 //   trace-read         a readout of what happened since the last one

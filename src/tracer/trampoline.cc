@@ -138,6 +138,7 @@ std::atomic<ThreadTrace*> g_states[kMaxThreads];
 std::atomic<uint32_t> g_state_count{0};
 std::atomic<uint64_t> g_calls_without_state{0};
 std::atomic<bool> g_recording{true};
+std::atomic<CallerSource> g_caller_source{nullptr};
 
 // Initial-exec: a plain %fs-relative load, no __tls_get_addr (which may call malloc).
 thread_local ThreadTrace* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -267,6 +268,10 @@ extern "C" uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegis
   std::memcpy(record.arguments.integer.data(), registers->integer, sizeof(registers->integer));
   for (size_t i = 0; i < 8; ++i) record.arguments.vector[i] = registers->vector[i][0];
   capture_arguments(*function, record);
+  if (CallerSource source = g_caller_source.load(std::memory_order_relaxed))
+    record.ruby_line = source(record.ruby_file, sizeof(record.ruby_file));
+  else
+    record.ruby_line = 0;
   ++state->depth;
   *slot = exit_stub();
   record.entry_ns = now_ticks();  // last: the capture is the tracer's time, not the function's
@@ -368,6 +373,8 @@ TracedFunction* function_at(uint32_t id) {
 uint32_t function_count() { return g_function_count.load(std::memory_order_acquire); }
 
 void set_recording(bool on) { g_recording.store(on, std::memory_order_relaxed); }
+
+void set_caller_source(CallerSource source) { g_caller_source.store(source, std::memory_order_relaxed); }
 
 void ignore_this_thread() {
   ThreadTrace* state = t_state != nullptr ? t_state : claim_state();

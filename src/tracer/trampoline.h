@@ -64,6 +64,12 @@ uint32_t function_count();
 // Whether finished calls are pushed as records (off for `-c`: only counters are kept).
 void set_recording(bool on);
 
+// Where a traced call came from in the program's own language (--ruby-caller). Called at
+// entry on the calling thread: never allocates, never takes a lock, never throws; writes
+// the file (NUL-terminated, at most `capacity` bytes) and returns the line, 0 for none.
+using CallerSource = uint32_t (*)(char* file, size_t capacity);
+void set_caller_source(CallerSource source);  // null: none
+
 // Calls made by this thread are never traced (memprof's own threads).
 void ignore_this_thread();
 

@@ -210,6 +210,10 @@ class TraceCliTest < Minitest::Test
     _, err, status = memprof("trace", "-p", target.pid, "-x", "ruby:gc", "--duration", "1s")
     assert_equal [1, "memprof: process #{target.pid}: ruby:gc: process #{target.pid} is not running a supported Ruby\n"],
                  [status.exitstatus, err]
+    _, err, status = memprof("trace", "-p", target.pid, "-x", "traced_add", "--ruby-caller", "--duration", "1s")
+    assert_equal [1, "memprof: process #{target.pid}: --ruby-caller: process #{target.pid} is not running a supported Ruby\n"],
+                 [status.exitstatus, err]
+    run_job(target, "threads 1 3", /\Adone threads 6\z/)  # untouched by the refused traces
   end
 
   SQLITE_SCRIPT = <<~RUBY
@@ -241,10 +245,11 @@ class TraceCliTest < Minitest::Test
     conf = File.join(@tmpdir, "sqlite.conf")
     File.write(conf, "int sqlite3_prepare_v2(addr, string, int, addr, addr);\n")
     target = sqlite_target
-    trace = start_trace(target.pid, "-F", conf, "-ttT", "-x", "sqlite3_prepare_v2", "-x", "ruby:gc")
+    trace = start_trace(target.pid, "-F", conf, "-ttT", "--ruby-caller", "-x", "sqlite3_prepare_v2", "-x", "ruby:gc")
     run_job(target, "go", /\Adone 1000\z/)
     lines = stop_trace(trace)
-    inserts = lines.grep(/libsqlite3\.so\.0->sqlite3_prepare_v2\(0x\h+, "INSERT INTO t VALUES \(\?, \?\)", 27, 0x\h+, 0x\h+\) += 0 <\d+\.\d{6}>\z/)
+    # The Ruby line that called sqlite3_prepare_v2: the innermost Ruby frame, in the gem.
+    inserts = lines.grep(/\] \S+\/sqlite3\/\w+\.rb:\d+: libsqlite3\.so\.0->sqlite3_prepare_v2\(0x\h+, "INSERT INTO t VALUES \(\?, \?\)", 27, 0x\h+, 0x\h+\) += 0 <\d+\.\d{6}>\z/)
     assert_equal 1000, inserts.size, lines.first(20).join("\n")
     # GC.start every 250 queries: at least those four collections, each between two queries.
     assert_operator lines.grep(/\] ruby:gc\(\d+, start\) += <void> <\d+\.\d{6}>\z/).size, :>=, 4,

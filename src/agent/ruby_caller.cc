@@ -1,0 +1,41 @@
+#include "agent/ruby_caller.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+namespace memprof::agent {
+namespace {
+
+int (*g_native_thread_p)() = nullptr;
+const char* (*g_sourcefile)() = nullptr;
+int (*g_sourceline)() = nullptr;
+
+}  // namespace
+
+bool find_ruby_caller_api() {
+  g_native_thread_p = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "ruby_native_thread_p"));
+  g_sourcefile = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "rb_sourcefile"));
+  g_sourceline = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "rb_sourceline"));
+  return g_native_thread_p != nullptr && g_sourcefile != nullptr && g_sourceline != nullptr;
+}
+
+uint32_t ruby_caller(char* file, size_t capacity) {
+  file[0] = '\0';
+  if (capacity < 4 || !g_native_thread_p()) return 0;
+  const char* path = g_sourcefile();
+  if (path == nullptr) return 0;
+  size_t length = std::strlen(path);
+  if (length < capacity) {
+    std::memcpy(file, path, length + 1);
+  } else {
+    // The end names the file: "...app/models/user.rb".
+    size_t kept = capacity - 4;
+    std::memcpy(file, "...", 3);
+    std::memcpy(file + 3, path + length - kept, kept + 1);
+  }
+  int line = g_sourceline();
+  return line > 0 ? static_cast<uint32_t>(line) : 0;
+}
+
+}  // namespace memprof::agent
