@@ -48,8 +48,8 @@ struct TraceOptions {
   std::vector<std::string> command;
 };
 
-// How often the CLI drains the agent's rings: each thread's ring holds 4,096 calls.
-constexpr auto kReadInterval = std::chrono::milliseconds(20);
+// How often the CLI drains the agent's rings: each thread's ring holds 8,192 calls.
+constexpr auto kReadInterval = std::chrono::milliseconds(10);
 // The agent of a launched command holds its first instruction until the trace starts.
 constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 
@@ -225,14 +225,15 @@ class TracePrinter {
     }
     std::stable_sort(readout.records.begin(), readout.records.end(),
                      [](const trace::CallRecord& a, const trace::CallRecord& b) { return a.entry_ns < b.entry_ns; });
+    std::string text;
     for (const trace::CallRecord& record : readout.records) {
       auto function = functions_.find(record.function);
       if (function == functions_.end()) continue;
-      std::string text = options_.json ? trace::call_json(record, function->second, line_)
-                                       : trace::call_line(record, function->second, line_);
-      fmt::print(out_, "{}\n", text);
+      text += options_.json ? trace::call_json(record, function->second, line_)
+                            : trace::call_line(record, function->second, line_);
+      text += '\n';
     }
-    std::fflush(out_);
+    write(text);
     dropped_ = readout.dropped;
     untraced_ = readout.untraced;
     in_flight_ = readout.in_flight;
@@ -240,6 +241,8 @@ class TracePrinter {
   }
 
   size_t functions() const { return functions_.size(); }
+  // Why the trace could not be written (a closed pipe, a full disk), empty while it can.
+  const std::string& write_error() const { return write_error_; }
   const std::map<uint32_t, trace::FunctionInfo>& known() const { return functions_; }
 
   void finish() {
@@ -248,8 +251,7 @@ class TracePrinter {
       for (const trace::ReadoutTotals& total : totals_)
         if (auto function = functions_.find(total.id); function != functions_.end())
           rows.push_back({function->second.name, total.calls, total.nanoseconds});
-      fmt::print(out_, "{}", trace::summary_table(std::move(rows)));
-      std::fflush(out_);
+      write(trace::summary_table(std::move(rows)));
     }
     if (dropped_ > 0)
       fmt::print(stderr, "memprof: {} calls were counted but not shown: the reader fell behind\n", dropped_);
@@ -261,9 +263,16 @@ class TracePrinter {
   }
 
  private:
+  void write(const std::string& text) {
+    if (!write_error_.empty() || text.empty()) return;
+    if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0)
+      write_error_ = std::strerror(errno);
+  }
+
   const TraceOptions& options_;
   const Prototypes& prototypes_;
   std::FILE* out_;
+  std::string write_error_;
   trace::LineOptions line_;
   std::map<uint32_t, trace::FunctionInfo> functions_;
   std::vector<trace::ReadoutTotals> totals_;
@@ -330,6 +339,9 @@ int run_trace(const TraceOptions& options) {
   };
 
   attach::Interruption interruption;
+  // A reader that goes away (`| head`) makes writes fail with EPIPE: the trace then stops
+  // properly instead of the CLI dying with its hooks left in the process.
+  ::signal(SIGPIPE, SIG_IGN);
   TracePrinter printer(options, *prototypes, file ? file.get() : stdout);
   auto started = attach::agent_request(pid, "trace-start", tracer::encode_trace_request(make_request(options, *prototypes)));
   if (!started.ok()) {
@@ -352,7 +364,8 @@ int run_trace(const TraceOptions& options) {
                             ? std::chrono::steady_clock::time_point::max()
                             : std::chrono::steady_clock::now() + duration;
   bool exiting = false;
-  while (!exiting && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
+  while (!exiting && printer.write_error().empty() && !attach::Interruption::requested() &&
+         std::chrono::steady_clock::now() < deadline) {
     if (!attach::Interruption::sleep_for(kReadInterval)) break;
     auto read = attach::agent_request(pid, "trace-read");
     if (!read.ok()) return ended_after_failure(pid, launched.has_value(), gone) ? finish_with_process(printer) : fail(read.message());
@@ -366,6 +379,8 @@ int run_trace(const TraceOptions& options) {
   auto readout = trace::parse_readout(*stopped);
   if (!readout.ok()) return fail(readout.message());
   printer.take(std::move(*readout));
+  if (!printer.write_error().empty())
+    return fail(fmt::format("writing the trace: {} (the trace was stopped)", printer.write_error()));
   if (exiting || launched) return finish_with_process(printer);
   printer.finish();
   return 0;

@@ -29,7 +29,7 @@ class RecordRing {
       dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return false;
     }
-    slots_[tail & (kCapacity - 1)] = record;
+    slots_[tail & (kCapacity - 1)].record = record;
     tail_.store(tail + 1, std::memory_order_release);
     return true;
   }
@@ -41,7 +41,7 @@ class RecordRing {
     uint64_t head = head_.load(std::memory_order_relaxed);
     uint64_t tail = tail_.load(std::memory_order_acquire);
     if (tail - head > limit) tail = head + limit;
-    for (uint64_t i = head; i != tail; ++i) visit(static_cast<const Record&>(slots_[i & (kCapacity - 1)]));
+    for (uint64_t i = head; i != tail; ++i) visit(static_cast<const Record&>(slots_[i & (kCapacity - 1)].record));
     head_.store(tail, std::memory_order_release);
     return static_cast<size_t>(tail - head);
   }
@@ -55,7 +55,13 @@ class RecordRing {
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<uint64_t> dropped_{0};
   alignas(64) std::atomic<uint64_t> head_{0};
-  alignas(64) Record slots_[kCapacity];
+  // Left unconstructed: a ring in fresh mmap'ed memory touches its pages only as records
+  // arrive (a thread's first traced call would otherwise write all of them).
+  union Slot {
+    Slot() noexcept {}
+    Record record;
+  };
+  alignas(64) Slot slots_[kCapacity];
 };
 
 }  // namespace memprof::trace

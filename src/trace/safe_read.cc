@@ -1,9 +1,11 @@
 #include "trace/safe_read.h"
 
+#include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -34,10 +36,27 @@ class ErrnoKeeper {
   int saved_;
 };
 
+// getpid() is a system call (glibc stopped caching the pid in 2.25) and the hooks copy strings
+// on every traced call: the pid is asked once, and forgotten in a forked child before the child
+// runs anything else.
+std::atomic<pid_t> g_self_pid{0};
+
+pid_t self_pid() {
+  pid_t pid = g_self_pid.load(std::memory_order_relaxed);
+  if (pid == 0) {
+    pid = ::getpid();
+    g_self_pid.store(pid, std::memory_order_relaxed);
+  }
+  return pid;
+}
+
+[[maybe_unused]] const int g_forget_pid_in_children =
+    ::pthread_atfork(nullptr, nullptr, [] { g_self_pid.store(0, std::memory_order_relaxed); });
+
 size_t copy_readable_prefix(uint64_t address, char* out, size_t size) {
   // The last byte of the address space is left out rather than let address + size wrap.
   size = std::min<uint64_t>(size, std::numeric_limits<uint64_t>::max() - address);
-  const pid_t self = ::getpid();
+  const pid_t self = self_pid();
   size_t copied = 0;
   while (copied < size) {
     iovec remote[kPagesPerCall];

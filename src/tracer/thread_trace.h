@@ -18,7 +18,7 @@ inline constexpr size_t kMaxFunctions = 4096;
 inline constexpr size_t kMaxThreads = 512;
 inline constexpr size_t kMaxDepth = 128;      // traced calls nested in one thread
 inline constexpr size_t kAbandonedSlots = 64;  // calls presumed left without a return
-inline constexpr size_t kRingRecords = 4096;
+inline constexpr size_t kRingRecords = 8192;  // ~3.3 MB, touched as records arrive
 
 // A call the thread is inside of. Its record is filled at entry and finished at exit.
 struct PendingCall {
@@ -35,9 +35,11 @@ struct AbandonedCall {
   uint64_t return_address = 0;
 };
 
+// No member initializers: a thread state's 4,096 counters start as the zeroed pages of a fresh
+// mapping, and are touched only for the functions the thread calls.
 struct FunctionCounters {
-  uint64_t calls = 0;        // finished calls (returned or unwound)
-  uint64_t ticks = 0;        // their durations, summed (tick_clock.h)
+  uint64_t calls;  // finished calls (returned or unwound)
+  uint64_t ticks;  // their durations, summed (tick_clock.h)
 };
 
 using CallRing = trace::RecordRing<trace::CallRecord, kRingRecords>;
@@ -51,7 +53,7 @@ struct ThreadTrace {
   uint64_t untimed = 0;   // calls seen while the shadow stack was full (counted, not timed)
   uint32_t abandoned_next = 0;
   AbandonedCall abandoned[kAbandonedSlots];
-  PendingCall stack[kMaxDepth];
+  PendingCall stack[kMaxDepth];  // ~51 KB written when the state is made
   FunctionCounters counters[kMaxFunctions];
   CallRing ring;
 };
