@@ -132,6 +132,27 @@ class TraceCliTest < Minitest::Test
     assert_equal 7, summary_calls(stop_trace(trace))["traced_add"]
   end
 
+  def test_a_reader_that_goes_away_stops_the_trace_and_restores_the_bytes
+    target = c_target
+    before = run_job(target, "bytes traced_add", /\Abytes /)
+    reader, writer = IO.pipe
+    err_path = File.join(@tmpdir, "trace-stderr.txt")
+    trace = Process.spawn(MEMPROF, "trace", "-p", target.pid.to_s, "-x", "traced_add", out: writer, err: err_path)
+    writer.close
+    sleep 0.05 until File.read(err_path).include?("memprof: tracing")
+    run_job(target, "threads 1 5", /\Adone threads/)
+    assert_match(/traced_add/, reader.gets)  # `| head -1`: one line, then the reader is gone
+    reader.close
+    run_job(target, "threads 1 5", /\Adone threads/)  # the next write meets the closed pipe
+    _, status = Timeout.timeout(PATIENCE) { Process.wait2(trace) }
+    assert_equal 1, status.exitstatus
+    assert_equal "memprof: writing the trace: Broken pipe (the trace was stopped)\n",
+                 File.read(err_path).lines.last
+    count = target.lines.size
+    target.send_line("bytes traced_add")
+    assert_equal before, target.wait_for(/\Abytes /, from: count)
+  end
+
   def test_traces_a_library_loaded_after_the_trace_started
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_late")
