@@ -1,5 +1,6 @@
 #include "tracer/tick_clock.h"
 
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -41,6 +42,12 @@ void sample(uint64_t& ticks, uint64_t& ns) {
   ns = monotonic_ns();
 }
 
+// A process may have made rdtsc fault (prctl PR_SET_TSC, as some sandboxes do).
+bool tsc_allowed() {
+  int mode = 0;
+  return ::prctl(PR_GET_TSC, &mode, 0, 0, 0) != 0 || mode != PR_TSC_SIGSEGV;
+}
+
 }  // namespace
 
 uint64_t now_ticks() {
@@ -49,7 +56,7 @@ uint64_t now_ticks() {
 }
 
 void TickClock::calibrate() {
-  static const bool tsc = invariant_tsc();
+  const bool tsc = invariant_tsc() && tsc_allowed();
   g_use_tsc.store(tsc ? 1 : 0, std::memory_order_relaxed);
   sample(start_ticks_, start_ns_);
   ns_per_tick_ = 1.0;

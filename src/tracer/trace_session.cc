@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/hook/loaded_object.h"
 #include "core/util/path_name.h"
@@ -73,10 +76,29 @@ bool thread_exited(uint32_t tid) {
   return ::syscall(SYS_tgkill, ::getpid(), tid, 0) != 0 && errno == ESRCH;
 }
 
+// Whether a seccomp filter runs in this process (Seccomp: 2 in /proc/self/status).
+bool under_seccomp_filter() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return false;
+  char line[256];
+  bool filtered = false;
+  while (std::fgets(line, sizeof(line), status) != nullptr)
+    if (std::strncmp(line, "Seccomp:", 8) == 0) filtered = std::strtol(line + 8, nullptr, 10) == 2;
+  std::fclose(status);
+  return filtered;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) {
   if (request.patterns.empty()) return err("no function to trace");
+  std::vector<std::string> problems;
+  // Copying an argument is a process_vm_readv, which a filter may answer by killing the process.
+  if (!request.captures.empty() && under_seccomp_filter()) {
+    request.captures.clear();
+    problems.push_back("the process runs under a seccomp filter: strings and pointed-to values are not copied "
+                       "(shown as addresses)");
+  }
   std::erase_if(request.patterns, is_event_pattern);  // the agent's business (add_event_source)
   std::unique_ptr<TraceSession> session(new TraceSession(std::move(request)));
   Untraced untraced;
@@ -86,7 +108,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
   // What earlier sessions left in the rings is not this trace's.
   for (uint32_t i = 0; i < thread_state_count(); ++i)
     if (ThreadTrace* state = thread_state(i)) state->ring.drain([](const trace::CallRecord&) {});
-  session->unmatched_ = session->request_.patterns;
+  session->pending_problems_ = std::move(problems);
   std::lock_guard lock(session->mutex_);
   // Functions traced before keep their counters: this trace counts from here.
   session->baseline_ = session->sum_counters(function_count());
@@ -131,9 +153,6 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     seen_objects_.push_back(object.key());
     if (!traceable_object(object, request_)) continue;
     for (Candidate& candidate : matching_functions(object, request_)) {
-      std::erase_if(unmatched_, [&](const std::string& glob) {
-        return ::fnmatch(glob.c_str(), candidate.name.c_str(), 0) == 0;
-      });
       auto function = traced_function(candidate.address);
       if (!function.ok()) {
         pending_problems_.push_back(fmt::format("{} in {}: {}", candidate.name, object.path, function.message()));

@@ -96,7 +96,6 @@ class TraceSession {
   std::vector<HookedFunction> initial_;
   std::vector<HookedFunction> pending_functions_;
   std::vector<std::string> pending_problems_;
-  std::vector<std::string> unmatched_;  // patterns no object has matched yet
   std::vector<uint32_t> ids_;  // every function this session hooked
   std::vector<FunctionCounters> baseline_;  // counters by id at the start (reused functions)
   TickClock clock_;

@@ -153,6 +153,18 @@ class TraceCliTest < Minitest::Test
     assert_equal before, target.wait_for(/\Abytes /, from: count)
   end
 
+  def test_under_a_seccomp_filter_strings_are_not_copied
+    target = c_target
+    run_job(target, "seccomp", /\Adone seccomp 0\z/)
+    trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_length")
+    assert_includes trace.stderr_text, "memprof: the process runs under a seccomp filter: strings and pointed-to " \
+                                       "values are not copied (shown as addresses)"
+    run_job(target, "strings", /\Adone strings/)
+    lines = stop_trace(trace)
+    assert_equal 2, lines.size, lines.join("\n")
+    assert_match(/traced_length\(0x\h+\) += 57\z/, lines[0])
+  end
+
   def test_traces_a_library_loaded_after_the_trace_started
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_late")
