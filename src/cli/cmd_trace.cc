@@ -3,7 +3,6 @@
 // for a command it starts (memprof trace -x SYM -- CMD ARGS).
 #include <fnmatch.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,8 +19,8 @@
 #include "attach/agent_client.h"
 #include "attach/attach_flow.h"
 #include "attach/duration.h"
-#include "attach/installation.h"
 #include "attach/interruption.h"
+#include "attach/launched_command.h"
 #include "cli/command.h"
 #include "trace/capture_plan.h"
 #include "trace/prototype_files.h"
@@ -50,7 +49,8 @@ struct TraceOptions {
 
 // How often the CLI drains the agent's rings: each thread's ring holds 8,192 calls.
 constexpr auto kReadInterval = std::chrono::milliseconds(10);
-// The agent of a launched command holds its first instruction until the trace starts.
+// The agent of a launched command holds its first instruction until the trace starts
+// (src/agent/agent.cc).
 constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 
 // Prototypes from the usual ltrace.conf places, then the user's -F files, which win.
@@ -119,60 +119,6 @@ int64_t realtime_offset_ns() {
   ::clock_gettime(CLOCK_REALTIME, &real);
   ::clock_gettime(CLOCK_MONOTONIC, &mono);
   return (static_cast<int64_t>(real.tv_sec) - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
-}
-
-// The launched command, if any: started with the agent preloaded and held before its first
-// instruction until the trace has started.
-class LaunchedCommand {
- public:
-  static Result<LaunchedCommand> start(const std::vector<std::string>& command) {
-    MEMPROF_TRY(agent, attach::agent_library());
-    pid_t child = ::fork();
-    if (child < 0) return err("fork: {}", std::strerror(errno));
-    if (child == 0) {
-      std::string preload = agent;
-      if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing != '\0')
-        preload += std::string(":") + existing;
-      ::setenv("LD_PRELOAD", preload.c_str(), 1);
-      ::setenv(kHoldVariable, "1", 1);
-      std::vector<char*> argv;
-      for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
-      argv.push_back(nullptr);
-      ::execvp(argv[0], argv.data());
-      fmt::print(stderr, "memprof: {}: {}\n", command[0], std::strerror(errno));
-      ::_exit(127);
-    }
-    return LaunchedCommand(child);
-  }
-  pid_t pid() const { return pid_; }
-  bool running() const {
-    siginfo_t info{};
-    if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
-    return info.si_pid == 0;
-  }
-  // The exit status as a shell reports it.
-  int wait() {
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = 0;
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  }
-
- private:
-  explicit LaunchedCommand(pid_t pid) : pid_(pid) {}
-  pid_t pid_;
-};
-
-Status wait_for_agent(const LaunchedCommand& command) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (!command.running()) return err("{} ended before its agent started", command.pid());
-    if (attach::agent_listening(command.pid())) return ok_status();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return err("the agent of process {} did not start within 10 s", command.pid());
 }
 
 // Whether `pid` has ended: no such process, or a zombie its parent has not reaped yet.
@@ -310,14 +256,15 @@ int run_trace(const TraceOptions& options) {
     if (file == nullptr) return fail(fmt::format("cannot write {}: {}", options.output, std::strerror(errno)));
   }
 
-  std::optional<LaunchedCommand> launched;
+  // A launched command is held before its first instruction until the trace starts.
+  std::optional<attach::LaunchedCommand> launched;
   pid_t pid = options.pid;
   if (!options.command.empty()) {
-    auto started = LaunchedCommand::start(options.command);
+    auto started = attach::LaunchedCommand::start(options.command, {{kHoldVariable, "1"}});
     if (!started.ok()) return fail(started.message());
     launched = *started;
     pid = launched->pid();
-    if (Status ready = wait_for_agent(*launched); !ready.ok()) return fail(ready.message());
+    if (Status ready = launched->wait_for_agent(); !ready.ok()) return fail(ready.message());
   } else {
     if (process_gone(pid)) return fail(fmt::format("no process {}", pid));
     auto agent = attach::ensure_agent(pid);

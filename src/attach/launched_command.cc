@@ -1,0 +1,69 @@
+#include "attach/launched_command.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "attach/agent_client.h"
+#include "attach/installation.h"
+
+namespace memprof::attach {
+
+std::string prepended_to(const char* variable, const std::string& value, const char* separator) {
+  const char* existing = std::getenv(variable);
+  if (existing == nullptr || *existing == '\0') return value;
+  return value + separator + existing;
+}
+
+Result<LaunchedCommand> LaunchedCommand::start(const std::vector<std::string>& command,
+                                               const Environment& environment) {
+  if (command.empty()) return err("no command given");
+  MEMPROF_TRY(agent, agent_library());
+  // Everything the child needs is made before fork: after it, only setenv and exec.
+  Environment variables = environment;
+  variables.emplace_back("LD_PRELOAD", prepended_to("LD_PRELOAD", agent, ":"));
+  std::vector<char*> argv;
+  for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
+  argv.push_back(nullptr);
+  pid_t child = ::fork();
+  if (child < 0) return err("fork: {}", std::strerror(errno));
+  if (child == 0) {
+    for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
+    ::execvp(argv[0], argv.data());
+    fmt::print(stderr, "memprof: {}: {}\n", command[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  return LaunchedCommand(child);
+}
+
+bool LaunchedCommand::running() const {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+  return info.si_pid == 0;
+}
+
+Status LaunchedCommand::wait_for_agent() const {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!running()) return err("process {} ended before its agent started", pid_);
+    if (agent_listening(pid_)) return ok_status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return err("the agent of process {} did not start within 10 s", pid_);
+}
+
+int LaunchedCommand::wait() {
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace memprof::attach

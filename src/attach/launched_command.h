@@ -1,0 +1,41 @@
+// A command memprof starts with its agent preloaded (memprof run, memprof trace -- CMD): the
+// child gets LD_PRELOAD (the agent first, then what the user had) and any other variables the
+// caller sets, and is watched and reaped by its pid.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/util/result.h"
+
+namespace memprof::attach {
+
+class LaunchedCommand {
+ public:
+  using Environment = std::vector<std::pair<std::string, std::string>>;
+
+  // Forks and execs `command` with the agent in LD_PRELOAD and `environment` set. A command
+  // that cannot be executed exits 127 after saying why on stderr (as a shell does).
+  static Result<LaunchedCommand> start(const std::vector<std::string>& command, const Environment& environment = {});
+
+  pid_t pid() const { return pid_; }
+  // Whether it still runs (a zombie does not), without reaping it.
+  bool running() const;
+  // Waits until its agent answers (at most 10 s): an error when it ended first or never did.
+  Status wait_for_agent() const;
+  // Reaps it: its exit status as a shell reports it (128 + N for signal N).
+  int wait();
+
+ private:
+  explicit LaunchedCommand(pid_t pid) : pid_(pid) {}
+  pid_t pid_;
+};
+
+// VALUE, then the variable's current value after `separator` when it has one.
+std::string prepended_to(const char* variable, const std::string& value, const char* separator);
+
+}  // namespace memprof::attach
