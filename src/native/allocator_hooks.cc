@@ -1,0 +1,214 @@
+#include "native/allocator_hooks.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "native/engine.h"
+#include "native/recording_window.h"
+
+namespace memprof::native {
+namespace {
+
+// The originals (the relocated prologues). Written before each hook's jump (publish_original)
+// and never cleared: a thread may still be on its way into a replacement after a stop.
+struct Originals {
+  decltype(&::malloc) malloc;
+  decltype(&::calloc) calloc;
+  decltype(&::realloc) realloc;
+  decltype(&::reallocarray) reallocarray;
+  decltype(&::free) free;
+  decltype(&::posix_memalign) posix_memalign;
+  decltype(&::aligned_alloc) aligned_alloc;
+  decltype(&::memalign) memalign;
+  decltype(&::valloc) valloc;
+  decltype(&::pvalloc) pvalloc;
+};
+Originals g_original;
+
+uintptr_t address_of(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer); }
+
+// Records a block the original just returned, if a session is running.
+void record_allocation(ThreadHookState& thread, void* block, uint64_t size, uintptr_t caller) {
+  if (block == nullptr) return;
+  if (Engine* engine = enter_recording(thread)) {
+    engine->on_allocation(thread, block, size, caller);
+    leave_recording(thread);
+  }
+}
+
+// The replacements. Each one: nested calls (the original calling another hooked entry, e.g.
+// reallocarray -> realloc) go straight to the original; otherwise call the original with the
+// guard up and record the result.
+#define MEMPROF_CALLER address_of(__builtin_return_address(0))
+
+void* hooked_malloc(size_t size) noexcept {
+  const uintptr_t caller = MEMPROF_CALLER;
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return g_original.malloc(size);
+  thread.in_hook = true;
+  void* block = g_original.malloc(size);
+  record_allocation(thread, block, size, caller);
+  thread.in_hook = false;
+  return block;
+}
+
+void* hooked_calloc(size_t count, size_t size) noexcept {
+  const uintptr_t caller = MEMPROF_CALLER;
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return g_original.calloc(count, size);
+  thread.in_hook = true;
+  void* block = g_original.calloc(count, size);
+  record_allocation(thread, block, uint64_t{count} * size, caller);  // no overflow if it succeeded
+  thread.in_hook = false;
+  return block;
+}
+
+template <typename Call>
+void* resize(ThreadHookState& thread, void* old_block, uint64_t requested, uintptr_t caller, Call call) {
+  thread.in_hook = true;
+  void* block;
+  if (Engine* engine = enter_recording(thread)) {
+    // The window stays open across the original: the old block's record is out of the table.
+    BlockRecord previous;
+    bool known = engine->take_for_resize(old_block, &previous);
+    block = call();
+    engine->on_resized(thread, old_block, known ? &previous : nullptr, block, requested, caller);
+    leave_recording(thread);
+  } else {
+    block = call();
+  }
+  thread.in_hook = false;
+  return block;
+}
+
+void* hooked_realloc(void* old_block, size_t size) noexcept {
+  const uintptr_t caller = MEMPROF_CALLER;
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return g_original.realloc(old_block, size);
+  return resize(thread, old_block, size, caller, [&] { return g_original.realloc(old_block, size); });
+}
+
+void* hooked_reallocarray(void* old_block, size_t count, size_t size) noexcept {
+  const uintptr_t caller = MEMPROF_CALLER;
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return g_original.reallocarray(old_block, count, size);
+  size_t bytes;
+  uint64_t requested = __builtin_mul_overflow(count, size, &bytes) ? UINT64_MAX : bytes;
+  return resize(thread, old_block, requested, caller,
+                [&] { return g_original.reallocarray(old_block, count, size); });
+}
+
+void hooked_free(void* block) noexcept {
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook || block == nullptr) return g_original.free(block);
+  thread.in_hook = true;
+  // Out of the table before the original frees it: from then on another thread may get the
+  // same address from malloc and record it.
+  if (Engine* engine = enter_recording(thread)) {
+    engine->on_free(thread, block);
+    leave_recording(thread);
+  }
+  g_original.free(block);
+  thread.in_hook = false;
+}
+
+int hooked_posix_memalign(void** out, size_t alignment, size_t size) noexcept {
+  const uintptr_t caller = MEMPROF_CALLER;
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return g_original.posix_memalign(out, alignment, size);
+  thread.in_hook = true;
+  int result = g_original.posix_memalign(out, alignment, size);
+  if (result == 0) record_allocation(thread, *out, size, caller);
+  thread.in_hook = false;
+  return result;
+}
+
+// One template for the (alignment, size) and (size) allocators.
+template <auto Original, typename... Args>
+void* aligned(uintptr_t caller, size_t size, Args... args) {
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return (g_original.*Original)(args...);
+  thread.in_hook = true;
+  void* block = (g_original.*Original)(args...);
+  record_allocation(thread, block, size, caller);
+  thread.in_hook = false;
+  return block;
+}
+
+void* hooked_aligned_alloc(size_t alignment, size_t size) noexcept {
+  return aligned<&Originals::aligned_alloc>(MEMPROF_CALLER, size, alignment, size);
+}
+void* hooked_memalign(size_t alignment, size_t size) noexcept {
+  return aligned<&Originals::memalign>(MEMPROF_CALLER, size, alignment, size);
+}
+void* hooked_valloc(size_t size) noexcept { return aligned<&Originals::valloc>(MEMPROF_CALLER, size, size); }
+// Recorded with the requested size (pvalloc rounds it up to whole pages).
+void* hooked_pvalloc(size_t size) noexcept { return aligned<&Originals::pvalloc>(MEMPROF_CALLER, size, size); }
+
+struct HookSpec {
+  const char* name;
+  void* replacement;
+  void** original;
+  bool required;
+};
+
+// glibc declares the allocators with attributes (malloc, alloc_size) that a function pointer type
+// does not carry; comparing the types is what we want, so the warning about them is silenced.
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+#define MEMPROF_NATIVE_HOOK(function, required)                                              \
+  ([] {                                                                                      \
+    static_assert(std::is_same_v<decltype(&::function), decltype(&hooked_##function)>,       \
+                  "the replacement for " #function " must have exactly its type");           \
+    return HookSpec{#function, reinterpret_cast<void*>(&hooked_##function),                  \
+                    reinterpret_cast<void**>(&g_original.function), required};               \
+  }())
+
+}  // namespace
+
+Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std::string>& problems) {
+  // Order matters: see the header.
+  const HookSpec specs[] = {
+      MEMPROF_NATIVE_HOOK(free, true),           MEMPROF_NATIVE_HOOK(realloc, true),
+      MEMPROF_NATIVE_HOOK(reallocarray, false),  MEMPROF_NATIVE_HOOK(malloc, true),
+      MEMPROF_NATIVE_HOOK(calloc, false),        MEMPROF_NATIVE_HOOK(posix_memalign, false),
+      MEMPROF_NATIVE_HOOK(memalign, false),      MEMPROF_NATIVE_HOOK(aligned_alloc, false),
+      MEMPROF_NATIVE_HOOK(valloc, false),        MEMPROF_NATIVE_HOOK(pvalloc, false),
+  };
+  std::unique_ptr<AllocatorHooks> hooks(new AllocatorHooks);
+  hooks->hooks_.reserve(std::size(specs));
+  for (const HookSpec& spec : specs) {
+    void* target = ::dlsym(RTLD_DEFAULT, spec.name);
+    if (target == nullptr) {
+      if (spec.required) return err("native: {} not found", spec.name);
+      problems.push_back(fmt::format("{}: not found, not tracked", spec.name));
+      continue;
+    }
+    HookedAllocator hooked{spec.name, address_of(target), {}};
+    for (const HookedAllocator& earlier : hooks->hooked_)
+      if (earlier.address == hooked.address) hooked.alias_of = earlier.name;
+    if (!hooked.alias_of.empty()) {
+      // Same code, same signature and meaning: the earlier hook sees these calls.
+      hooks->hooked_.push_back(std::move(hooked));
+      continue;
+    }
+    auto hook = hook::EntryHook::install(target, spec.replacement, {.publish_original = spec.original});
+    if (!hook.ok()) {
+      if (spec.required) return err("native: cannot hook {}: {}", spec.name, hook.message());
+      problems.push_back(fmt::format("{}: not tracked ({})", spec.name, hook.message()));
+      continue;
+    }
+    hooks->hooks_.push_back(std::move(*hook));
+    hooks->hooked_.push_back(std::move(hooked));
+  }
+  return hooks;
+}
+
+AllocatorHooks::~AllocatorHooks() {
+  while (!hooks_.empty()) hooks_.pop_back();  // allocating functions first, free last
+}
+
+}  // namespace memprof::native

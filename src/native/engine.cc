@@ -1,0 +1,87 @@
+#include "native/engine.h"
+
+namespace memprof::native {
+
+Result<std::unique_ptr<Engine>> Engine::create() {
+  std::unique_ptr<Engine> engine(new Engine);
+  MEMPROF_TRY(sites, CallSiteTable::create());
+  engine->sites_ = std::move(sites);
+  return engine;
+}
+
+void Engine::account_release(const BlockRecord& record, bool temporary) noexcept {
+  if (record.site == kInternalSite) return;
+  SiteCounters& row = sites_->row(record.site);
+  row.frees.fetch_add(1, std::memory_order_relaxed);
+  row.freed_bytes.fetch_add(record.size, std::memory_order_relaxed);
+  if (temporary) row.temporaries.fetch_add(1, std::memory_order_relaxed);
+  peak_.subtract(record.size);
+}
+
+void Engine::on_allocation(ThreadHookState& thread, void* block, uint64_t size, uintptr_t caller) noexcept {
+  const auto address = reinterpret_cast<uintptr_t>(block);
+  const uint32_t site = thread.internal ? kInternalSite : sites_->intern(caller);
+  // Counted before the block can be found (and freed by another thread), so that a reader
+  // never sees more frees than allocations at a site.
+  SiteCounters* row = nullptr;
+  if (site != kInternalSite) {
+    row = &sites_->row(site);
+    row->allocations.fetch_add(1, std::memory_order_relaxed);
+    row->allocated_bytes.fetch_add(size, std::memory_order_relaxed);
+  }
+  BlockRecord replaced;
+  switch (blocks_.insert(address, size, site, &replaced)) {
+    case InsertOutcome::kInserted:
+      break;
+    case InsertOutcome::kReplaced:
+      missed_frees_.fetch_add(1, std::memory_order_relaxed);
+      account_release(replaced, false);
+      break;
+    case InsertOutcome::kDropped:
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      if (row != nullptr) {
+        row->allocations.fetch_sub(1, std::memory_order_relaxed);
+        row->allocated_bytes.fetch_sub(size, std::memory_order_relaxed);
+      }
+      return;
+  }
+  if (row == nullptr) return;
+  thread.last_allocation = address;
+  peak_.add(size, *sites_);
+}
+
+void Engine::on_free(ThreadHookState& thread, void* block) noexcept {
+  const auto address = reinterpret_cast<uintptr_t>(block);
+  BlockRecord record;
+  if (blocks_.take(address, &record))
+    account_release(record, thread.last_allocation == address);
+  else if (!thread.internal)
+    unknown_frees_.fetch_add(1, std::memory_order_relaxed);
+  if (thread.last_allocation == address) thread.last_allocation = 0;
+}
+
+bool Engine::take_for_resize(void* old_block, BlockRecord* previous) noexcept {
+  return old_block != nullptr && blocks_.take(reinterpret_cast<uintptr_t>(old_block), previous);
+}
+
+void Engine::on_resized(ThreadHookState& thread, void* old_block, const BlockRecord* previous,
+                        void* new_block, uint64_t requested, uintptr_t caller) noexcept {
+  const auto old_address = reinterpret_cast<uintptr_t>(old_block);
+  const bool freed_old = old_block != nullptr && (new_block != nullptr || requested == 0);
+  if (old_block != nullptr && !freed_old) {
+    // Failed: the old block is still the caller's. Put it back as it was.
+    BlockRecord ignored;
+    if (previous != nullptr) (void)blocks_.insert(old_address, previous->size, previous->site, &ignored);
+    return;
+  }
+  if (freed_old) {
+    if (previous != nullptr)
+      account_release(*previous, false);
+    else if (!thread.internal)
+      unknown_frees_.fetch_add(1, std::memory_order_relaxed);
+    if (thread.last_allocation == old_address) thread.last_allocation = 0;
+  }
+  if (new_block != nullptr) on_allocation(thread, new_block, requested, caller);
+}
+
+}  // namespace memprof::native

@@ -1,0 +1,63 @@
+// What the allocator hooks record into: the live blocks, the call sites and the peak, and the
+// rules that turn allocator calls into counts.
+//
+// Rules (docs/native.md):
+// - an allocation counts at its call site: one allocation, its requested bytes;
+// - a free of a live block counts at the block's site: one free, its bytes; a free of an address
+//   not in the table (allocated before the start) is an "unknown free" and changes no site;
+// - realloc of a live block is a free of the old block plus an allocation of the new one at the
+//   realloc's call site (a chain of N reallocs after a malloc: N+1 allocations, N frees);
+//   realloc(p, 0) that returns NULL is a free; a failed realloc changes nothing;
+// - temporary (heaptrack's definition): a free of the block the same thread allocated last,
+//   with no allocation by that thread in between. The release inside a realloc is not one.
+// - blocks allocated by the engine's own work (ScopedInternal) go to site 0, never reported.
+//
+// Every method runs inside a hook, inside a recording window: no malloc, no throw.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "core/util/result.h"
+#include "native/block_table.h"
+#include "native/call_site_table.h"
+#include "native/peak_tracker.h"
+#include "native/recording_window.h"
+
+namespace memprof::native {
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create();
+
+  void on_allocation(ThreadHookState& thread, void* block, uint64_t size, uintptr_t caller) noexcept;
+  void on_free(ThreadHookState& thread, void* block) noexcept;
+  // realloc in two steps around the original call: take the old block out of the table first
+  // (another thread may receive its address as soon as the original frees it), then record
+  // the outcome. `requested` is SIZE_MAX when the size overflowed (reallocarray).
+  bool take_for_resize(void* old_block, BlockRecord* previous) noexcept;
+  void on_resized(ThreadHookState& thread, void* old_block, const BlockRecord* previous,
+                  void* new_block, uint64_t requested, uintptr_t caller) noexcept;
+
+  CallSiteTable& sites() noexcept { return *sites_; }
+  const BlockTable& blocks() const noexcept { return blocks_; }
+  const PeakTracker& peak() const noexcept { return peak_; }
+  uint64_t unknown_frees() const noexcept { return unknown_frees_.load(std::memory_order_relaxed); }
+  uint64_t missed_frees() const noexcept { return missed_frees_.load(std::memory_order_relaxed); }
+  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  size_t mapped_bytes() const noexcept { return blocks_.mapped_bytes() + sites_->mapped_bytes(); }
+
+ private:
+  Engine() = default;
+  void account_release(const BlockRecord& record, bool temporary) noexcept;
+
+  BlockTable blocks_;
+  std::unique_ptr<CallSiteTable> sites_;
+  PeakTracker peak_;
+  std::atomic<uint64_t> unknown_frees_{0};
+  std::atomic<uint64_t> missed_frees_{0};  // an address allocated again while we thought it live
+  std::atomic<uint64_t> dropped_{0};       // allocations the table could not hold
+};
+
+}  // namespace memprof::native

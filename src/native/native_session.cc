@@ -1,0 +1,100 @@
+#include "native/native_session.h"
+
+#include <atomic>
+
+#include "native/engine.h"
+#include "native/recording_window.h"
+
+namespace memprof::native {
+namespace {
+
+std::atomic<bool> g_session_running{false};
+
+SiteRow read_row(const SiteCounters& counters) {
+  SiteRow row;
+  row.return_address = counters.return_address.load(std::memory_order_relaxed);
+  // Frees first: a block's allocation is counted before its free can be, so this order never
+  // shows more frees than allocations while other threads run.
+  row.frees = counters.frees.load(std::memory_order_acquire);
+  row.freed_bytes = counters.freed_bytes.load(std::memory_order_acquire);
+  row.temporaries = counters.temporaries.load(std::memory_order_relaxed);
+  row.allocations = counters.allocations.load(std::memory_order_acquire);
+  row.allocated_bytes = counters.allocated_bytes.load(std::memory_order_acquire);
+  row.live_blocks = row.allocations - row.frees;
+  row.live_bytes = row.allocated_bytes - row.freed_bytes;
+  row.peak_live_bytes = counters.peak_live_bytes.load(std::memory_order_relaxed);
+  return row;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<NativeSession>> NativeSession::start(NativeOptions options) {
+  bool expected = false;
+  if (!g_session_running.compare_exchange_strong(expected, true))
+    return err("native: a session is already running in this process");
+  ScopedInternal internal;  // what start allocates is the engine's, not the program's
+  std::unique_ptr<NativeSession> session(new NativeSession);
+  session->options_ = options;
+  auto engine = Engine::create();
+  if (!engine.ok()) {
+    g_session_running.store(false);
+    return engine.error();
+  }
+  session->engine_ = std::move(*engine);
+  publish_engine(session->engine_.get());
+  auto hooks = AllocatorHooks::install(session->problems_);
+  if (!hooks.ok()) {
+    // The hooks installed so far were removed when `hooks` was destroyed inside install().
+    if (retire_engine(options.stop_timeout_ms)) session->engine_.reset();
+    else (void)session->engine_.release();  // a thread is still inside: leave it mapped
+    g_session_running.store(false);
+    return hooks.error();
+  }
+  session->hooks_ = std::move(*hooks);
+  return session;
+}
+
+NativeSession::~NativeSession() {
+  ScopedInternal internal;
+  hooks_.reset();
+  if (retire_engine(options_.stop_timeout_ms))
+    engine_.reset();
+  else
+    (void)engine_.release();  // never unmap memory a stopped thread may still write
+  g_session_running.store(false);
+}
+
+NativeSnapshot NativeSession::snapshot() const {
+  ScopedInternal internal;  // the rows vector is ours: recorded apart, its free not unknown
+  NativeSnapshot out;
+  CallSiteTable& sites = engine_->sites();
+  uint32_t limit = sites.id_limit();
+  out.sites.reserve(limit);
+  for (uint32_t id = kOverflowSite; id < limit; ++id) {
+    const SiteCounters* counters = sites.ready_row(id);
+    if (counters == nullptr) continue;
+    SiteRow row = read_row(*counters);
+    if (row.allocations == 0) continue;
+    NativeTotals& t = out.totals;
+    t.allocations += row.allocations;
+    t.allocated_bytes += row.allocated_bytes;
+    t.frees += row.frees;
+    t.freed_bytes += row.freed_bytes;
+    t.temporaries += row.temporaries;
+    t.live_blocks += row.live_blocks;
+    t.live_bytes += row.live_bytes;
+    out.sites.push_back(row);
+  }
+  NativeTotals& t = out.totals;
+  t.unknown_frees = engine_->unknown_frees();
+  t.missed_frees = engine_->missed_frees();
+  t.dropped = engine_->dropped();
+  t.peak_live_bytes = engine_->peak().peak_bytes();
+  t.peak_copy_live_bytes = engine_->peak().copied_at();
+  t.block_table_bytes = engine_->blocks().mapped_bytes();
+  t.table_entries = engine_->blocks().entries();
+  t.engine_bytes = engine_->mapped_bytes() + sizeof(Engine) + claimed_thread_slots() * sizeof(ThreadSlot);
+  return out;
+}
+
+}  // namespace memprof::native
