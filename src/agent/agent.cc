@@ -52,7 +52,7 @@ constinit bool g_running = false;
 // `memprof run` loads the gem itself, before the program's first line (lib/memprof/autostart.rb
 // in RUBYOPT), and names its lib/memprof.rb here.
 constexpr const char* kPreloadedGemVariable = "MEMPROF_AGENT_LIB";
-// Set by `memprof trace -- CMD` (src/cli/cmd_trace.cc).
+// Set by `memprof trace -- CMD` and `memprof native -- CMD` (src/cli).
 constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 
 void log_problem(const std::string& message) {
@@ -74,8 +74,8 @@ void serve() {
     handler.adopt_preloaded_gem(lib);
   while (!handler.detach_requested()) {
     // While a trace runs, a reader that stopped reading (a killed CLI) is noticed.
-    if (handler.tracing() && !server->wait_for_connection(std::chrono::seconds(1))) {
-      handler.end_abandoned_trace();
+    if (handler.sessions().active() && !server->wait_for_connection(std::chrono::seconds(1))) {
+      handler.sessions().end_abandoned();
       continue;
     }
     auto connection = server->accept();
@@ -92,7 +92,7 @@ void serve() {
       reply = request.ok() ? handler.handle(*request) : encode_reply_error(request.message());
     }
     (void)write_frame(connection->get(), reply);
-    handler.after_reply();
+    handler.sessions().after_reply();
   }
 }
 
@@ -139,12 +139,12 @@ void after_fork_in_child() {
   start_thread();
 }
 
-// memprof trace -- CMD: the program's first instruction waits (at most 10 s) until the trace
-// has started, so that no call is missed. Its children do not wait.
+// memprof trace/native -- CMD: the program's first instruction waits (at most 10 s) until the
+// session has started, so that nothing is missed. Its children do not wait.
 void hold_until_traced() {
   if (std::getenv(kHoldVariable) == nullptr) return;
   ::unsetenv(kHoldVariable);
-  for (int waited_ms = 0; waited_ms < 10000 && !trace_started(); ++waited_ms) ::usleep(1000);
+  for (int waited_ms = 0; waited_ms < 10000 && !session_started(); ++waited_ms) ::usleep(1000);
 }
 
 }  // namespace
@@ -162,6 +162,6 @@ extern "C" __attribute__((visibility("default"))) int memprof_agent_start() {
 
 __attribute__((constructor)) static void memprof_agent_loaded() {
   pthread_atfork(nullptr, nullptr, memprof::agent::after_fork_in_child);
-  std::atexit(memprof::agent::wait_for_trace_at_exit);
+  std::atexit(memprof::agent::wait_for_sessions_at_exit);
   if (memprof_agent_start() == 0) memprof::agent::hold_until_traced();
 }

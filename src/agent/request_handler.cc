@@ -3,16 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include "agent/ruby_calls.h"
 #include "core/util/json_escape.h"
-#include "agent/ruby_caller.h"
-#include "tracer/process_hooks.h"
-#include "tracer/trace_wire.h"
-#include "tracer/trampoline.h"
 
 namespace memprof::agent {
 
@@ -62,23 +57,6 @@ Result<std::string> collect_child(ForkedHandler& child) {
 
 bool memprof_loaded() { return g_memprof_loaded; }
 
-namespace {
-std::atomic<bool> g_trace_started{false};
-std::atomic<bool> g_trace_running{false};
-std::atomic<bool> g_exiting{false};
-// How long exit() waits for `memprof trace` to collect the last calls.
-constexpr int kExitWaitMs = 2000;
-}  // namespace
-
-bool trace_started() { return g_trace_started.load(std::memory_order_acquire); }
-
-void wait_for_trace_at_exit() {
-  if (!g_trace_running.load(std::memory_order_acquire)) return;
-  g_exiting.store(true, std::memory_order_release);
-  for (int waited = 0; waited < kExitWaitMs && g_trace_running.load(std::memory_order_acquire); ++waited)
-    ::usleep(1000);
-}
-
 std::string RequestHandler::handle(const Request& request) {
   Result<std::string> reply = [&]() -> Result<std::string> {
     if (request.verb == "hello") return hello();
@@ -86,10 +64,8 @@ std::string RequestHandler::handle(const Request& request) {
     if (request.verb == "ruby") return ruby_command(request.body);
     if (request.verb == "fork-ruby") return fork_ruby_command(request.body);
     if (request.verb == "detach") return detach();
-    if (request.verb.starts_with("trace-")) last_trace_request_ = std::chrono::steady_clock::now();
-    if (request.verb == "trace-start") return trace_start(request.body);
-    if (request.verb == "trace-read") return trace_read();
-    if (request.verb == "trace-stop") return trace_stop();
+    if (request.verb.starts_with("trace-") || request.verb.starts_with("native-"))
+      return sessions_.handle(request.verb, request.body);
     return err("unknown request '{}'", request.verb);
   }();
   return reply.ok() ? encode_reply_ok(*reply) : encode_reply_error(reply.message());
@@ -152,76 +128,11 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& command
 
 Result<std::string> RequestHandler::detach() {
   detach_requested_ = true;
-  end_trace();
+  sessions_.end_all();
   if (ruby_ == nullptr || !g_memprof_loaded) return std::string("{\"stopped\":false}");
   auto stopped = ruby_command("stop");
   service_->stop(kRubyThreadTimeout);
   return stopped;
-}
-
-// A readout carries at most this many records (~20 MB), the rest waits for the next read.
-constexpr size_t kRecordsPerReadout = 65536;
-
-Result<std::string> RequestHandler::trace_start(const std::string& body) {
-  if (trace_ != nullptr) return err("process {} is already being traced (memprof trace -p {})", ::getpid(), ::getpid());
-  MEMPROF_TRY(request, tracer::decode_trace_request(body));
-  bool ruby_gc = false;
-  for (const std::string& pattern : request.patterns) {
-    if (!tracer::is_event_pattern(pattern)) continue;
-    if (pattern != "ruby:gc") return err("unknown event '{}' (memprof traces ruby:gc)", pattern);
-    if (ruby_ == nullptr || !ruby_->vm_ready())
-      return err("ruby:gc: process {} is not running a supported Ruby", ::getpid());
-    ruby_gc = true;
-  }
-  if (request.ruby_caller) {
-    if (ruby_ == nullptr || !find_ruby_caller_api())
-      return err("--ruby-caller: process {} is not running a supported Ruby", ::getpid());
-  }
-  tracer::set_caller_source(request.ruby_caller ? &ruby_caller : nullptr);
-  MEMPROF_TRY(session, tracer::TraceSession::start(std::move(request)));
-  if (ruby_gc) {
-    MEMPROF_TRY(source, session->add_event_source("ruby:gc"));
-    MEMPROF_TRY(events, RubyGcEvents::enable(*ruby_, source));
-    gc_events_ = std::move(events);
-  }
-  trace_ = std::move(session);
-  g_trace_running.store(true, std::memory_order_release);
-  g_trace_started.store(true, std::memory_order_release);
-  tracer::TraceReadout readout = trace_->read(0);
-  return tracer::encode_readout(readout, trace_->initial_functions(), trace_->totals(),
-                                tracer::calls_in_flight());
-}
-
-void RequestHandler::end_trace() {
-  tracer::set_caller_source(nullptr);
-  gc_events_.reset();
-  trace_.reset();
-}
-
-void RequestHandler::end_abandoned_trace() {
-  if (trace_ == nullptr || std::chrono::steady_clock::now() - last_trace_request_ < kAbandonedTraceAfter) return;
-  end_trace();
-  after_reply();
-}
-
-void RequestHandler::after_reply() {
-  // Only now may a process waiting in exit() go on: its end would cut the reply short.
-  if (trace_ == nullptr) g_trace_running.store(false, std::memory_order_release);
-}
-
-Result<std::string> RequestHandler::trace_read() {
-  if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
-  tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
-  readout.process_exiting = g_exiting.load(std::memory_order_acquire);
-  return tracer::encode_readout(readout, readout.new_functions, trace_->totals(), tracer::calls_in_flight());
-}
-
-Result<std::string> RequestHandler::trace_stop() {
-  if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
-  tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
-  auto totals = trace_->totals();
-  end_trace();
-  return tracer::encode_readout(readout, readout.new_functions, totals, tracer::calls_in_flight());
 }
 
 void RequestHandler::adopt_preloaded_gem(const std::string& lib_file) {

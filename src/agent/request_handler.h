@@ -4,7 +4,8 @@
 //   ruby COMMAND       Memprof::Agent.handle(COMMAND) on that thread; its JSON reply
 //   fork-ruby COMMAND  the same in a forked child (heap dumps): {"child", "fork_us", "reply"}
 //   detach             stops tracking and tracing; the agent then closes its socket and ends its thread
-//   trace-start BODY, trace-read, trace-stop   memprof trace (src/tracer/trace_wire.h)
+//   trace-start BODY, trace-read, trace-stop   memprof trace (recording_sessions.h)
+//   native-start, native-read, native-stop      memprof native (recording_sessions.h)
 // Replies are built here and never throw: every failure is an "error" reply.
 #pragma once
 
@@ -13,10 +14,9 @@
 #include <string>
 
 #include "agent/protocol.h"
-#include "agent/ruby_gc_events.h"
+#include "agent/recording_sessions.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_service.h"
-#include "tracer/trace_session.h"
 
 namespace memprof::agent {
 
@@ -24,16 +24,12 @@ class RequestHandler {
  public:
   // `runtime` and `service` are null in a process without (a supported) Ruby.
   RequestHandler(RubyRuntime* runtime, RubyService* service)
-      : ruby_(runtime), service_(service) {}
+      : ruby_(runtime), service_(service), sessions_(runtime) {}
 
   // The reply frame's payload.
   std::string handle(const Request& request);
-  // Called once the reply to a request has been written.
-  void after_reply();
-  bool tracing() const { return trace_ != nullptr; }
-  // Ends a trace nobody has read for kAbandonedTraceAfter (its CLI was killed): the process
-  // should not pay for hooks whose records nobody reads.
-  void end_abandoned_trace();
+  // The trace and native sessions (recording_sessions.h).
+  RecordingSessions& sessions() { return sessions_; }
   bool detach_requested() const { return detach_requested_; }
 
   // Launch mode (memprof run): the program loads the gem itself, at its start; the agent's Ruby
@@ -47,10 +43,6 @@ class RequestHandler {
   Result<std::string> ruby_command(const std::string& command);
   Result<std::string> fork_ruby_command(const std::string& command);
   Result<std::string> detach();
-  Result<std::string> trace_start(const std::string& body);
-  Result<std::string> trace_read();
-  Result<std::string> trace_stop();
-  void end_trace();
   Status require_memprof() const;
 
   Status ensure_service();
@@ -58,9 +50,7 @@ class RequestHandler {
   RubyRuntime* ruby_;
   RubyService* service_;
   bool detach_requested_ = false;
-  std::unique_ptr<tracer::TraceSession> trace_;
-  std::unique_ptr<RubyGcEvents> gc_events_;  // memprof trace -x ruby:gc
-  std::chrono::steady_clock::time_point last_trace_request_;
+  RecordingSessions sessions_;
 };
 
 // How long a request waits for Ruby to run the agent's postponed job (ruby_runtime.h): when
@@ -70,15 +60,10 @@ inline constexpr std::chrono::milliseconds kRubyTimeout{5000};
 // eight busy threads it gets a 12 ms slice about every 800 ms (Ruby 3.1's GVL is a FIFO of
 // 100 ms slices, and the thread's priority -3 keeps its own slices short for the app's sake).
 inline constexpr std::chrono::milliseconds kRubyThreadTimeout{60000};
-// memprof trace reads every 20 ms.
-inline constexpr std::chrono::seconds kAbandonedTraceAfter{10};
+
 
 // Whether an agent has loaded the gem into this process (survives fork).
 bool memprof_loaded();
-// Whether a trace has been started in this process (memprof trace -- CMD waits for it).
-bool trace_started();
-// At exit: while a trace runs, tells its readouts the process is exiting and waits (at most
-// 2 s) for `memprof trace` to collect the last calls and stop it.
-void wait_for_trace_at_exit();
+
 
 }  // namespace memprof::agent

@@ -1,0 +1,138 @@
+#include "agent/recording_sessions.h"
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include "agent/ruby_caller.h"
+#include "native/native_wire.h"
+#include "tracer/process_hooks.h"
+#include "tracer/trace_wire.h"
+#include "tracer/trampoline.h"
+
+namespace memprof::agent {
+namespace {
+
+std::atomic<bool> g_started{false};
+std::atomic<bool> g_running{false};
+std::atomic<bool> g_exiting{false};
+// How long exit() waits for the CLI to collect the last results.
+constexpr int kExitWaitMs = 2000;
+// A trace readout carries at most this many records (~26 MB), the rest waits for the next read.
+constexpr size_t kRecordsPerReadout = 65536;
+
+void note_started() {
+  g_running.store(true, std::memory_order_release);
+  g_started.store(true, std::memory_order_release);
+}
+
+bool exiting() { return g_exiting.load(std::memory_order_acquire); }
+
+}  // namespace
+
+bool session_started() { return g_started.load(std::memory_order_acquire); }
+
+void wait_for_sessions_at_exit() {
+  if (!g_running.load(std::memory_order_acquire)) return;
+  g_exiting.store(true, std::memory_order_release);
+  for (int waited = 0; waited < kExitWaitMs && g_running.load(std::memory_order_acquire); ++waited) ::usleep(1000);
+}
+
+Result<std::string> RecordingSessions::handle(const std::string& verb, const std::string& body) {
+  auto now = std::chrono::steady_clock::now();
+  if (verb.starts_with("trace-")) last_trace_read_ = now;
+  if (verb.starts_with("native-")) last_native_read_ = now;
+  if (verb == "trace-start") return trace_start(body);
+  if (verb == "trace-read") return trace_read();
+  if (verb == "trace-stop") return trace_stop();
+  if (verb == "native-start") return native_start();
+  if (verb == "native-read") return native_read();
+  if (verb == "native-stop") return native_stop();
+  return err("unknown request '{}'", verb);
+}
+
+void RecordingSessions::end_all() {
+  end_trace();
+  native_.reset();
+}
+
+void RecordingSessions::end_abandoned() {
+  auto now = std::chrono::steady_clock::now();
+  if (trace_ != nullptr && now - last_trace_read_ >= kAbandonedAfter) end_trace();
+  if (native_ != nullptr && now - last_native_read_ >= kAbandonedAfter) native_.reset();
+  after_reply();
+}
+
+void RecordingSessions::after_reply() {
+  if (!active()) g_running.store(false, std::memory_order_release);
+}
+
+Result<std::string> RecordingSessions::trace_start(const std::string& body) {
+  if (trace_ != nullptr) return err("process {} is already being traced (memprof trace -p {})", ::getpid(), ::getpid());
+  MEMPROF_TRY(request, tracer::decode_trace_request(body));
+  bool ruby_gc = false;
+  for (const std::string& pattern : request.patterns) {
+    if (!tracer::is_event_pattern(pattern)) continue;
+    if (pattern != "ruby:gc") return err("unknown event '{}' (memprof traces ruby:gc)", pattern);
+    if (ruby_ == nullptr || !ruby_->vm_ready())
+      return err("ruby:gc: process {} is not running a supported Ruby", ::getpid());
+    ruby_gc = true;
+  }
+  if (request.ruby_caller && (ruby_ == nullptr || !find_ruby_caller_api()))
+    return err("--ruby-caller: process {} is not running a supported Ruby", ::getpid());
+  tracer::set_caller_source(request.ruby_caller ? &ruby_caller : nullptr);
+  MEMPROF_TRY(session, tracer::TraceSession::start(std::move(request)));
+  if (ruby_gc) {
+    MEMPROF_TRY(source, session->add_event_source("ruby:gc"));
+    MEMPROF_TRY(events, RubyGcEvents::enable(*ruby_, source));
+    gc_events_ = std::move(events);
+  }
+  trace_ = std::move(session);
+  note_started();
+  tracer::TraceReadout readout = trace_->read(0);
+  return tracer::encode_readout(readout, trace_->initial_functions(), trace_->totals(), tracer::calls_in_flight());
+}
+
+Result<std::string> RecordingSessions::trace_read() {
+  if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
+  tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
+  readout.process_exiting = exiting();
+  return tracer::encode_readout(readout, readout.new_functions, trace_->totals(), tracer::calls_in_flight());
+}
+
+Result<std::string> RecordingSessions::trace_stop() {
+  if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
+  tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
+  auto totals = trace_->totals();
+  end_trace();
+  return tracer::encode_readout(readout, readout.new_functions, totals, tracer::calls_in_flight());
+}
+
+void RecordingSessions::end_trace() {
+  tracer::set_caller_source(nullptr);
+  gc_events_.reset();
+  trace_.reset();
+}
+
+Result<std::string> RecordingSessions::native_start() {
+  if (native_ != nullptr)
+    return err("process {} is already tracked by memprof native (memprof native -p {})", ::getpid(), ::getpid());
+  MEMPROF_TRY(session, native::NativeSession::start());
+  native_ = std::move(session);
+  note_started();
+  return native::encode_snapshot(native_->snapshot(), native_->problems(), exiting());
+}
+
+Result<std::string> RecordingSessions::native_read() const {
+  if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
+  return native::encode_snapshot(native_->snapshot(), {}, exiting());
+}
+
+Result<std::string> RecordingSessions::native_stop() {
+  if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
+  std::string last = native::encode_snapshot(native_->snapshot(), {}, exiting());
+  native_.reset();
+  return last;
+}
+
+}  // namespace memprof::agent

@@ -1,0 +1,64 @@
+// The agent's recording sessions: `memprof trace` (src/tracer, verbs trace-start/read/stop,
+// tracer/trace_wire.h) and `memprof native` (src/native, verbs native-start/read/stop,
+// native/native_wire.h), one of each at a time. Their CLI reads them every few milliseconds
+// (trace) or every second (native); a session nobody has read for kAbandonedAfter (its CLI was
+// killed) is ended, so that the process does not pay for hooks whose results nobody collects.
+//
+// At exit: while a session runs, exit() waits (at most 2 s) until its CLI has collected the
+// last results and stopped it (readouts say "exiting"); memprof trace/native -- CMD hold the
+// program's first instruction until a session has started.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "agent/ruby_gc_events.h"
+#include "agent/ruby_runtime.h"
+#include "core/util/result.h"
+#include "native/native_session.h"
+#include "tracer/trace_session.h"
+
+namespace memprof::agent {
+
+inline constexpr std::chrono::seconds kAbandonedAfter{10};
+
+class RecordingSessions {
+ public:
+  // `ruby` is null in a process without (a supported) Ruby.
+  explicit RecordingSessions(RubyRuntime* ruby) : ruby_(ruby) {}
+
+  // Handles a trace-* or native-* verb.
+  Result<std::string> handle(const std::string& verb, const std::string& body);
+  bool active() const { return trace_ != nullptr || native_ != nullptr; }
+  // Ends both (detach).
+  void end_all();
+  // Ends what nobody has read for kAbandonedAfter.
+  void end_abandoned();
+  // Called once a reply has been written: a process waiting in exit() for a session that has
+  // ended may go on only now (its end would cut the reply short).
+  void after_reply();
+
+ private:
+  Result<std::string> trace_start(const std::string& body);
+  Result<std::string> trace_read();
+  Result<std::string> trace_stop();
+  void end_trace();
+  Result<std::string> native_start();
+  Result<std::string> native_read() const;
+  Result<std::string> native_stop();
+
+  RubyRuntime* ruby_;
+  std::unique_ptr<tracer::TraceSession> trace_;
+  std::unique_ptr<RubyGcEvents> gc_events_;  // memprof trace -x ruby:gc
+  std::unique_ptr<native::NativeSession> native_;
+  std::chrono::steady_clock::time_point last_trace_read_;
+  std::chrono::steady_clock::time_point last_native_read_;
+};
+
+// Whether a session has been started in this process (held launches wait for it).
+bool session_started();
+// At exit (an atexit handler): see above.
+void wait_for_sessions_at_exit();
+
+}  // namespace memprof::agent
