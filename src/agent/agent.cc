@@ -20,6 +20,7 @@
 #include "agent/ruby_calls.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_service.h"
+#include "native/native_session.h"
 #include "tracer/trampoline.h"
 
 namespace memprof::agent {
@@ -64,6 +65,7 @@ void log_problem(const std::string& message) {
 
 void serve() {
   tracer::ignore_this_thread();
+  native::ignore_this_thread();
   auto server = ControlServer::open(::getuid(), ::getpid());
   if (!server.ok()) {
     log_problem(server.message());

@@ -9,18 +9,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include "attach/agent_client.h"
-#include "attach/attach_flow.h"
 #include "attach/duration.h"
 #include "attach/interruption.h"
-#include "attach/launched_command.h"
+#include "attach/recorded_process.h"
 #include "cli/command.h"
 #include "trace/capture_plan.h"
 #include "trace/prototype_files.h"
@@ -49,10 +45,6 @@ struct TraceOptions {
 
 // How often the CLI drains the agent's rings: each thread's ring holds 8,192 calls.
 constexpr auto kReadInterval = std::chrono::milliseconds(10);
-// The agent of a launched command holds its first instruction until the trace starts
-// (src/agent/agent.cc).
-constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
-
 // Prototypes from the usual ltrace.conf places, then the user's -F files, which win.
 struct Prototypes {
   trace::PrototypeSet defaults;
@@ -119,36 +111,6 @@ int64_t realtime_offset_ns() {
   ::clock_gettime(CLOCK_REALTIME, &real);
   ::clock_gettime(CLOCK_MONOTONIC, &mono);
   return (static_cast<int64_t>(real.tv_sec) - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
-}
-
-// Whether `pid` has ended: no such process, or a zombie its parent has not reaped yet.
-bool process_gone(pid_t pid) {
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
-  std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
-  if (stat == nullptr) return true;
-  char state = '?';
-  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, the last ')' ends it.
-  char line[1024];
-  size_t n = std::fread(line, 1, sizeof(line) - 1, stat);
-  std::fclose(stat);
-  line[n] = '\0';
-  if (const char* close = std::strrchr(line, ')'); close != nullptr && close[1] == ' ') state = close[2];
-  return state == 'Z' || state == 'X';
-}
-
-// After a request failed: whether the process is ending (its agent goes with it). An agent that
-// still answers gave an error; one that hung up may belong to a process in the middle of its
-// end (the kernel closes the socket a little before the process turns into a zombie).
-// A launched command is always waited for: a process ending with _exit() may still hold its
-// listening socket while it goes.
-bool ended_after_failure(pid_t pid, bool launched, const std::function<bool()>& gone) {
-  if (gone()) return true;
-  if (!launched && attach::agent_listening(pid)) return false;
-  for (int waited_ms = 0; waited_ms < 1000; waited_ms += 10) {
-    if (gone()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
 }
 
 class TracePrinter {
@@ -240,8 +202,6 @@ void warn_unmatched(const TraceOptions& options, const TracePrinter& printer) {
 
 int run_trace(const TraceOptions& options) {
   if (options.symbols.empty()) return fail("name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)");
-  if ((options.pid != 0) == !options.command.empty())
-    return fail("trace a running process (-p PID) or a command (-- CMD ARGS), one of the two");
   std::chrono::milliseconds duration = std::chrono::milliseconds::max();
   if (!options.duration.empty()) {
     auto parsed = attach::parse_duration(options.duration);
@@ -256,31 +216,19 @@ int run_trace(const TraceOptions& options) {
     if (file == nullptr) return fail(fmt::format("cannot write {}: {}", options.output, std::strerror(errno)));
   }
 
-  // A launched command is held before its first instruction until the trace starts.
-  std::optional<attach::LaunchedCommand> launched;
-  pid_t pid = options.pid;
-  if (!options.command.empty()) {
-    auto started = attach::LaunchedCommand::start(options.command, {{kHoldVariable, "1"}});
-    if (!started.ok()) return fail(started.message());
-    launched = *started;
-    pid = launched->pid();
-    if (Status ready = launched->wait_for_agent(); !ready.ok()) return fail(ready.message());
-  } else {
-    if (process_gone(pid)) return fail(fmt::format("no process {}", pid));
-    auto agent = attach::ensure_agent(pid);
-    if (!agent.ok()) return fail(agent.message());
-  }
-
-  std::function<bool()> gone = [&] { return launched ? !launched->running() : process_gone(pid); };
+  auto opened = attach::RecordedProcess::open(options.pid, options.command);
+  if (!opened.ok()) return fail(opened.message());
+  attach::RecordedProcess& process = *opened;
+  const pid_t pid = process.pid();
   // Ends the trace of a process that ended (or, launched, that memprof waits for): the
   // command's status, or 0.
   auto finish_with_process = [&](TracePrinter& printer) {
     printer.finish();
-    if (!launched) {
+    if (!process.launched()) {
       fmt::print(stderr, "memprof: process {} exited while traced\n", pid);
       return 0;
     }
-    int status = launched->wait();
+    int status = process.wait();
     fmt::print(stderr, "memprof: process {} exited with status {}\n", pid, status);
     return status;
   };
@@ -292,11 +240,8 @@ int run_trace(const TraceOptions& options) {
   TracePrinter printer(options, *prototypes, file ? file.get() : stdout);
   auto started = attach::agent_request(pid, "trace-start", tracer::encode_trace_request(make_request(options, *prototypes)));
   if (!started.ok()) {
-    if (ended_after_failure(pid, launched.has_value(), gone)) return finish_with_process(printer);
-    if (launched) {
-      ::kill(pid, SIGKILL);  // it was started to be traced, and cannot be
-      launched->wait();
-    }
+    if (process.ended_after_failure()) return finish_with_process(printer);
+    process.abandon();  // a launched command was started to be traced, and cannot be
     return fail(started.message());
   }
   auto first = trace::parse_readout(*started);
@@ -305,7 +250,7 @@ int run_trace(const TraceOptions& options) {
   warn_unmatched(options, printer);
   fmt::print(stderr, "memprof: tracing {} function{} in process {}{}{}\n", printer.functions(),
              printer.functions() == 1 ? "" : "s", pid, printer.functions() == 0 ? ", watching dlopen" : "",
-             launched ? "" : " (Ctrl-C stops)");
+             process.launched() ? "" : " (Ctrl-C stops)");
 
   const auto deadline = duration == std::chrono::milliseconds::max()
                             ? std::chrono::steady_clock::time_point::max()
@@ -315,20 +260,20 @@ int run_trace(const TraceOptions& options) {
          std::chrono::steady_clock::now() < deadline) {
     if (!attach::Interruption::sleep_for(kReadInterval)) break;
     auto read = attach::agent_request(pid, "trace-read");
-    if (!read.ok()) return ended_after_failure(pid, launched.has_value(), gone) ? finish_with_process(printer) : fail(read.message());
+    if (!read.ok()) return process.ended_after_failure() ? finish_with_process(printer) : fail(read.message());
     auto readout = trace::parse_readout(*read);
     if (!readout.ok()) return fail(readout.message());
     exiting = readout->exiting;  // the process waits in exit() for the stop below
     printer.take(std::move(*readout));
   }
   auto stopped = attach::agent_request(pid, "trace-stop");
-  if (!stopped.ok()) return ended_after_failure(pid, launched.has_value(), gone) ? finish_with_process(printer) : fail(stopped.message());
+  if (!stopped.ok()) return process.ended_after_failure() ? finish_with_process(printer) : fail(stopped.message());
   auto readout = trace::parse_readout(*stopped);
   if (!readout.ok()) return fail(readout.message());
   printer.take(std::move(*readout));
   if (!printer.write_error().empty())
     return fail(fmt::format("writing the trace: {} (the trace was stopped)", printer.write_error()));
-  if (exiting || launched) return finish_with_process(printer);
+  if (exiting || process.launched()) return finish_with_process(printer);
   printer.finish();
   return 0;
 }

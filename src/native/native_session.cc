@@ -28,6 +28,8 @@ SiteRow read_row(const SiteCounters& counters) {
 
 }  // namespace
 
+void ignore_this_thread() noexcept { t_hook_state.internal = true; }
+
 Result<std::unique_ptr<NativeSession>> NativeSession::start(NativeOptions options) {
   bool expected = false;
   if (!g_session_running.compare_exchange_strong(expected, true))

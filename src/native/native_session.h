@@ -62,6 +62,10 @@ struct NativeSnapshot {
   NativeTotals totals;
 };
 
+// What the calling thread allocates from now on is recorded apart and never reported (the
+// agent's own thread: its replies are not the program's memory).
+void ignore_this_thread() noexcept;
+
 class NativeSession {
  public:
   static Result<std::unique_ptr<NativeSession>> start(NativeOptions options = {});

@@ -1,0 +1,78 @@
+#include "attach/recorded_process.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "attach/agent_client.h"
+#include "attach/attach_flow.h"
+
+namespace memprof::attach {
+namespace {
+
+// The agent of a launched command holds its first instruction until a recording starts
+// (src/agent/agent.cc).
+constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
+
+}  // namespace
+
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (stat == nullptr) return true;
+  char state = '?';
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, the last ')' ends it.
+  char line[1024];
+  size_t n = std::fread(line, 1, sizeof(line) - 1, stat);
+  std::fclose(stat);
+  line[n] = '\0';
+  if (const char* close = std::strrchr(line, ')'); close != nullptr && close[1] == ' ') state = close[2];
+  return state == 'Z' || state == 'X';
+}
+
+Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::string>& command) {
+  if ((pid != 0) == !command.empty())
+    return err("record a running process (-p PID) or a command (-- CMD ARGS), one of the two");
+  if (command.empty()) {
+    if (process_gone(pid)) return err("no process {}", pid);
+    MEMPROF_TRY_STATUS(ensure_agent(pid));
+    return RecordedProcess(pid);
+  }
+  MEMPROF_TRY(started, LaunchedCommand::start(command, {{kHoldVariable, "1"}}));
+  RecordedProcess process(started.pid());
+  process.launched_ = started;
+  if (Status ready = started.wait_for_agent(); !ready.ok()) {
+    process.abandon();
+    return ready.error();
+  }
+  return process;
+}
+
+bool RecordedProcess::gone() const { return launched_ ? !launched_->running() : process_gone(pid_); }
+
+bool RecordedProcess::ended_after_failure() const {
+  if (gone()) return true;
+  // A launched command is always waited for: a process ending with _exit() may still hold its
+  // listening socket while it goes.
+  if (!launched_ && agent_listening(pid_)) return false;
+  for (int waited_ms = 0; waited_ms < 1000; waited_ms += 10) {
+    if (gone()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+int RecordedProcess::wait() { return launched_ ? launched_->wait() : 0; }
+
+void RecordedProcess::abandon() {
+  if (!launched_) return;
+  ::kill(pid_, SIGKILL);
+  launched_->wait();
+}
+
+}  // namespace memprof::attach

@@ -1,0 +1,45 @@
+// The process a recording command (memprof trace, memprof native) works on: a running PID,
+// reached through its agent (injected if needed), or a command it starts with the agent
+// preloaded and held before its first instruction until the recording has started. Either can
+// end while it is recorded; this says when it has.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attach/launched_command.h"
+#include "core/util/result.h"
+
+namespace memprof::attach {
+
+class RecordedProcess {
+ public:
+  // `pid` (non-zero) or `command` (non-empty), one of the two.
+  static Result<RecordedProcess> open(pid_t pid, const std::vector<std::string>& command);
+
+  pid_t pid() const { return pid_; }
+  bool launched() const { return launched_.has_value(); }
+  // Whether it has ended: no such process, or a zombie not reaped yet.
+  bool gone() const;
+  // After a request failed: whether that was the process ending (its agent goes with it). An
+  // agent that still answers gave an error. A process may hold its agent's listening socket a
+  // little while after the connection closed, so this waits up to 1 s for the end.
+  bool ended_after_failure() const;
+  // A launched command: reaped, its exit status as a shell reports it. Else 0.
+  int wait();
+  // A launched command that cannot be recorded: killed and reaped.
+  void abandon();
+
+ private:
+  explicit RecordedProcess(pid_t pid) : pid_(pid) {}
+  pid_t pid_;
+  std::optional<LaunchedCommand> launched_;
+};
+
+// Whether `pid` has ended: no such process, or a zombie its parent has not reaped yet.
+bool process_gone(pid_t pid);
+
+}  // namespace memprof::attach

@@ -1,0 +1,142 @@
+// memprof native -p PID [--duration 20s]: which library, which call site leaks native memory.
+// The agent hooks the malloc family at its entry inside the process (src/native) and keeps
+// every block allocated since the start with its call site; at the end the CLI names the sites
+// (library, symbol+offset) and prints what is still live, what was allocated, and the peak.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "attach/agent_client.h"
+#include "attach/duration.h"
+#include "attach/interruption.h"
+#include "attach/native_report.h"
+#include "attach/recorded_process.h"
+#include "cli/command.h"
+#include "core/proc/symbol_index.h"
+
+namespace memprof::cli {
+namespace {
+
+struct NativeOptions {
+  pid_t pid = 0;
+  std::string duration;
+  size_t top = 20;
+  bool json = false;
+  std::vector<std::string> command;
+};
+
+// Keeps the agent's watchdog from ending the session, and notices a process that exits.
+constexpr auto kReadInterval = std::chrono::seconds(1);
+
+// The process's objects and symbols, to name call sites. Read again at the end (libraries
+// loaded meanwhile), while the process is still there: one that exits waits for the stop.
+class SiteNamer {
+ public:
+  explicit SiteNamer(pid_t pid) : pid_(pid) { refresh(); }
+  void refresh() {
+    auto index = proc::SymbolIndex::for_process(pid_);
+    if (index.ok()) index_ = std::move(*index);
+  }
+  const proc::SymbolIndex& index() const { return index_; }
+
+ private:
+  pid_t pid_;
+  proc::SymbolIndex index_ = proc::SymbolIndex::build({}, "", 0, false);
+};
+
+int run_native(const NativeOptions& options) {
+  std::chrono::milliseconds duration = std::chrono::milliseconds::max();
+  if (!options.duration.empty()) {
+    auto parsed = attach::parse_duration(options.duration);
+    if (!parsed.ok()) return fail(parsed.message());
+    duration = *parsed;
+  }
+  auto opened = attach::RecordedProcess::open(options.pid, options.command);
+  if (!opened.ok()) return fail(opened.message());
+  attach::RecordedProcess& process = *opened;
+  const pid_t pid = process.pid();
+
+  attach::Interruption interruption;
+  ::signal(SIGPIPE, SIG_IGN);
+  auto started = attach::agent_request(pid, "native-start");
+  if (!started.ok()) {
+    bool ended = process.ended_after_failure();
+    process.abandon();
+    return fail(ended ? fmt::format("process {} ended before the tracking started", pid) : started.message());
+  }
+  auto first = attach::parse_native_snapshot(*started);
+  if (!first.ok()) return fail(first.message());
+  for (const std::string& problem : first->problems) fmt::print(stderr, "memprof: {}\n", problem);
+  SiteNamer namer(pid);
+  const auto start = std::chrono::steady_clock::now();
+  fmt::print(stderr, "memprof: tracking the malloc family in process {}{}\n", pid,
+             process.launched() ? "" : " (Ctrl-C stops)");
+
+  const auto deadline = duration == std::chrono::milliseconds::max() ? std::chrono::steady_clock::time_point::max()
+                                                                     : start + duration;
+  std::optional<attach::NativeSnapshotView> last;
+  bool exiting = false;
+  while (!exiting && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
+    auto left = deadline - std::chrono::steady_clock::now();
+    auto step = std::min<std::chrono::steady_clock::duration>(left, kReadInterval);
+    if (!attach::Interruption::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(step))) break;
+    auto read = attach::agent_request(pid, "native-read");
+    if (!read.ok()) {
+      if (!process.ended_after_failure()) return fail(read.message());
+      break;  // ended by _exit or a signal: the last snapshot is what there is
+    }
+    auto snapshot = attach::parse_native_snapshot(*read);
+    if (!snapshot.ok()) return fail(snapshot.message());
+    exiting = snapshot->exiting;
+    last = std::move(*snapshot);
+  }
+  if (!process.gone()) {
+    namer.refresh();  // before the stop: a process in exit() goes once it has the reply
+    auto stopped = attach::agent_request(pid, "native-stop");
+    if (stopped.ok()) {
+      auto snapshot = attach::parse_native_snapshot(*stopped);
+      if (!snapshot.ok()) return fail(snapshot.message());
+      last = std::move(*snapshot);
+    } else if (!process.ended_after_failure()) {
+      return fail(stopped.message());
+    }
+  }
+  if (!last) return fail(fmt::format("process {} ended before anything was read", pid));
+  attach::NativeReportOptions report{options.top,
+                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+  std::string text = options.json ? attach::native_report_json(*last, namer.index(), report)
+                                  : attach::native_report_text(*last, namer.index(), report);
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+    return fail(fmt::format("writing the report: {}", std::strerror(errno)));
+  if (!process.launched()) return 0;
+  int status = process.wait();
+  fmt::print(stderr, "memprof: process {} exited with status {}\n", pid, status);
+  return status;
+}
+
+MEMPROF_COMMAND(
+    "native", "Which library and call site leak native memory (malloc) in a running process",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto options = std::make_shared<NativeOptions>();
+      sub.add_option("-p,--pid", options->pid, "Process to track");
+      sub.add_option("--duration", options->duration, "Stop after this long (20s, 2m); default: until Ctrl-C");
+      sub.add_option("--top", options->top, "Rows per section (default 20)");
+      sub.add_flag("--json", options->json, "Every call site with its counts, as JSON");
+      sub.add_option("command", options->command, "Command to start and track (after --)");
+      sub.footer(
+          "memprof native -p PID --duration 20s    what PID allocates with malloc and does not free\n"
+          "memprof native -- ./server               the same for a command, from its first instruction\n\n"
+          "The agent (as in memprof attach) hooks malloc, calloc, realloc, reallocarray, free,\n"
+          "posix_memalign, aligned_alloc, memalign, valloc and pvalloc at their entry, so every\n"
+          "library's calls are seen, libraries loaded later included. Each block allocated from\n"
+          "the start is kept with its call site (the return address); frees of blocks allocated\n"
+          "before the start are counted apart. At the end: what is still live (leaked) by\n"
+          "library and call site, what was allocated and how much was temporary (freed by the\n"
+          "same thread before its next allocation), and what was live at the peak. Ctrl-C or\n"
+          "--duration stops; every patched byte is restored. docs/native.md.");
+      return [options] { return run_native(*options); };
+    });
+
+}  // namespace
+}  // namespace memprof::cli

@@ -1,0 +1,113 @@
+# frozen_string_literal: true
+
+# `memprof native` as a user runs it (issue 12), on a real process: the fixture program
+# (fixtures/native_target.c) leaks and frees from known functions of libnative_allocating.so,
+# and from libnative_late.so once it dlopen'ed it; the tests attach to it by the pid they spawned
+# it with, or launch it, and check the report's exact bytes and blocks per call site and library.
+require_relative "../attach/attach_helper"
+
+class NativeCliTest < Minitest::Test
+  include AttachTestHelper
+
+  BUILD = ENV.fetch("NATIVE_FIXTURE_DIR") { raise "NATIVE_FIXTURE_DIR is not set (run the test through ctest)" }
+  TARGET = File.join(BUILD, "native_target")
+  LATE = File.join(BUILD, "libnative_late.so")
+
+  def native_target
+    target = spawn_target(command: [TARGET, LATE])
+    target.wait_for(/\Aready \d+/)
+    target
+  end
+
+  def run_job(target, job, done)
+    count = target.lines.size
+    target.send_line(job)
+    target.wait_for(done, from: count)
+  end
+
+  # Starts `memprof native -p PID ARGS` in the background and waits until it tracks.
+  def start_native(pid, *args)
+    native = spawn_target(command: [MEMPROF, "native", "-p", pid.to_s, *args.map(&:to_s)])
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    until native.stderr_text.include?("memprof: tracking the malloc family")
+      flunk("memprof native never started#{native.context}") if !native.alive? ||
+                                                               Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      sleep 0.02
+    end
+    native
+  end
+
+  def stop_native(native)
+    Process.kill(:INT, native.pid)
+    status = native.wait_exit
+    assert status.success?, "memprof native exited #{status.inspect}#{native.context}"
+    native.lines
+  end
+
+  # The rows of one section of the report: [[numbers...], name].
+  def section(lines, title)
+    start = lines.index(title) or flunk("no section '#{title}' in:\n#{lines.join("\n")}")
+    lines[(start + 2)..].take_while { |line| !line.empty? }.map do |line|
+      fields = line.split
+      numbers = fields.take_while { |f| f.match?(/\A\d+\z/) }.map { |f| Integer(f) }
+      [numbers, fields.drop(numbers.size).join(" ")]
+    end
+  end
+
+  def row(rows, name_pattern)
+    rows.find { |_, name| name.match?(name_pattern) } or flunk("no row #{name_pattern.inspect} in #{rows.inspect}")
+  end
+
+  def test_names_the_library_and_call_site_of_every_leaked_byte
+    target = native_target
+    native = start_native(target.pid)
+    run_job(target, "leak 100 4096", /\Adone leak/)
+    run_job(target, "temp 1000 64", /\Adone temp/)
+    run_job(target, "late 7 1000", /\Adone late 1/)
+    lines = stop_native(native)
+    leaked = section(lines, "Live at the end (leaked), by call site")
+    assert_equal [409_600, 100], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0]
+    assert_equal [7000, 7], row(leaked, /\Anative_late_malloc\+0x\h+ \(libnative_late\.so\)\z/)[0]
+    refute leaked.any? { |_, name| name.include?("native_temporaries") }, leaked.inspect
+    libraries = section(lines, "Live at the end (leaked), by library")
+    assert_equal [409_600, 100], row(libraries, /\Alibnative_allocating\.so\z/)[0]
+    assert_equal [7000, 7], row(libraries, /\Alibnative_late\.so\z/)[0]
+    allocated = section(lines, "Allocated, by call site")
+    assert_equal [64_000, 1000, 1000], row(allocated, /\Anative_temporaries\+0x\h+ /)[0]
+    assert_equal [409_600, 100, 0], row(allocated, /\Anative_leak\+0x\h+ /)[0]
+    run_job(target, "free", /\Adone free/) # blocks tracked then untracked are freed as usual
+    run_job(target, "leak 1 10", /\Adone leak/)
+    assert_alive target
+  end
+
+  def test_frees_of_blocks_from_before_the_start_are_counted_apart
+    target = native_target
+    run_job(target, "leak 10 100", /\Adone leak/)
+    native = start_native(target.pid)
+    run_job(target, "free", /\Adone free/)
+    lines = stop_native(native)
+    assert_includes lines, "10 frees of blocks allocated before the start (not counted above)"
+    assert_empty section(lines, "Live at the end (leaked), by call site").select { |_, name| name.include?("native_") }
+  end
+
+  def test_launch_mode_and_json
+    out, err, status = memprof("native", "--json", "--", TARGET, "once", 50, 1000)
+    assert status.success?, err
+    report = JSON.parse(out.lines.reject { |line| line.start_with?("leaked") }.join)
+    site = report["sites"].find { |s| s["site"].start_with?("native_leak+") }
+    assert site, out
+    assert_equal "libnative_allocating.so", site["library"]
+    assert_equal [50, 50_000, 50, 50_000], site.values_at("allocations", "allocated_bytes", "live_blocks", "live_bytes")
+    assert_match(/memprof: process \d+ exited with status 0/, err)
+  end
+
+  def test_errors_are_one_line_and_exit_non_zero
+    dead = Process.spawn("true")
+    Process.wait(dead)
+    _, err, status = memprof("native", "-p", dead)
+    assert_equal [1, "memprof: no process #{dead}\n"], [status.exitstatus, err]
+    _, err, status = memprof("native")
+    assert_equal [1, "memprof: record a running process (-p PID) or a command (-- CMD ARGS), one of the two\n"],
+                 [status.exitstatus, err]
+  end
+end
