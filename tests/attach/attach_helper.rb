@@ -198,4 +198,33 @@ module AttachTestHelper
   end
 
   def root? = Process.uid.zero?
+
+  # Sends a job line to a fixture and waits for its own "done" line (not one of an earlier job).
+  def run_job(target, job, done)
+    count = target.lines.size
+    target.send_line(job)
+    target.wait_for(done, from: count)
+  end
+
+  # Starts `memprof ARGS` in the background (a recording command: trace, native) and waits
+  # until its stderr says `ready`.
+  def start_recording(*args, ready:)
+    recording = spawn_target(command: [MEMPROF, *args.map(&:to_s)])
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    until recording.stderr_text.include?(ready)
+      if !recording.alive? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        flunk("memprof #{args.first} never started#{recording.context}")
+      end
+      sleep 0.02
+    end
+    recording
+  end
+
+  # Ctrl-C, as a user stops a recording; its stdout lines.
+  def stop_recording(recording)
+    Process.kill(:INT, recording.pid)
+    status = recording.wait_exit
+    assert status.success?, "memprof exited #{status.inspect}#{recording.context}"
+    recording.lines
+  end
 end

@@ -19,30 +19,9 @@ class NativeCliTest < Minitest::Test
     target
   end
 
-  def run_job(target, job, done)
-    count = target.lines.size
-    target.send_line(job)
-    target.wait_for(done, from: count)
-  end
+  def start_native(pid) = start_recording("native", "-p", pid, ready: "memprof: tracking the malloc family")
 
-  # Starts `memprof native -p PID ARGS` in the background and waits until it tracks.
-  def start_native(pid, *args)
-    native = spawn_target(command: [MEMPROF, "native", "-p", pid.to_s, *args.map(&:to_s)])
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
-    until native.stderr_text.include?("memprof: tracking the malloc family")
-      flunk("memprof native never started#{native.context}") if !native.alive? ||
-                                                               Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      sleep 0.02
-    end
-    native
-  end
-
-  def stop_native(native)
-    Process.kill(:INT, native.pid)
-    status = native.wait_exit
-    assert status.success?, "memprof native exited #{status.inspect}#{native.context}"
-    native.lines
-  end
+  def stop_native(native) = stop_recording(native)
 
   # The rows of one section of the report: [[numbers...], name].
   def section(lines, title)

@@ -33,25 +33,9 @@ class TraceCliTest < Minitest::Test
     target
   end
 
-  # Starts `memprof trace -p PID ARGS` in the background and waits until it traces.
-  def start_trace(pid, *args)
-    trace = spawn_target(command: [MEMPROF, "trace", "-p", pid.to_s, *args.map(&:to_s)])
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
-    until trace.stderr_text.include?("memprof: tracing")
-      flunk("memprof trace never started#{trace.context}") if !trace.alive? ||
-                                                              Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      sleep 0.02
-    end
-    trace
-  end
+  def start_trace(pid, *args) = start_recording("trace", "-p", pid, *args, ready: "memprof: tracing")
 
-  # Ctrl-C, as a user stops it; returns its stdout lines.
-  def stop_trace(trace)
-    Process.kill(:INT, trace.pid)
-    status = trace.wait_exit
-    assert status.success?, "memprof trace exited #{status.inspect}#{trace.context}"
-    trace.lines
-  end
+  def stop_trace(trace) = stop_recording(trace)
 
   # ltrace -c's rows as {"function" => calls}.
   def summary_calls(lines)
@@ -59,13 +43,6 @@ class TraceCliTest < Minitest::Test
       fields = line.split
       out[fields[4]] = Integer(fields[3]) if fields.size == 5 && fields[0].match?(/\A\d+\.\d\d\z/)
     end
-  end
-
-  # Sends a job and waits for its own "done" line (not one of an earlier job).
-  def run_job(target, job, done)
-    count = target.lines.size
-    target.send_line(job)
-    target.wait_for(done, from: count)
   end
 
   def test_counts_every_call_of_eight_threads_exactly_through_plt_and_bind_now_callers
