@@ -113,6 +113,14 @@ bool BlockTable::take(uintptr_t address, BlockRecord* record) noexcept {
   return true;
 }
 
+void BlockTable::lock_all() noexcept {
+  for (Stripe& stripe : stripes_) stripe.lock.lock();
+}
+
+void BlockTable::unlock_all() noexcept {
+  for (Stripe& stripe : stripes_) stripe.lock.unlock();
+}
+
 size_t BlockTable::entries() const noexcept {
   size_t total = 0;
   for (const Stripe& stripe : stripes_) total += __atomic_load_n(&stripe.count, __ATOMIC_RELAXED);

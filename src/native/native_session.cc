@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "native/engine.h"
+#include "native/fork_guard.h"
 #include "native/recording_window.h"
 
 namespace memprof::native {
@@ -41,6 +42,7 @@ Result<std::unique_ptr<NativeSession>> NativeSession::start(NativeOptions option
     return engine.error();
   }
   session->engine_ = std::move(*engine);
+  register_fork_guard();
   publish_engine(session->engine_.get());
   auto hooks = AllocatorHooks::install(session->problems_);
   if (!hooks.ok()) {

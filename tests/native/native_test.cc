@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -324,6 +325,45 @@ TEST(Native, StopWhileFourThreadsKeepAllocatingRestoresEveryByte) {
     stop = true;
     for (auto& thread : threads) thread.join();
     for (size_t i = 0; i < std::size(names); ++i) EXPECT_EQ(first_bytes(names[i]), before[i]) << names[i];
+  }
+}
+
+// fork() while 4 threads allocate: the child (only the forking thread) must never inherit a
+// stripe lock held by a thread it does not have. It allocates and frees through every stripe,
+// stops its copy of the session, and exits 0; a hang is killed by alarm() and fails the test.
+TEST(Native, AChildForkedWhileThreadsAllocateNeverHangs) {
+  auto session = start_session();
+  ASSERT_NE(session, nullptr);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) native_temporaries(100, 32);
+    });
+  std::vector<int> statuses;
+  for (int round = 0; round < 20; ++round) {
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::alarm(10);
+      native_temporaries(100000, 48);
+      std::vector<void*> blocks(1000);
+      native_leak(blocks.data(), 1000, 24);
+      NativeSnapshot snapshot = session->snapshot();
+      SiteRow row = only_site_in(snapshot, "native_leak");
+      for (void* block : blocks) native_free(block);
+      session.reset();  // waits for no thread: the others do not exist here
+      ::_exit(row.live_blocks == 1000 ? 0 : 3);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    statuses.push_back(status);
+  }
+  stop = true;
+  for (auto& thread : threads) thread.join();
+  for (int status : statuses) {
+    EXPECT_TRUE(WIFEXITED(status)) << "signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
   }
 }
 
