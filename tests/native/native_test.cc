@@ -328,6 +328,42 @@ TEST(Native, StopWhileFourThreadsKeepAllocatingRestoresEveryByte) {
   }
 }
 
+// Starts (and stops) sessions 20 times while 4 threads keep calling the allocators: each jump
+// is written with the other threads parked outside its bytes (EntryHookOptions::park_threads).
+// Without the parking this crashed in free within a few runs.
+TEST(Native, StartAndStopWhileFourThreadsKeepAllocating) {
+  const char* names[] = {"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
+                         "memalign", "valloc", "pvalloc"};
+  std::vector<std::vector<uint8_t>> before;
+  for (const char* name : names) before.push_back(first_bytes(name));
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> calls{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        void* a = native_malloc(24);
+        void* b = native_calloc(3, 8);
+        b = native_reallocarray(b, 6, 8);
+        native_free(a);
+        native_free(b);
+        calls.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  for (int round = 0; round < 20; ++round) {
+    auto session = start_session();
+    ASSERT_NE(session, nullptr);
+    uint64_t seen = calls.load();
+    while (calls.load() < seen + 100) ::usleep(100);
+    EXPECT_GT(only_site_in(session->snapshot(), "native_malloc").allocations, 0u);
+  }
+  uint64_t after_stop = calls.load();
+  while (calls.load() < after_stop + 1000) ::usleep(100);
+  stop = true;
+  for (auto& thread : threads) thread.join();
+  for (size_t i = 0; i < std::size(names); ++i) EXPECT_EQ(first_bytes(names[i]), before[i]) << names[i];
+}
+
 // fork() while 4 threads allocate: the child (only the forking thread) must never inherit a
 // stripe lock held by a thread it does not have. It allocates and frees through every stripe,
 // stops its copy of the session, and exits 0; a hang is killed by alarm() and fails the test.
