@@ -154,49 +154,49 @@ Status make_writable(const std::vector<MapEntry>& mappings, uintptr_t begin, uin
 
 }  // namespace
 
-Status patch_memory(void* address, std::span<const uint8_t> bytes) {
-  if (bytes.empty()) return ok_status();
+namespace {
+
+// One patch: the pages made writable, `write()` (the store, and its report), the protections
+// put back, and every thread serialized once something was written.
+template <typename Write>
+Status patch_one(void* address, size_t size, Write write) {
+  if (size == 0) return ok_status();
   std::lock_guard lock(patch_mutex());
   MEMPROF_TRY(mappings, read_self_maps());
   auto begin = reinterpret_cast<uintptr_t>(address);
   std::vector<PageProtection> pages;
-  if (Status writable = make_writable(mappings, begin, begin + bytes.size(), pages); !writable.ok()) {
+  if (Status writable = make_writable(mappings, begin, begin + size, pages); !writable.ok()) {
     (void)restore_protections(pages);
     return writable;
   }
-  Status stored = store(static_cast<uint8_t*>(address), bytes);
+  Status stored = write();
   Status restored = restore_protections(pages);
   if (!stored.ok()) return stored;
   serialize_all_threads();
   return restored;
 }
 
+}  // namespace
+
+Status patch_memory(void* address, std::span<const uint8_t> bytes) {
+  return patch_one(address, bytes.size(), [&] { return store(static_cast<uint8_t*>(address), bytes); });
+}
+
 Status patch_memory(void* address, std::span<const uint8_t> bytes, StoreGate& gate, bool* busy) {
   *busy = false;
-  if (bytes.empty()) return ok_status();
-  std::lock_guard lock(patch_mutex());
-  MEMPROF_TRY(mappings, read_self_maps());
-  auto begin = reinterpret_cast<uintptr_t>(address);
-  std::vector<PageProtection> pages;
-  if (Status writable = make_writable(mappings, begin, begin + bytes.size(), pages); !writable.ok()) {
-    (void)restore_protections(pages);
-    return writable;
-  }
-  // Between the gate's calls: no allocation (store_without_allocating), errors formatted after.
-  bool stored = false;
-  if (gate.before_store()) {
-    stored = store_without_allocating(static_cast<uint8_t*>(address), bytes);
+  return patch_one(address, bytes.size(), [&]() -> Status {
+    // Between the gate's calls nothing allocates: the errors are formatted after.
+    bool allowed = gate.before_store();
+    bool stored = allowed && store_without_allocating(static_cast<uint8_t*>(address), bytes);
     gate.after_store();
-  } else {
-    gate.after_store();
-    *busy = true;
-  }
-  Status restored = restore_protections(pages);
-  if (*busy) return err("the {} bytes at {:#x} are in use by another thread", bytes.size(), begin);
-  if (!stored)
-    return err("cannot patch {} bytes at {:#x} atomically: they cross a 16-byte boundary", bytes.size(), begin);
-  serialize_all_threads();
-  return restored;
+    if (!allowed) {
+      *busy = true;
+      return err("the {} bytes at {} are in use by another thread", bytes.size(), address);
+    }
+    if (!stored)
+      return err("cannot patch {} bytes at {} atomically: they cross a 16-byte boundary", bytes.size(), address);
+    return ok_status();
+  });
 }
 
 Status patch_memory(std::span<const SmallPatch> patches, size_t* written) {
