@@ -307,6 +307,25 @@ TEST(Native, AllocationsOfALibraryLoadedAfterTheStartAreSeen) {
   expect_row(only_site_in(session->snapshot(), "native_late_malloc"), 1, 333, 1, 333);
 }
 
+// libc's own call: strdup calls malloc inside libc (no PLT, no GOT), and the entry hook sees it,
+// charged to strdup.
+TEST(Native, AllocationsInsideLibcItselfAreSeen) {
+  auto session = start_session();
+  ASSERT_NE(session, nullptr);
+  char* copy = native_strdup("twelve bytes");
+  ASSERT_NE(copy, nullptr);
+  NativeSnapshot snapshot = session->snapshot();
+  std::vector<SiteRow> in_strdup;
+  for (const SiteRow& row : snapshot.sites) {
+    std::string symbol = symbol_at(row.return_address);
+    if (symbol == "strdup" || symbol == "__strdup") in_strdup.push_back(row);
+  }
+  ASSERT_EQ(in_strdup.size(), 1u);
+  expect_row(in_strdup.front(), 1, 13, 0, 0);
+  EXPECT_TRUE(sites_in(snapshot, "native_strdup").empty());
+  native_free(copy);
+}
+
 TEST(Native, OnlyOneSessionAtATime) {
   auto session = start_session();
   ASSERT_NE(session, nullptr);
