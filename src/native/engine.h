@@ -40,6 +40,10 @@ class Engine {
   void on_resized(ThreadHookState& thread, void* old_block, const BlockRecord* previous,
                   void* new_block, uint64_t requested, uintptr_t caller) noexcept;
 
+  // Around fork() (fork_guard.h): the block table's locks.
+  void lock_for_fork() noexcept { blocks_.lock_all(); }
+  void unlock_after_fork() noexcept { blocks_.unlock_all(); }
+
   CallSiteTable& sites() noexcept { return *sites_; }
   const BlockTable& blocks() const noexcept { return blocks_; }
   const PeakTracker& peak() const noexcept { return peak_; }

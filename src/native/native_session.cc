@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "native/engine.h"
+#include "native/fork_guard.h"
 #include "native/recording_window.h"
 
 namespace memprof::native {
@@ -35,31 +36,23 @@ Result<std::unique_ptr<NativeSession>> NativeSession::start(NativeOptions option
   if (!g_session_running.compare_exchange_strong(expected, true))
     return err("native: a session is already running in this process");
   ScopedInternal internal;  // what start allocates is the engine's, not the program's
+  // From here on the session's destructor undoes whatever was done (and clears the flag).
   std::unique_ptr<NativeSession> session(new NativeSession);
   session->options_ = options;
-  auto engine = Engine::create();
-  if (!engine.ok()) {
-    g_session_running.store(false);
-    return engine.error();
-  }
-  session->engine_ = std::move(*engine);
+  MEMPROF_TRY(engine, Engine::create());
+  session->engine_ = std::move(engine);
+  register_fork_guard();
   publish_engine(session->engine_.get());
-  auto hooks = AllocatorHooks::install(session->problems_);
-  if (!hooks.ok()) {
-    // The hooks installed so far were removed when `hooks` was destroyed inside install().
-    if (retire_engine(options.stop_timeout_ms)) session->engine_.reset();
-    else (void)session->engine_.release();  // a thread is still inside: leave it mapped
-    g_session_running.store(false);
-    return hooks.error();
-  }
-  session->hooks_ = std::move(*hooks);
+  // On failure the hooks installed so far were removed inside install().
+  MEMPROF_TRY(hooks, AllocatorHooks::install(session->problems_));
+  session->hooks_ = std::move(hooks);
   return session;
 }
 
 NativeSession::~NativeSession() {
   ScopedInternal internal;
   hooks_.reset();
-  if (retire_engine(options_.stop_timeout_ms))
+  if (engine_ == nullptr || retire_engine(options_.stop_timeout_ms))
     engine_.reset();
   else
     (void)engine_.release();  // never unmap memory a stopped thread may still write

@@ -2,12 +2,14 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <mutex>
 
 #include "core/hook/near_memory.h"
 #include "core/hook/patch.h"
+#include "core/hook/thread_parking.h"
 #include "core/hook/x86_64/code_writer.h"
 #include "core/hook/x86_64/relocator.h"
 
@@ -73,6 +75,40 @@ Status check_no_branch_into(const Decoder& decoder, uintptr_t start, size_t disp
   return ok_status();
 }
 
+// Parks the other threads before the store and lets them go after it; refuses the store while
+// one of them is stopped inside (start, end): past its first byte, before the jump's end.
+class ParkingGate final : public StoreGate {
+ public:
+  ParkingGate(ThreadParking& parking, uintptr_t start, uintptr_t end)
+      : parking_(parking), start_(start), end_(end) {}
+  bool before_store() noexcept override {
+    parking_.park(kParkTimeoutMs);
+    return !parking_.any_stopped_inside(start_, end_);
+  }
+  void after_store() noexcept override { parking_.resume(); }
+
+ private:
+  static constexpr unsigned kParkTimeoutMs = 100;  // threads blocking the signal are not waited for
+  ThreadParking& parking_;
+  uintptr_t start_, end_;
+};
+
+Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump) {
+  constexpr int kAttempts = 100;
+  const auto start = reinterpret_cast<uintptr_t>(target);
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    MEMPROF_TRY(parking, ThreadParking::prepare());
+    ParkingGate gate(parking, start, start + jump.size());
+    bool busy = false;
+    Status status = patch_memory(target, jump, gate, &busy);
+    if (!busy) return status;
+    ::usleep(200);
+  }
+  return err("the function at {:#x}: another thread was stopped inside its first {} bytes at "
+             "each of {} attempts",
+             start, jump.size(), kAttempts);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replacement,
@@ -120,7 +156,8 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
   jump.jump(trampoline);
   if (jump.code().size() != x86_64::kJumpRel32Size)
     return err("the trampoline at {:#x} is out of rel32 reach of {:#x}", trampoline, start);
-  MEMPROF_TRY_STATUS(patch_memory(target, jump.code()));
+  MEMPROF_TRY_STATUS(options.park_threads ? patch_with_threads_parked(target, jump.code())
+                                         : patch_memory(target, jump.code()));
   targets.push_back(start);
   return hook;
 }

@@ -22,7 +22,8 @@
 // jump. A thread that is suspended *between* two displaced instructions at the moment of the
 // store would resume in the middle of the jump; that cannot happen when the first instruction
 // is at least 5 bytes long (displaced_instructions() == 1 covers the whole jump) and is
-// otherwise a narrow window. Set require_single_instruction to refuse hooks that have it.
+// otherwise a narrow window. Set require_single_instruction to refuse hooks that have it, or
+// park_threads to close it.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,12 @@ struct EntryHookOptions {
   // Refuse unless the 5-byte jump lies inside the first instruction (no thread can be stopped
   // between displaced instructions while the jump is written).
   bool require_single_instruction = false;
+  // Write the jump only while every other thread is parked and none is stopped inside the
+  // bytes it replaces (thread_parking.h); retried a few times, then an error. Closes the window
+  // described above for functions whose jump spans several instructions (glibc's malloc and
+  // free). Costs a signal per thread, and a non-restartable system call in progress on another
+  // thread returns EINTR.
+  bool park_threads = false;
   // Receives original() before the jump is written, so a replacement called by another thread
   // right away already finds it (a release store; read it with an acquire load or plainly).
   void** publish_original = nullptr;

@@ -71,17 +71,16 @@ void copy_with_signals_blocked(uint8_t* dst, const uint8_t* src, size_t n) {
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
-// The store itself, on writable pages: picks the smallest aligned atomic unit covering the
-// bytes that change.
-Status store(uint8_t* dst, std::span<const uint8_t> bytes) {
+// The store with the smallest naturally aligned atomic unit covering the bytes that change (so
+// neighbouring bytes, another GOT slot the lazy resolver may be writing, are not rewritten), or
+// false (nothing written) when none covers them. Allocates nothing.
+bool store_without_allocating(uint8_t* dst, std::span<const uint8_t> bytes) {
   size_t first = 0, last = bytes.size();
   while (first < last && dst[first] == bytes[first]) ++first;
   while (last > first && dst[last - 1] == bytes[last - 1]) --last;
-  if (first == last) return ok_status();  // already there
+  if (first == last) return true;  // already there
   uintptr_t begin = reinterpret_cast<uintptr_t>(dst) + first;
   uintptr_t end = reinterpret_cast<uintptr_t>(dst) + last;
-  // The smallest naturally aligned unit that covers the change, so neighbouring bytes (another
-  // GOT slot the lazy resolver may be writing) are not rewritten.
   for (uintptr_t unit : {1, 2, 4, 8, 16}) {
     uintptr_t block = begin & ~(unit - 1);
     if (end > block + unit) continue;
@@ -89,13 +88,23 @@ Status store(uint8_t* dst, std::span<const uint8_t> bytes) {
     std::memcpy(merged, reinterpret_cast<const void*>(block), unit);
     std::memcpy(merged + (begin - block), bytes.data() + first, end - begin);
     x86_64::store_atomic(reinterpret_cast<void*>(block), merged, unit);
-    return ok_status();
+    return true;
   }
+  return false;
+}
+
+// The store itself, on writable pages: one atomic unit, else a plain copy when no other thread
+// can observe it.
+Status store(uint8_t* dst, std::span<const uint8_t> bytes) {
+  if (store_without_allocating(dst, bytes)) return ok_status();
+  size_t first = 0, last = bytes.size();
+  while (first < last && dst[first] == bytes[first]) ++first;
+  while (last > first && dst[last - 1] == bytes[last - 1]) --last;
   MEMPROF_TRY(threads, thread_count());
   if (threads > 1)
     return err("cannot patch {} bytes at {:#x} atomically: they cross a 16-byte boundary and "
                "{} other thread(s) are running",
-               end - begin, begin, threads - 1);
+               last - first, reinterpret_cast<uintptr_t>(dst) + first, threads - 1);
   copy_with_signals_blocked(dst + first, bytes.data() + first, last - first);
   return ok_status();
 }
@@ -145,21 +154,49 @@ Status make_writable(const std::vector<MapEntry>& mappings, uintptr_t begin, uin
 
 }  // namespace
 
-Status patch_memory(void* address, std::span<const uint8_t> bytes) {
-  if (bytes.empty()) return ok_status();
+namespace {
+
+// One patch: the pages made writable, `write()` (the store, and its report), the protections
+// put back, and every thread serialized once something was written.
+template <typename Write>
+Status patch_one(void* address, size_t size, Write write) {
+  if (size == 0) return ok_status();
   std::lock_guard lock(patch_mutex());
   MEMPROF_TRY(mappings, read_self_maps());
   auto begin = reinterpret_cast<uintptr_t>(address);
   std::vector<PageProtection> pages;
-  if (Status writable = make_writable(mappings, begin, begin + bytes.size(), pages); !writable.ok()) {
+  if (Status writable = make_writable(mappings, begin, begin + size, pages); !writable.ok()) {
     (void)restore_protections(pages);
     return writable;
   }
-  Status stored = store(static_cast<uint8_t*>(address), bytes);
+  Status stored = write();
   Status restored = restore_protections(pages);
   if (!stored.ok()) return stored;
   serialize_all_threads();
   return restored;
+}
+
+}  // namespace
+
+Status patch_memory(void* address, std::span<const uint8_t> bytes) {
+  return patch_one(address, bytes.size(), [&] { return store(static_cast<uint8_t*>(address), bytes); });
+}
+
+Status patch_memory(void* address, std::span<const uint8_t> bytes, StoreGate& gate, bool* busy) {
+  *busy = false;
+  return patch_one(address, bytes.size(), [&]() -> Status {
+    // Between the gate's calls nothing allocates: the errors are formatted after.
+    bool allowed = gate.before_store();
+    bool stored = allowed && store_without_allocating(static_cast<uint8_t*>(address), bytes);
+    gate.after_store();
+    if (!allowed) {
+      *busy = true;
+      return err("the {} bytes at {} are in use by another thread", bytes.size(), address);
+    }
+    if (!stored)
+      return err("cannot patch {} bytes at {} atomically: they cross a 16-byte boundary", bytes.size(), address);
+    return ok_status();
+  });
 }
 
 Status patch_memory(std::span<const SmallPatch> patches, size_t* written) {

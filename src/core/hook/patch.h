@@ -32,6 +32,21 @@ namespace memprof::hook {
 // protection fails after the store, which is reported).
 Status patch_memory(void* address, std::span<const uint8_t> bytes);
 
+// For patches that other threads must not see half-done in a way an atomic store cannot
+// prevent (an entry hook's jump over several instructions): called once the pages are writable
+// and everything that allocates is done, right before the store, and right after it. When
+// before_store() says no, nothing is written and patch_memory fails with *busy set (try again).
+// Neither may allocate: other threads may be held while they run (thread_parking.h).
+class StoreGate {
+ public:
+  virtual bool before_store() noexcept = 0;
+  virtual void after_store() noexcept = 0;
+
+ protected:
+  ~StoreGate() = default;
+};
+Status patch_memory(void* address, std::span<const uint8_t> bytes, StoreGate& gate, bool* busy);
+
 // Several small patches at once (the call sites of one function: hundreds in a ruby
 // executable), with the same guarantees per patch and one read of the maps, one protection
 // change per page and one serialization for all. Each patch is at most 16 bytes. On an error

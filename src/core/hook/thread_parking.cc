@@ -1,0 +1,154 @@
+#include "core/hook/thread_parking.h"
+
+#include <dirent.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace memprof::hook {
+namespace {
+
+constexpr size_t kMaxParked = 8192;
+
+int parking_signal() { return SIGRTMAX - 2; }
+
+std::atomic<bool> g_parking{false};   // a parking is in progress: the signal is ours
+std::atomic<bool> g_released{false};  // parked threads may leave
+std::atomic<size_t> g_arrived{0};     // threads that recorded where they stopped
+std::atomic<size_t> g_inside{0};      // threads inside the handler
+// Who stopped where. A signal left pending by an earlier parking may park a thread in a later
+// one: arrivals are matched by thread id, not counted.
+std::atomic<pid_t> g_stopped_tid[kMaxParked];
+std::atomic<uintptr_t> g_stopped_at[kMaxParked];
+struct sigaction g_previous;          // the handler before ours (for stray signals)
+
+void on_parking_signal(int signal, siginfo_t* info, void* context) {
+  if (!g_parking.load(std::memory_order_acquire)) {
+    // Not ours: the previous handler, if the program had one. Never the default action.
+    if ((g_previous.sa_flags & SA_SIGINFO) && g_previous.sa_sigaction != nullptr)
+      g_previous.sa_sigaction(signal, info, context);
+    else if (!(g_previous.sa_flags & SA_SIGINFO) && g_previous.sa_handler != SIG_DFL &&
+             g_previous.sa_handler != SIG_IGN && g_previous.sa_handler != nullptr)
+      g_previous.sa_handler(signal);
+    return;
+  }
+  int saved_errno = errno;
+  g_inside.fetch_add(1, std::memory_order_acq_rel);
+  const auto* user = static_cast<const ucontext_t*>(context);
+  size_t index = g_arrived.fetch_add(1, std::memory_order_acq_rel);
+  if (index < kMaxParked) {
+    g_stopped_at[index].store(static_cast<uintptr_t>(user->uc_mcontext.gregs[REG_RIP]),
+                              std::memory_order_release);
+    g_stopped_tid[index].store(static_cast<pid_t>(::syscall(SYS_gettid)), std::memory_order_release);
+  }
+  while (!g_released.load(std::memory_order_acquire)) ::sched_yield();
+  g_inside.fetch_sub(1, std::memory_order_acq_rel);
+  errno = saved_errno;
+}
+
+bool install_handler() {
+  static const bool installed = [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_sigaction = &on_parking_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&action.sa_mask);
+    return ::sigaction(parking_signal(), &action, &g_previous) == 0;
+  }();
+  return installed;
+}
+
+uint64_t now_ms() {
+  struct timespec now;
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000 + static_cast<uint64_t>(now.tv_nsec) / 1000000;
+}
+
+}  // namespace
+
+Result<ThreadParking> ThreadParking::prepare() {
+  if (!install_handler()) return err("cannot install the thread-parking signal handler: {}", std::strerror(errno));
+  ThreadParking parking;
+  const pid_t self = static_cast<pid_t>(::syscall(SYS_gettid));
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return err("/proc/self/task: {}", std::strerror(errno));
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    pid_t tid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (tid != self && tid > 0) parking.threads_.push_back(tid);
+  }
+  ::closedir(dir);
+  if (parking.threads_.size() > kMaxParked) return err("{} threads: too many to park", parking.threads_.size());
+  return parking;
+}
+
+ThreadParking::ThreadParking(ThreadParking&& other) noexcept
+    : threads_(std::move(other.threads_)),
+      signalled_(other.signalled_),
+      parked_(other.parked_),
+      active_(std::exchange(other.active_, false)) {}
+
+ThreadParking::~ThreadParking() { resume(); }
+
+void ThreadParking::park(unsigned timeout_ms) noexcept {
+  for (auto& tid : g_stopped_tid) tid.store(0, std::memory_order_relaxed);
+  g_arrived.store(0, std::memory_order_relaxed);
+  g_released.store(false, std::memory_order_relaxed);
+  g_parking.store(true, std::memory_order_release);
+  active_ = true;
+  const pid_t pid = ::getpid();
+  signalled_ = 0;
+  int saved_errno = errno;
+  for (pid_t tid : threads_)
+    if (::syscall(SYS_tgkill, pid, tid, parking_signal()) == 0) ++signalled_;
+  errno = saved_errno;
+  const uint64_t deadline = now_ms() + timeout_ms;
+  for (;;) {
+    parked_ = count_parked();
+    if (parked_ >= signalled_ || now_ms() >= deadline) break;
+    ::sched_yield();
+  }
+}
+
+// How many of the threads signalled have recorded where they stopped.
+size_t ThreadParking::count_parked() const noexcept {
+  size_t arrived = g_arrived.load(std::memory_order_acquire);
+  if (arrived > kMaxParked) arrived = kMaxParked;
+  size_t found = 0;
+  for (pid_t tid : threads_)
+    for (size_t i = 0; i < arrived; ++i)
+      if (g_stopped_tid[i].load(std::memory_order_acquire) == tid) {
+        ++found;
+        break;
+      }
+  return found;
+}
+
+void ThreadParking::resume() noexcept {
+  if (!active_) return;
+  active_ = false;
+  g_released.store(true, std::memory_order_release);
+  // Threads that were late may still enter: they see the release and leave at once. Wait for
+  // those inside before the next parking resets the flags.
+  const uint64_t deadline = now_ms() + 1000;
+  while (g_inside.load(std::memory_order_acquire) != 0 && now_ms() < deadline) ::sched_yield();
+  g_parking.store(false, std::memory_order_release);
+}
+
+bool ThreadParking::any_stopped_inside(uintptr_t begin, uintptr_t end) const noexcept {
+  for (size_t i = 0; i < parked_ && i < kMaxParked; ++i) {
+    uintptr_t at = g_stopped_at[i].load(std::memory_order_acquire);
+    if (at > begin && at < end) return true;
+  }
+  return false;
+}
+
+}  // namespace memprof::hook

@@ -1,0 +1,59 @@
+// Holds every other thread of the process inside a signal handler for the few microseconds of a
+// code patch, and tells where each one was stopped. An entry hook's 5-byte jump covers several
+// instructions of most prologues (glibc's free: a 3-byte `test`, then `je`): a thread that has
+// executed the first and not the next when the jump is written would resume in the middle of
+// it. With the threads parked, the patch is written only when none of them is stopped strictly
+// inside the bytes being replaced (else the caller resumes them and tries again).
+//
+// Between park() and resume() the parking thread must not call anything that may take a lock a
+// parked thread holds -- malloc above all. So the thread list is read (and allocated) by
+// prepare(), before anyone is parked, and park()/resume() only send signals and spin.
+//
+// The signal is SIGRTMAX-2. Its handler stays installed once set (a signal still pending on a
+// thread that had it blocked must never meet the default action, which kills the process);
+// outside a parking it passes the signal to the handler that was there before, if any.
+// Side effect on parked threads: a non-restartable system call (nanosleep, poll, epoll_wait,
+// select) returns EINTR; others restart (SA_RESTART).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/util/result.h"
+
+namespace memprof::hook {
+
+class ThreadParking {
+ public:
+  // Lists the other threads (allocates). One parking at a time per process: hold the patch lock.
+  static Result<ThreadParking> prepare();
+  ThreadParking(ThreadParking&& other) noexcept;
+  ThreadParking& operator=(ThreadParking&&) = delete;
+  ~ThreadParking();  // resumes
+
+  // Signals the threads and waits up to `timeout_ms` for each to reach the handler. Threads
+  // that exited meanwhile are skipped; threads that block the signal do not arrive
+  // (unreached()). Allocates nothing.
+  void park(unsigned timeout_ms) noexcept;
+  // Lets every parked thread go and waits until each has left the handler. Allocates nothing.
+  void resume() noexcept;
+
+  // True when a parked thread was stopped at an address in (begin, end): after its current
+  // instruction boundary, inside a range that starts before it.
+  bool any_stopped_inside(uintptr_t begin, uintptr_t end) const noexcept;
+  size_t parked() const noexcept { return parked_; }
+  size_t unreached() const noexcept { return signalled_ > parked_ ? signalled_ - parked_ : 0; }
+
+ private:
+  ThreadParking() = default;
+  size_t count_parked() const noexcept;
+  std::vector<pid_t> threads_;
+  size_t signalled_ = 0;
+  size_t parked_ = 0;
+  bool active_ = false;
+};
+
+}  // namespace memprof::hook
