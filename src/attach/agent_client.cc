@@ -44,6 +44,9 @@ Result<ScopedFd> connect_to_agent(pid_t pid) {
       return err("permission denied on {}: process {} belongs to uid {} (run as that user or "
                  "root)",
                  path, pid, *uid);
+    // Nobody listens: a socket left by an earlier process with this pid (killed before it
+    // could remove it), or an agent between bind and listen. Not removed here for that reason.
+    if (errno == ECONNREFUSED) return err("no memprof agent in process {} (run: memprof attach -p {})", pid, pid);
     return err("no memprof agent answering in process {} ({}: {}; run: memprof attach -p {})",
                pid, path, std::strerror(errno), pid);
   }
