@@ -133,6 +133,9 @@ int start_thread() {
 void after_fork_in_child() {
   // The parent's agent thread does not exist here; a lock it held stays held: start over.
   bool was_running = g_running;
+  // The parent's trace and native sessions are the parent's: nobody reads the child's copies.
+  tracer::stop_tracing_in_child();
+  native::stop_recording_in_child();
   new (&g_start_mutex) std::mutex;
   g_running = false;
   if (forking_for_handler() || !was_running) return;

@@ -31,6 +31,8 @@ SiteRow read_row(const SiteCounters& counters) {
 
 void ignore_this_thread() noexcept { t_hook_state.internal = true; }
 
+void stop_recording_in_child() noexcept { detail::g_engine.store(nullptr, std::memory_order_release); }
+
 Result<std::unique_ptr<NativeSession>> NativeSession::start(NativeOptions options) {
   bool expected = false;
   if (!g_session_running.compare_exchange_strong(expected, true))

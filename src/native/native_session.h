@@ -65,6 +65,10 @@ struct NativeSnapshot {
 // What the calling thread allocates from now on is recorded apart and never reported (the
 // agent's own thread: its replies are not the program's memory).
 void ignore_this_thread() noexcept;
+// In a forked child whose session nobody reads (the agent's children): the hooks, copied with
+// the process, go straight to the allocator from now on. Only an atomic store: safe right
+// after fork, whatever lock the parent's other threads held.
+void stop_recording_in_child() noexcept;
 
 class NativeSession {
  public:

@@ -104,6 +104,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
   Untraced untraced;
   MEMPROF_TRY_STATUS(watch_process_for(session.get()));
   set_recording(session->request_.records);
+  start_tracing_here();
   session->clock_.calibrate();
   // What earlier sessions left in the rings is not this trace's.
   for (uint32_t i = 0; i < thread_state_count(); ++i)

@@ -139,6 +139,7 @@ std::atomic<uint32_t> g_state_count{0};
 std::atomic<uint64_t> g_calls_without_state{0};
 std::atomic<bool> g_recording{true};
 std::atomic<CallerSource> g_caller_source{nullptr};
+std::atomic<bool> g_passing_through{false};  // a forked child: no new call is traced
 
 // Initial-exec: a plain %fs-relative load, no __tls_get_addr (which may call malloc).
 thread_local ThreadTrace* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -236,6 +237,7 @@ void capture_arguments(const TracedFunction& function, trace::CallRecord& record
 extern "C" uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegisters* registers,
                                             uint64_t* slot) {
   const auto original = reinterpret_cast<uintptr_t>(function->original);
+  if (g_passing_through.load(std::memory_order_relaxed)) return original;
   ThreadTrace* state = t_state;
   if (state == nullptr && (state = claim_state()) == nullptr) {
     g_calls_without_state.fetch_add(1, std::memory_order_relaxed);
@@ -373,6 +375,10 @@ TracedFunction* function_at(uint32_t id) {
 uint32_t function_count() { return g_function_count.load(std::memory_order_acquire); }
 
 void set_recording(bool on) { g_recording.store(on, std::memory_order_relaxed); }
+
+void stop_tracing_in_child() noexcept { g_passing_through.store(true, std::memory_order_relaxed); }
+
+void start_tracing_here() noexcept { g_passing_through.store(false, std::memory_order_relaxed); }
 
 void set_caller_source(CallerSource source) { g_caller_source.store(source, std::memory_order_relaxed); }
 

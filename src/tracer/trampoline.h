@@ -73,6 +73,13 @@ void set_caller_source(CallerSource source);  // null: none
 // Calls made by this thread are never traced (memprof's own threads).
 void ignore_this_thread();
 
+// In a forked child whose trace nobody reads (the agent's children): the hooks, copied with
+// the process, only pass calls through from now on (calls in flight still return through the
+// exit trampoline). Only an atomic store: safe right after fork.
+void stop_tracing_in_child() noexcept;
+// A trace of this process starts (undoes stop_tracing_in_child: the child's own trace).
+void start_tracing_here() noexcept;
+
 // Runs `body` with the calling thread's tracing suspended (the tracer's own dlopen watch).
 class Untraced {
  public:
