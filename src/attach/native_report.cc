@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/util/json_escape.h"
+#include "core/util/path_name.h"
 #include "heap/units.h"
 
 namespace memprof::attach {
@@ -23,11 +24,6 @@ Status read_counts(simdjson::dom::element object, NativeCounts& counts) {
       object["live_bytes"].get(counts.live_bytes) || object["peak_live_bytes"].get(counts.peak_live_bytes))
     return err("malformed native snapshot from the agent (totals)");
   return ok_status();
-}
-
-std::string base_name(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 std::string json_string(std::string_view text) {
@@ -96,7 +92,7 @@ SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address) {
   if (return_address == 0) return {"(other sites: the site table was full)", "?"};
   auto found = symbols.lookup(return_address);
   if (!found || found->object == nullptr) return {fmt::format("{:#x}", return_address), "?"};
-  std::string library = base_name(found->object->object.path);
+  std::string library(file_name_of(found->object->object.path));
   if (found->symbol == nullptr)
     return {fmt::format("{:#x} ({}+{:#x})", return_address, library, found->offset), library};
   return {fmt::format("{}+{:#x} ({})", found->symbol->name, found->offset, library), library};

@@ -20,7 +20,7 @@ namespace memprof::inject {
 namespace {
 
 pid_t number_field(std::string_view status, std::string_view key) {
-  std::string text = proc::status_field(status, key);
+  std::string text = status_field(status, key);
   pid_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
   return value;
@@ -46,7 +46,7 @@ pid_t tracer_of(pid_t pid, std::string_view leader_status) {
 }
 
 Status check_state(pid_t pid, std::string_view status) {
-  std::string state = proc::status_field(status, "State");
+  std::string state = status_field(status, "State");
   switch (state.empty() ? '?' : state.front()) {
     case 'Z':
       return err("process {} is a zombie: it has exited and its parent has not reaped it yet, so "
@@ -84,7 +84,7 @@ Status check_process_can_be_traced(pid_t pid) {
   if (auto access = proc::predict_access(proc::access_facts(pid)); !access) {
     return err("cannot attach to process {}: {}", pid, access.message());
   }
-  if (proc::status_field(*status, "Seccomp") == "1") {
+  if (status_field(*status, "Seccomp") == "1") {
     return err("process {} runs in seccomp strict mode (Seccomp: 1 in /proc/{}/status): any "
                "system call but read, write and exit kills it, and loading a library needs "
                "openat and mmap; memprof cannot attach to it", pid, pid);
@@ -94,7 +94,7 @@ Status check_process_can_be_traced(pid_t pid) {
 
 std::string seccomp_hint(pid_t pid) {
   auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
-  if (!status || proc::status_field(*status, "Seccomp") != "2") return {};
+  if (!status || status_field(*status, "Seccomp") != "2") return {};
   return fmt::format(" (process {} runs under a seccomp filter, Seccomp: 2 in /proc/{}/status, "
                      "which may refuse the calls dlopen makes: openat, mmap, mprotect; a "
                      "container's seccomp profile must allow them)", pid, pid);

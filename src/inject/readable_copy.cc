@@ -52,13 +52,13 @@ Result<FileCredentials> target_credentials(pid_t pid) {
   auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
   if (!status) return err("no such process: {}", pid);
   // "Uid: real effective saved filesystem"
-  auto uids = numbers(proc::status_field(*status, "Uid"));
-  auto gids = numbers(proc::status_field(*status, "Gid"));
+  auto uids = numbers(status_field(*status, "Uid"));
+  auto gids = numbers(status_field(*status, "Gid"));
   if (uids.size() < 4 || gids.size() < 4) {
     return err("process {}: cannot read its user and group ids", pid);
   }
   FileCredentials credentials{static_cast<uid_t>(uids[3]), static_cast<gid_t>(gids[3]), {}};
-  for (unsigned long group : numbers(proc::status_field(*status, "Groups"))) {
+  for (unsigned long group : numbers(status_field(*status, "Groups"))) {
     credentials.groups.push_back(static_cast<gid_t>(group));
   }
   return credentials;

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "core/util/thread_exists.h"
+
 namespace memprof::native {
 
 thread_local ThreadHookState t_hook_state __attribute__((tls_model("initial-exec"))) = {};
@@ -20,13 +22,6 @@ namespace {
 
 ThreadSlot g_slots[kMaxThreadSlots];
 std::atomic<uint32_t> g_slots_used{0};  // slots [0, used) have been handed out at least once
-
-bool thread_exists(uint32_t tid) {
-  int saved_errno = errno;
-  bool gone = ::syscall(SYS_tgkill, ::getpid(), tid, 0) != 0 && errno == ESRCH;
-  errno = saved_errno;
-  return !gone;
-}
 
 uint32_t current_tid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
 

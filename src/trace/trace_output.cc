@@ -8,14 +8,10 @@
 #include <fmt/format.h>
 
 #include "core/util/json_escape.h"
+#include "core/util/path_name.h"
 
 namespace memprof::trace {
 namespace {
-
-std::string base_name(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 FormattedCall formatted(const CallRecord& record, const FunctionInfo& function, const LineOptions& options) {
   CapturedCall call;
@@ -57,7 +53,7 @@ std::string call_line(const CallRecord& record, const FunctionInfo& function, co
   std::string line = options.timestamps > 0 ? timestamp(record.entry_ns, options) : std::string();
   line += fmt::format("[{}] ", record.tid);
   if (record.ruby_line != 0) line += fmt::format("{}:{}: ", ruby_file(record), record.ruby_line);
-  std::string caller = function.object.empty() ? function.name : base_name(function.object) + "->" + function.name;
+  std::string caller = function.object.empty() ? function.name : std::string(file_name_of(function.object)) + "->" + function.name;
   line += call_line(caller, formatted(record, function, options));
   if (options.durations) line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);
   return line;

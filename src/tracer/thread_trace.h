@@ -23,8 +23,7 @@ inline constexpr size_t kRingRecords = 8192;  // ~3.3 MB, touched as records arr
 // A call the thread is inside of. Its record is filled at entry and finished at exit.
 struct PendingCall {
   uint64_t* slot;            // where the return address was (the stack slot we rewrote)
-  uint64_t return_address;   // what it held
-  trace::CallRecord record;
+  trace::CallRecord record;  // its return_address is what the slot held
 };
 
 // A call presumed left by longjmp (a later call found the stack above its slot): kept in case

@@ -1,9 +1,6 @@
 #include "tracer/trace_session.h"
 
 #include <fnmatch.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +10,7 @@
 
 #include "core/hook/loaded_object.h"
 #include "core/util/path_name.h"
+#include "core/util/thread_exists.h"
 #include "tracer/process_hooks.h"
 #include "tracer/trampoline.h"
 
@@ -29,17 +27,12 @@ bool matches_any(const std::vector<std::string>& globs, const std::string& text)
                      [&](const std::string& glob) { return ::fnmatch(glob.c_str(), text.c_str(), 0) == 0; });
 }
 
-std::string base_name(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool traceable_object(const hook::LoadedObject& object, const TraceRequest& request) {
   if (!object.problem.empty()) return false;
   if (object.role == hook::ObjectRole::kLoader || object.role == hook::ObjectRole::kVdso ||
       object.role == hook::ObjectRole::kHookLibrary)
     return false;
-  return request.libraries.empty() || matches_any(request.libraries, base_name(object.path));
+  return request.libraries.empty() || matches_any(request.libraries, std::string(file_name_of(object.path)));
 }
 
 // The functions `object` defines whose names match, one per address (aliases share one: the
@@ -70,10 +63,6 @@ std::vector<Candidate> matching_functions(const hook::LoadedObject& object, cons
     if (rank(name) < rank(same->name)) same->name = std::move(name);
   }
   return found;
-}
-
-bool thread_exited(uint32_t tid) {
-  return ::syscall(SYS_tgkill, ::getpid(), tid, 0) != 0 && errno == ESRCH;
 }
 
 // Whether a seccomp filter runs in this process (Seccomp: 2 in /proc/self/status).
@@ -203,7 +192,7 @@ TraceReadout TraceSession::read(size_t max_records) {
     ThreadTrace* state = thread_state(i);
     if (state == nullptr) continue;
     bool exited = state->owned.load(std::memory_order_acquire) == 1 && !state->ignored &&
-                  thread_exited(state->tid);
+                  !thread_exists(state->tid);
     size_t room = max_records - std::min(max_records, out.records.size());
     state->ring.drain([&](const trace::CallRecord& record) { out.records.push_back(record); }, room);
     out.dropped += state->ring.dropped();

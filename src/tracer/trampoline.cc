@@ -190,6 +190,9 @@ ThreadTrace* claim_state() {
   return state;
 }
 
+// The calling thread's state, claimed on first use (null: none left).
+ThreadTrace* this_thread_state() { return t_state != nullptr ? t_state : claim_state(); }
+
 void count_call(ThreadTrace& state, const trace::CallRecord& record) {
   FunctionCounters& counters = state.counters[record.function];
   __atomic_store_n(&counters.calls, counters.calls + 1, __ATOMIC_RELAXED);
@@ -210,7 +213,7 @@ void abandon_top(ThreadTrace& state, uint64_t now) {
   PendingCall& call = state.stack[--state.depth];
   call.record.outcome = trace::CallOutcome::kUnwound;
   finish(state, call.record, now);
-  state.abandoned[state.abandoned_next++ % kAbandonedSlots] = {call.slot, call.return_address};
+  state.abandoned[state.abandoned_next++ % kAbandonedSlots] = {call.slot, call.record.return_address};
 }
 
 void capture_arguments(const TracedFunction& function, trace::CallRecord& record) {
@@ -261,7 +264,6 @@ extern "C" uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegis
   }
   PendingCall& call = state->stack[state->depth];
   call.slot = slot;
-  call.return_address = return_address;
   trace::CallRecord& record = call.record;
   record.function = function->id;
   record.tid = state->tid;
@@ -296,7 +298,7 @@ extern "C" uint64_t memprof_trace_on_exit(ExitRegisters* registers, uint64_t* sl
     call.record.returned.integer = registers->rax;
     call.record.returned.vector = registers->xmm0[0];
     finish(state, call.record, now);
-    return_address = call.return_address;
+    return_address = call.record.return_address;
   } else {
     // A call reported as abandoned that returned after all (it ran on another stack).
     for (size_t i = 0; i < kAbandonedSlots; ++i) {
@@ -337,24 +339,19 @@ Result<TracedFunction*> traced_function(uintptr_t address) {
 }
 
 Result<uint32_t> event_source(const char* name) {
-  static constexpr size_t kMaxSources = 8;
-  static std::string_view names[kMaxSources];
-  static uint32_t ids[kMaxSources];
-  static size_t count = 0;
   std::lock_guard lock(g_functions_mutex);
-  for (size_t i = 0; i < count; ++i)
-    if (names[i] == name) return ids[i];
-  uint32_t next = g_function_count.load(std::memory_order_relaxed);
-  if (count == kMaxSources || next == kMaxFunctions) return err("too many traced event sources");
-  g_functions[next].id = next;
-  names[count] = name;
-  ids[count++] = next;
-  g_function_count.store(next + 1, std::memory_order_release);
-  return next;
+  uint32_t count = g_function_count.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < count; ++i)
+    if (g_functions[i].event_name != nullptr && std::strcmp(g_functions[i].event_name, name) == 0) return i;
+  if (count == kMaxFunctions) return err("more than {} traced functions", kMaxFunctions);
+  g_functions[count].id = count;
+  g_functions[count].event_name = name;
+  g_function_count.store(count + 1, std::memory_order_release);
+  return count;
 }
 
 void record_event(uint32_t source, uint64_t entry, uint64_t exit, uint64_t argument0, uint64_t argument1) {
-  ThreadTrace* state = t_state != nullptr ? t_state : claim_state();
+  ThreadTrace* state = this_thread_state();
   if (state == nullptr || state->busy || state->ignored || source >= kMaxFunctions) return;
   state->busy = true;
   trace::CallRecord record{};
@@ -368,10 +365,6 @@ void record_event(uint32_t source, uint64_t entry, uint64_t exit, uint64_t argum
 }
 
 
-TracedFunction* function_at(uint32_t id) {
-  return id < g_function_count.load(std::memory_order_acquire) ? &g_functions[id] : nullptr;
-}
-
 uint32_t function_count() { return g_function_count.load(std::memory_order_acquire); }
 
 void set_recording(bool on) { g_recording.store(on, std::memory_order_relaxed); }
@@ -383,12 +376,12 @@ void start_tracing_here() noexcept { g_passing_through.store(false, std::memory_
 void set_caller_source(CallerSource source) { g_caller_source.store(source, std::memory_order_relaxed); }
 
 void ignore_this_thread() {
-  ThreadTrace* state = t_state != nullptr ? t_state : claim_state();
+  ThreadTrace* state = this_thread_state();
   if (state != nullptr) state->ignored = true;
 }
 
 Untraced::Untraced() {
-  ThreadTrace* state = t_state != nullptr ? t_state : claim_state();
+  ThreadTrace* state = this_thread_state();
   if (state == nullptr) return;
   was_busy_ = state->busy;
   state->busy = true;
@@ -407,7 +400,7 @@ void restore_return_addresses() {
   while (state->depth > 0) {
     PendingCall& call = state->stack[--state->depth];
     // Top down, so that in a tail-call pair the outer call's real address is written last.
-    if (*call.slot == exit_stub()) *call.slot = call.return_address;
+    if (*call.slot == exit_stub()) *call.slot = call.record.return_address;
     call.record.outcome = trace::CallOutcome::kUnwound;
     finish(*state, call.record, now);
   }
@@ -421,7 +414,5 @@ uint32_t thread_state_count() {
 ThreadTrace* thread_state(uint32_t index) { return g_states[index].load(std::memory_order_acquire); }
 
 uint64_t calls_without_state() { return g_calls_without_state.load(std::memory_order_relaxed); }
-
-uintptr_t exit_address() { return exit_stub(); }
 
 }  // namespace memprof::tracer

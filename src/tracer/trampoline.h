@@ -42,16 +42,16 @@ namespace memprof::tracer {
 // the stub may run it long after the trace stopped.
 struct TracedFunction {
   uintptr_t address = 0;     // the function's entry (0: an event source, event_source())
+  const char* event_name = nullptr;  // an event source's name
   void* original = nullptr;  // the callable prologue; set before the hook's jump is written
   void* stub = nullptr;      // the code the hook jumps to
-  uint32_t id = 0;           // index in function_at()
+  uint32_t id = 0;           // index in the function table, the records' `function`
   trace::ArgumentCapture capture{};
 };
 
 // The function traced at `address`, made on first use (with a stub placed near it); the same
 // one for the same address afterwards, so a second trace of it reuses its id.
 Result<TracedFunction*> traced_function(uintptr_t address);
-TracedFunction* function_at(uint32_t id);
 // An id for something traced by other means than a hook (Ruby's GC events): the same one for
 // the same name afterwards. `name` is a string literal (kept as it is).
 Result<uint32_t> event_source(const char* name);
@@ -101,8 +101,5 @@ uint32_t thread_state_count();
 ThreadTrace* thread_state(uint32_t index);
 // Calls no state could be claimed for (more than kMaxThreads threads at once).
 uint64_t calls_without_state();
-
-// The address trace_exit has, for tests that check a stack slot.
-uintptr_t exit_address();
 
 }  // namespace memprof::tracer

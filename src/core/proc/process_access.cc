@@ -29,20 +29,6 @@ std::optional<uid_t> process_uid(pid_t pid) {
   return uid;
 }
 
-std::string status_field(std::string_view status, std::string_view key) {
-  size_t at = 0;
-  while (at < status.size()) {
-    size_t end = std::min(status.find('\n', at), status.size());
-    std::string_view line = status.substr(at, end - at);
-    if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ':') {
-      line.remove_prefix(key.size() + 1);
-      size_t start = line.find_first_not_of(" \t");
-      return start == std::string_view::npos ? std::string() : std::string(line.substr(start));
-    }
-    at = end + 1;
-  }
-  return {};
-}
 
 Status check_process_exists(pid_t pid) {
   struct stat st {};

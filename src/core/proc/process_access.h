@@ -17,9 +17,6 @@ std::optional<uid_t> process_uid(pid_t pid);
 // Ok when /proc/PID exists; otherwise "no such process: PID".
 Status check_process_exists(pid_t pid);
 
-// The value of a "Key:\tvalue" line of a /proc/PID/status text (leading blanks removed), or empty.
-std::string status_field(std::string_view status, std::string_view key);
-
 // /proc/sys/kernel/yama/ptrace_scope, or nothing when Yama is not enabled.
 std::optional<int> yama_ptrace_scope();
 // Whether this process has CAP_SYS_PTRACE in its effective set.

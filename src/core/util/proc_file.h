@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/util/result.h"
 
@@ -12,5 +13,8 @@ namespace memprof {
 // EOF. `error_number` (when given) receives errno on failure so that callers can tell a vanished
 // process (ENOENT, ESRCH) from a refused one (EACCES, EPERM).
 Result<std::string> read_proc_file(const std::string& path, int* error_number = nullptr);
+
+// The value of a "Key:\tvalue" line of a /proc/PID/status text (leading blanks removed), or empty.
+std::string status_field(std::string_view status, std::string_view key);
 
 }  // namespace memprof
