@@ -1,8 +1,8 @@
 #include "agent/ruby_caller.h"
 
-#include <dlfcn.h>
-
 #include <cstring>
+
+#include "agent/ruby_runtime.h"
 
 namespace memprof::agent {
 namespace {
@@ -14,9 +14,9 @@ int (*g_sourceline)() = nullptr;
 }  // namespace
 
 bool find_ruby_caller_api() {
-  g_native_thread_p = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "ruby_native_thread_p"));
-  g_sourcefile = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "rb_sourcefile"));
-  g_sourceline = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "rb_sourceline"));
+  resolve(g_native_thread_p, "ruby_native_thread_p");
+  resolve(g_sourcefile, "rb_sourcefile");
+  resolve(g_sourceline, "rb_sourceline");
   return g_native_thread_p != nullptr && g_sourcefile != nullptr && g_sourceline != nullptr;
 }
 

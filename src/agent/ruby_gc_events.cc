@@ -1,7 +1,5 @@
 #include "agent/ruby_gc_events.h"
 
-#include <dlfcn.h>
-
 #include <optional>
 
 #include "agent/request_handler.h"
@@ -25,11 +23,6 @@ struct GcApi {
   void (*register_address)(RubyValue*) = nullptr;
   size_t (*gc_count)() = nullptr;  // optional
 };
-
-template <typename T>
-void resolve(T& slot, const char* name) {
-  slot = reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
-}
 
 std::optional<GcApi> find_gc_api() {
   GcApi api;

@@ -15,11 +15,6 @@ namespace memprof::agent {
 
 namespace {
 
-template <typename T>
-void resolve(T& slot, const char* name) {
-  slot = reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
-}
-
 // While it waits, the agent repeats Ruby's wake-up this often: a signal that arrives just
 // before the main thread blocks is lost.
 constexpr std::chrono::milliseconds kWakeInterval{50};

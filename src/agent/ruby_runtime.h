@@ -16,6 +16,7 @@
 // making the caller hang.
 #pragma once
 
+#include <dlfcn.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -56,6 +57,13 @@ struct RubyApi {
   // longer exports ruby_current_vm_ptr).
   const RubyValue* object_class = nullptr;
 };
+
+// `slot` = the function or variable `name` of this process (the first object defining it), or
+// null: how the agent reaches Ruby's C API without linking libruby.
+template <typename T>
+void resolve(T& slot, const char* name) {
+  slot = reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
+}
 
 // Finds Ruby in this process: nothing when it has none (or one older than memprof supports).
 std::optional<RubyApi> find_ruby_api();

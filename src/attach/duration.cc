@@ -14,4 +14,14 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   return std::chrono::milliseconds(static_cast<int64_t>(value * scale));
 }
 
+Result<std::optional<std::chrono::milliseconds>> parse_optional_duration(const std::string& text) {
+  if (text.empty()) return std::optional<std::chrono::milliseconds>();
+  MEMPROF_TRY(duration, parse_duration(text));
+  return std::optional<std::chrono::milliseconds>(duration);
+}
+
+std::chrono::steady_clock::time_point deadline_after(std::optional<std::chrono::milliseconds> duration) {
+  return duration ? std::chrono::steady_clock::now() + *duration : std::chrono::steady_clock::time_point::max();
+}
+
 }  // namespace memprof::attach

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "core/util/result.h"
@@ -9,5 +10,10 @@
 namespace memprof::attach {
 
 Result<std::chrono::milliseconds> parse_duration(const std::string& text);
+
+// An optional --duration: nothing when `text` is empty.
+Result<std::optional<std::chrono::milliseconds>> parse_optional_duration(const std::string& text);
+// When a window of `duration` opened now ends: never without one.
+std::chrono::steady_clock::time_point deadline_after(std::optional<std::chrono::milliseconds> duration);
 
 }  // namespace memprof::attach

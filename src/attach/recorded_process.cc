@@ -67,7 +67,12 @@ bool RecordedProcess::ended_after_failure() const {
   return false;
 }
 
-int RecordedProcess::wait() { return launched_ ? launched_->wait() : 0; }
+int RecordedProcess::wait() {
+  if (!launched_) return 0;
+  int status = launched_->wait();
+  fmt::print(stderr, "memprof: process {} exited with status {}\n", pid_, status);
+  return status;
+}
 
 void RecordedProcess::abandon() {
   if (!launched_) return;

@@ -28,7 +28,8 @@ class RecordedProcess {
   // agent that still answers gave an error. A process may hold its agent's listening socket a
   // little while after the connection closed, so this waits up to 1 s for the end.
   bool ended_after_failure() const;
-  // A launched command: reaped, its exit status as a shell reports it. Else 0.
+  // A launched command: reaped, "memprof: process N exited with status S" said, and S (as a
+  // shell reports it) returned. Else 0.
   int wait();
   // A launched command that cannot be recorded: killed and reaped.
   void abandon();

@@ -46,12 +46,8 @@ class SiteNamer {
 };
 
 int run_native(const NativeOptions& options) {
-  std::chrono::milliseconds duration = std::chrono::milliseconds::max();
-  if (!options.duration.empty()) {
-    auto parsed = attach::parse_duration(options.duration);
-    if (!parsed.ok()) return fail(parsed.message());
-    duration = *parsed;
-  }
+  auto duration = attach::parse_optional_duration(options.duration);
+  if (!duration.ok()) return fail(duration.message());
   auto opened = attach::RecordedProcess::open(options.pid, options.command);
   if (!opened.ok()) return fail(opened.message());
   attach::RecordedProcess& process = *opened;
@@ -70,11 +66,10 @@ int run_native(const NativeOptions& options) {
   for (const std::string& problem : first->problems) fmt::print(stderr, "memprof: {}\n", problem);
   SiteNamer namer(pid);
   const auto start = std::chrono::steady_clock::now();
+  const auto deadline = attach::deadline_after(*duration);
   fmt::print(stderr, "memprof: tracking the malloc family in process {}{}\n", pid,
              process.launched() ? "" : " (Ctrl-C stops)");
 
-  const auto deadline = duration == std::chrono::milliseconds::max() ? std::chrono::steady_clock::time_point::max()
-                                                                     : start + duration;
   std::optional<attach::NativeSnapshotView> last;
   bool exiting = false;
   while (!exiting && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
@@ -109,10 +104,7 @@ int run_native(const NativeOptions& options) {
                                   : attach::native_report_text(*last, namer.index(), report);
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
     return fail(fmt::format("writing the report: {}", std::strerror(errno)));
-  if (!process.launched()) return 0;
-  int status = process.wait();
-  fmt::print(stderr, "memprof: process {} exited with status {}\n", pid, status);
-  return status;
+  return process.wait();
 }
 
 MEMPROF_COMMAND(

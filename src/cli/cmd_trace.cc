@@ -1,7 +1,6 @@
 // memprof trace -p PID -x SYM ...: ltrace-style lines for the calls a running process makes to
 // the named functions, through hooks the agent installs inside it (src/tracer), or the same
 // for a command it starts (memprof trace -x SYM -- CMD ARGS).
-#include <fnmatch.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,11 +85,6 @@ Result<Prototypes> load_prototypes(const std::vector<std::string>& files) {
   return out;
 }
 
-bool matches_any(const std::vector<std::string>& globs, const std::string& name) {
-  return std::any_of(globs.begin(), globs.end(),
-                     [&](const std::string& glob) { return ::fnmatch(glob.c_str(), name.c_str(), 0) == 0; });
-}
-
 tracer::TraceRequest make_request(const TraceOptions& options, const Prototypes& prototypes) {
   tracer::TraceRequest request;
   request.patterns = options.symbols;
@@ -99,7 +93,7 @@ tracer::TraceRequest make_request(const TraceOptions& options, const Prototypes&
   request.ruby_caller = options.ruby_caller;
   for (const trace::PrototypeSet* set : {&prototypes.defaults, &prototypes.user})
     for (const auto& [name, prototype] : set->prototypes())
-      if (matches_any(options.symbols, name)) {
+      if (tracer::matches_any(options.symbols, name)) {
         trace::ArgumentCapture plan = trace::capture_plan(*prototypes.find(name));
         if (plan != trace::ArgumentCapture{}) request.captures[name] = plan;
       }
@@ -191,7 +185,7 @@ void warn_unmatched(const TraceOptions& options, const TracePrinter& printer) {
   for (const std::string& pattern : options.symbols) {
     if (tracer::is_event_pattern(pattern)) continue;
     bool matched = std::any_of(printer.known().begin(), printer.known().end(), [&](const auto& entry) {
-      return ::fnmatch(pattern.c_str(), entry.second.name.c_str(), 0) == 0;
+      return tracer::matches_any({pattern}, entry.second.name);
     });
     if (!matched)
       fmt::print(stderr, "memprof: no loaded object defines a function matching '{}' (objects loaded later are "
@@ -202,12 +196,8 @@ void warn_unmatched(const TraceOptions& options, const TracePrinter& printer) {
 
 int run_trace(const TraceOptions& options) {
   if (options.symbols.empty()) return fail("name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)");
-  std::chrono::milliseconds duration = std::chrono::milliseconds::max();
-  if (!options.duration.empty()) {
-    auto parsed = attach::parse_duration(options.duration);
-    if (!parsed.ok()) return fail(parsed.message());
-    duration = *parsed;
-  }
+  auto duration = attach::parse_optional_duration(options.duration);
+  if (!duration.ok()) return fail(duration.message());
   auto prototypes = load_prototypes(options.prototype_files);
   if (!prototypes.ok()) return fail(prototypes.message());
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, &std::fclose);
@@ -224,13 +214,8 @@ int run_trace(const TraceOptions& options) {
   // command's status, or 0.
   auto finish_with_process = [&](TracePrinter& printer) {
     printer.finish();
-    if (!process.launched()) {
-      fmt::print(stderr, "memprof: process {} exited while traced\n", pid);
-      return 0;
-    }
-    int status = process.wait();
-    fmt::print(stderr, "memprof: process {} exited with status {}\n", pid, status);
-    return status;
+    if (!process.launched()) fmt::print(stderr, "memprof: process {} exited while traced\n", pid);
+    return process.wait();
   };
 
   attach::Interruption interruption;
@@ -252,9 +237,7 @@ int run_trace(const TraceOptions& options) {
              printer.functions() == 1 ? "" : "s", pid, printer.functions() == 0 ? ", watching dlopen" : "",
              process.launched() ? "" : " (Ctrl-C stops)");
 
-  const auto deadline = duration == std::chrono::milliseconds::max()
-                            ? std::chrono::steady_clock::time_point::max()
-                            : std::chrono::steady_clock::now() + duration;
+  const auto deadline = attach::deadline_after(*duration);
   bool exiting = false;
   while (!exiting && printer.write_error().empty() && !attach::Interruption::requested() &&
          std::chrono::steady_clock::now() < deadline) {

@@ -22,11 +22,6 @@ struct Candidate {
   uintptr_t address;
 };
 
-bool matches_any(const std::vector<std::string>& globs, const std::string& text) {
-  return std::any_of(globs.begin(), globs.end(),
-                     [&](const std::string& glob) { return ::fnmatch(glob.c_str(), text.c_str(), 0) == 0; });
-}
-
 bool traceable_object(const hook::LoadedObject& object, const TraceRequest& request) {
   if (!object.problem.empty()) return false;
   if (object.role == hook::ObjectRole::kLoader || object.role == hook::ObjectRole::kVdso ||
@@ -78,6 +73,11 @@ bool under_seccomp_filter() {
 }
 
 }  // namespace
+
+bool matches_any(const std::vector<std::string>& globs, const std::string& name) {
+  return std::any_of(globs.begin(), globs.end(),
+                     [&](const std::string& glob) { return ::fnmatch(glob.c_str(), name.c_str(), 0) == 0; });
+}
 
 Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) {
   if (request.patterns.empty()) return err("no function to trace");

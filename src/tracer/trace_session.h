@@ -30,6 +30,9 @@ namespace memprof::tracer {
 // (add_event_source); the others are function names.
 inline bool is_event_pattern(const std::string& pattern) { return pattern.find(':') != std::string::npos; }
 
+// Whether `name` matches one of the fnmatch globs (-x and -l patterns).
+bool matches_any(const std::vector<std::string>& globs, const std::string& name);
+
 struct TraceRequest {
   std::vector<std::string> patterns;   // function names (fnmatch globs) and event sources
   std::vector<std::string> libraries;  // object name globs (basename); empty: every object
