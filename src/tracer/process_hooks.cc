@@ -46,16 +46,6 @@ int forced_unwind(void* exception, void* stop, void* stop_argument) {
   return __atomic_load_n(&g_real_forced_unwind, __ATOMIC_ACQUIRE)(exception, stop, stop_argument);
 }
 
-void* watched_dlopen(const char* file, int flags) {
-  void* handle = __atomic_load_n(&g_real_dlopen, __ATOMIC_ACQUIRE)(file, flags);
-  if (handle != nullptr) {
-    Untraced untraced;
-    std::lock_guard lock(g_mutex);
-    if (g_session != nullptr) g_session->hook_new_objects();
-  }
-  return handle;
-}
-
 // Entry-hooks `name` (first definition in load order) unless hooked already.
 template <typename Fn>
 void hook_unwinder_locked(const char* name, Fn replacement, Fn* original) {
@@ -71,6 +61,17 @@ void hook_unwinder_locked(const char* name, Fn replacement, Fn* original) {
 void hook_unwinders_locked() {
   hook_unwinder_locked("_Unwind_RaiseException", &raise_exception, &g_real_raise);
   hook_unwinder_locked("_Unwind_ForcedUnwind", &forced_unwind, &g_real_forced_unwind);
+}
+
+void* watched_dlopen(const char* file, int flags) {
+  void* handle = __atomic_load_n(&g_real_dlopen, __ATOMIC_ACQUIRE)(file, flags);
+  if (handle != nullptr) {
+    Untraced untraced;
+    std::lock_guard lock(g_mutex);
+    hook_unwinders_locked();  // libgcc_s may have come with the new objects
+    if (g_session != nullptr) g_session->hook_new_objects();
+  }
+  return handle;
 }
 
 }  // namespace
@@ -108,11 +109,6 @@ uint64_t release_process_hooks(TraceSession* session) {
   // The originals stay published: a thread inside a replacement right now still calls them.
   if (in_flight == 0) hooks().unwinders.clear();
   return in_flight;
-}
-
-void hook_new_unwinders() {
-  // Called with g_mutex held, from watched_dlopen through the session.
-  hook_unwinders_locked();
 }
 
 }  // namespace memprof::tracer

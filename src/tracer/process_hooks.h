@@ -20,8 +20,6 @@ Status watch_process_for(TraceSession* session);
 // Stops reporting to `session`; unhooks dlopen, and the unwinder when nothing is in flight.
 // Returns the number of traced calls still in flight.
 uint64_t release_process_hooks(TraceSession* session);
-// Hooks the unwinder functions of objects loaded since (libgcc_s loaded by dlopen).
-void hook_new_unwinders();
 
 // Traced calls some thread is inside of right now.
 uint64_t calls_in_flight();

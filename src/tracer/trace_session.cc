@@ -100,8 +100,9 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
     if (ThreadTrace* state = thread_state(i)) state->ring.drain([](const trace::CallRecord&) {});
   session->pending_problems_ = std::move(problems);
   std::lock_guard lock(session->mutex_);
-  // Functions traced before keep their counters: this trace counts from here.
+  // Functions traced before keep their counters, and rings their drops: this trace counts from here.
   session->baseline_ = session->sum_counters(function_count());
+  session->lost_at_start_ = lost_calls();
   session->hook_objects_locked(session->initial_);
   return session;
 }
@@ -123,13 +124,8 @@ Result<uint32_t> TraceSession::add_event_source(const char* name) {
 }
 
 void TraceSession::hook_new_objects() {
-  std::vector<HookedFunction> added;
-  {
-    std::lock_guard lock(mutex_);
-    hook_objects_locked(added);
-    pending_functions_.insert(pending_functions_.end(), added.begin(), added.end());
-  }
-  hook_new_unwinders();
+  std::lock_guard lock(mutex_);
+  hook_objects_locked(pending_functions_);
 }
 
 void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
@@ -153,29 +149,30 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
         traced.capture = capture->second;
       else
         traced.capture = {};
-      HookedFunction hooked{traced.id, candidate.name, object.path, candidate.address, false};
-      auto entry = hook::EntryHook::install(reinterpret_cast<void*>(candidate.address), traced.stub,
-                                            {.publish_original = &traced.original});
-      if (entry.ok()) {
-        entry_hooks_.push_back(std::move(*entry));
-        ids_.push_back(traced.id);
-        added.push_back(std::move(hooked));
+      auto through_got = hook_function(candidate.name, candidate.address, traced);
+      if (!through_got.ok()) {
+        pending_problems_.push_back(fmt::format("cannot trace {} in {}: {}", candidate.name, object.path,
+                                                through_got.message()));
         continue;
       }
-      // The entry cannot be patched: calls from other objects through their GOT still can.
-      auto got = hook::GotHook::install(candidate.name, traced.stub,
-                                        {.follow_dlopen = false, .publish_original = &traced.original});
-      if (!got.ok()) {
-        pending_problems_.push_back(fmt::format("cannot trace {} in {}: {}; {}", candidate.name, object.path,
-                                                entry.message(), got.message()));
-        continue;
-      }
-      got_hooks_.push_back(std::move(*got));
-      hooked.through_got = true;
       ids_.push_back(traced.id);
-      added.push_back(std::move(hooked));
+      added.push_back({traced.id, candidate.name, object.path, candidate.address, *through_got});
     }
   }
+}
+
+Result<bool> TraceSession::hook_function(const std::string& name, uintptr_t address, TracedFunction& traced) {
+  auto entry = hook::EntryHook::install(reinterpret_cast<void*>(address), traced.stub,
+                                        {.publish_original = &traced.original});
+  if (entry.ok()) {
+    entry_hooks_.push_back(std::move(*entry));
+    return false;
+  }
+  // The entry cannot be patched: calls from other objects through their GOT still can.
+  auto got = hook::GotHook::install(name, traced.stub, {.follow_dlopen = false, .publish_original = &traced.original});
+  if (!got.ok()) return err("{}; {}", entry.message(), got.message());
+  got_hooks_.push_back(std::move(*got));
+  return true;
 }
 
 TraceReadout TraceSession::read(size_t max_records) {
@@ -195,18 +192,28 @@ TraceReadout TraceSession::read(size_t max_records) {
                   !thread_exists(state->tid);
     size_t room = max_records - std::min(max_records, out.records.size());
     state->ring.drain([&](const trace::CallRecord& record) { out.records.push_back(record); }, room);
-    out.dropped += state->ring.dropped();
-    out.untraced += __atomic_load_n(&state->untimed, __ATOMIC_RELAXED);
     // A thread that exited (inside a traced call or not) gives its state back once drained.
-    if (exited && room > 0 && out.records.size() < max_records) state->owned.store(0, std::memory_order_release);
+    if (exited && out.records.size() < max_records) state->owned.store(0, std::memory_order_release);
   }
-  out.untraced += calls_without_state();
+  LostCalls lost = lost_calls();
+  out.dropped = lost.dropped - lost_at_start_.dropped;
+  out.untraced = lost.untraced - lost_at_start_.untraced;
   clock_.refine();
   for (trace::CallRecord& record : out.records) {
     record.entry_ns = clock_.to_monotonic_ns(record.entry_ns);
     record.duration_ns = clock_.to_ns(record.duration_ns);
   }
   return out;
+}
+
+TraceSession::LostCalls TraceSession::lost_calls() {
+  LostCalls lost{0, calls_without_state()};
+  for (uint32_t i = 0; i < thread_state_count(); ++i)
+    if (ThreadTrace* state = thread_state(i)) {
+      lost.dropped += state->ring.dropped();
+      lost.untraced += __atomic_load_n(&state->untimed, __ATOMIC_RELAXED);
+    }
+  return lost;
 }
 
 std::vector<FunctionCounters> TraceSession::sum_counters(uint32_t functions) const {

@@ -23,6 +23,7 @@
 #include "trace/call_record.h"
 #include "tracer/thread_trace.h"
 #include "tracer/tick_clock.h"
+#include "tracer/trampoline.h"
 
 namespace memprof::tracer {
 
@@ -59,7 +60,7 @@ struct TraceReadout {
   std::vector<trace::CallRecord> records;
   std::vector<HookedFunction> new_functions;  // hooked since the last read (dlopen)
   std::vector<std::string> problems;          // since the last read
-  uint64_t dropped = 0;                       // records lost to full rings, since the start
+  uint64_t dropped = 0;                       // records lost to full rings, since the start of this trace
   uint64_t untraced = 0;  // calls not traced: nested too deep, or no thread state left
   bool process_exiting = false;  // exit() is waiting for the trace to stop
 };
@@ -89,6 +90,14 @@ class TraceSession {
  private:
   explicit TraceSession(TraceRequest request) : request_(std::move(request)) {}
   void hook_objects_locked(std::vector<HookedFunction>& added);
+  // An entry hook, else GOT hooks: whether it went through the GOT.
+  Result<bool> hook_function(const std::string& name, uintptr_t address, TracedFunction& traced);
+  struct LostCalls {
+    uint64_t dropped;   // records dropped by full rings
+    uint64_t untraced;  // calls not traced (nested too deep, no thread state)
+  };
+  // Since the process's first trace: every ring and thread state lives as long as the process.
+  static LostCalls lost_calls();
   std::vector<FunctionCounters> sum_counters(uint32_t functions) const;
 
   TraceRequest request_;
@@ -101,6 +110,7 @@ class TraceSession {
   std::vector<std::string> pending_problems_;
   std::vector<uint32_t> ids_;  // every function this session hooked
   std::vector<FunctionCounters> baseline_;  // counters by id at the start (reused functions)
+  LostCalls lost_at_start_{0, 0};
   TickClock clock_;
 };
 

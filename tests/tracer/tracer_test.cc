@@ -228,6 +228,21 @@ TEST(Tracer, StopWhileCallsAreInFlightRestoresEveryByteAndTheCallsReturn) {
   (void)function;
 }
 
+TEST(Tracer, DropsOfAnEarlierTraceAreNotReportedByTheNextOne) {
+  {
+    auto first = trace({"traced_add"});
+    ASSERT_NE(first, nullptr);
+    for (size_t i = 0; i < kRingRecords + 100; ++i) traced_add(1, 2);  // nobody reads: 100 dropped
+    EXPECT_EQ(first->read(0).dropped, 100u);
+  }
+  auto second = trace({"traced_add"});
+  ASSERT_NE(second, nullptr);
+  traced_add(3, 4);
+  auto readout = second->read(100);
+  EXPECT_EQ(readout.dropped, 0u);
+  EXPECT_EQ(readout.records.size(), 1u);
+}
+
 TEST(Tracer, SecondTraceInTheSameProcessIsRefused) {
   auto first = trace({"traced_add"});
   ASSERT_NE(first, nullptr);
