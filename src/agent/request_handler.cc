@@ -21,13 +21,6 @@ std::string* g_extension_file = nullptr;
 
 constexpr const char* kAgentVersion = "0.1.0";
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  append_json_escaped(out, text);
-  out += '"';
-  return out;
-}
-
 // Reads the child's reply to EOF (bounded), then reaps it. A server that reaps every child
 // itself (waitpid(-1), as unicorn's master does) may take the status first: then the reply
 // decides.
@@ -72,7 +65,7 @@ std::string RequestHandler::handle(const Request& request) {
 }
 
 Result<std::string> RequestHandler::hello() const {
-  std::string ruby = ruby_ != nullptr ? json_string(ruby_->version()) : "null";
+  std::string ruby = ruby_ != nullptr ? json_quoted(ruby_->version()) : "null";
   return fmt::format(R"({{"pid":{},"agent":"{}","ruby":{},"ruby_ready":{},"memprof_loaded":{}}})",
                      ::getpid(), kAgentVersion, ruby,
                      ruby_ != nullptr && ruby_->vm_ready(), g_memprof_loaded);

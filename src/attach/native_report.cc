@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include <fmt/format.h>
@@ -17,29 +18,40 @@ namespace {
 using heap::bytes_text;
 using heap::count_text;
 
-Status read_counts(simdjson::dom::element object, NativeCounts& counts) {
-  if (object["allocations"].get(counts.allocations) || object["allocated_bytes"].get(counts.allocated_bytes) ||
-      object["frees"].get(counts.frees) || object["freed_bytes"].get(counts.freed_bytes) ||
-      object["temporaries"].get(counts.temporaries) || object["live_blocks"].get(counts.live_blocks) ||
-      object["live_bytes"].get(counts.live_bytes) || object["peak_live_bytes"].get(counts.peak_live_bytes))
+// The totals' fields, in the order of the agent's "totals" object, and the site rows' columns.
+Status read_totals(simdjson::dom::element object, native::NativeTotals& t) {
+  if (object["allocations"].get(t.allocations) || object["allocated_bytes"].get(t.allocated_bytes) ||
+      object["frees"].get(t.frees) || object["freed_bytes"].get(t.freed_bytes) ||
+      object["temporaries"].get(t.temporaries) || object["unknown_frees"].get(t.unknown_frees) ||
+      object["live_blocks"].get(t.live_blocks) || object["live_bytes"].get(t.live_bytes) ||
+      object["peak_live_bytes"].get(t.peak_live_bytes) || object["missed_frees"].get(t.missed_frees) ||
+      object["dropped"].get(t.dropped) || object["engine_bytes"].get(t.engine_bytes))
     return err("malformed native snapshot from the agent (totals)");
   return ok_status();
 }
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  append_json_escaped(out, text);
-  return out + '"';
+Status read_site(simdjson::dom::element element, native::SiteRow& site) {
+  simdjson::dom::array row;
+  uint64_t* columns[] = {&site.return_address, &site.allocations, &site.allocated_bytes, &site.frees,
+                         &site.freed_bytes, &site.temporaries, &site.live_blocks, &site.live_bytes,
+                         &site.peak_live_bytes};
+  if (element.get(row) || row.size() != std::size(columns)) return err("malformed native snapshot from the agent (site)");
+  for (size_t i = 0; i < std::size(columns); ++i) {
+    uint64_t value = 0;
+    if (row.at(i).get(value)) return err("malformed native snapshot from the agent (site)");
+    *columns[i] = value;
+  }
+  return ok_status();
 }
 
 struct NamedSite {
   SiteName name;
-  NativeCounts counts;
+  const native::SiteRow* row;
 };
 
-std::vector<NamedSite> named_sites(const NativeSnapshotView& snapshot, const proc::SymbolIndex& symbols) {
+std::vector<NamedSite> named_sites(const native::NativeSnapshot& snapshot, const proc::SymbolIndex& symbols) {
   std::vector<NamedSite> out;
-  for (const NativeSite& site : snapshot.sites) out.push_back({name_site(symbols, site.return_address), site.counts});
+  for (const native::SiteRow& site : snapshot.sites) out.push_back({name_site(symbols, site.return_address), &site});
   return out;
 }
 
@@ -48,10 +60,9 @@ template <typename Key>
 std::vector<const NamedSite*> top_by(const std::vector<NamedSite>& sites, size_t top, Key key) {
   std::vector<const NamedSite*> rows;
   for (const NamedSite& site : sites)
-    if (key(site.counts) > 0) rows.push_back(&site);
-  std::stable_sort(rows.begin(), rows.end(), [&](const NamedSite* a, const NamedSite* b) {
-    return key(a->counts) > key(b->counts);
-  });
+    if (key(*site.row) > 0) rows.push_back(&site);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const NamedSite* a, const NamedSite* b) { return key(*a->row) > key(*b->row); });
   if (rows.size() > top) rows.resize(top);
   return rows;
 }
@@ -69,21 +80,13 @@ Result<NativeSnapshotView> parse_native_snapshot(std::string_view json) {
   if (root["exiting"].get(out.exiting) || root["totals"].get(totals) || root["problems"].get(problems) ||
       root["sites"].get(sites))
     return err("malformed native snapshot from the agent");
-  MEMPROF_TRY_STATUS(read_counts(totals, out.totals));
-  if (totals["unknown_frees"].get(out.unknown_frees) || totals["missed_frees"].get(out.missed_frees) ||
-      totals["dropped"].get(out.dropped) || totals["engine_bytes"].get(out.engine_bytes))
-    return err("malformed native snapshot from the agent (totals)");
+  MEMPROF_TRY_STATUS(read_totals(totals, out.snapshot.totals));
   for (simdjson::dom::element problem : problems) {
     std::string_view text;
     if (problem.get(text) == simdjson::SUCCESS) out.problems.emplace_back(text);
   }
   for (simdjson::dom::element element : sites) {
-    simdjson::dom::array row;
-    uint64_t v[9];
-    if (element.get(row) || row.size() != 9) return err("malformed native snapshot from the agent (site)");
-    for (size_t i = 0; i < 9; ++i)
-      if (row.at(i).get(v[i])) return err("malformed native snapshot from the agent (site)");
-    out.sites.push_back({v[0], {v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}});
+    MEMPROF_TRY_STATUS(read_site(element, out.snapshot.sites.emplace_back()));
   }
   return out;
 }
@@ -98,70 +101,69 @@ SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address) {
   return {fmt::format("{}+{:#x} ({})", found->symbol->name, found->offset, library), library};
 }
 
-std::string native_report_text(const NativeSnapshotView& snapshot, const proc::SymbolIndex& symbols,
+std::string native_report_text(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options) {
-  const NativeCounts& t = snapshot.totals;
+  const native::NativeTotals& t = view.snapshot.totals;
   std::string out = fmt::format(
       "In {:.1f} s: {} allocations ({}), {} frees ({}), {} temporary; live at the end: {} blocks ({}); "
       "peak {}\n",
       options.seconds, count_text(t.allocations), bytes_text(t.allocated_bytes), count_text(t.frees),
       bytes_text(t.freed_bytes), count_text(t.temporaries), count_text(t.live_blocks), bytes_text(t.live_bytes),
       bytes_text(t.peak_live_bytes));
-  if (snapshot.unknown_frees > 0)
+  if (t.unknown_frees > 0)
     out += fmt::format("{} frees of blocks allocated before the start (not counted above)\n",
-                       count_text(snapshot.unknown_frees));
-  if (snapshot.dropped > 0)
-    out += fmt::format("{} allocations not recorded: the tracker had no memory left\n", count_text(snapshot.dropped));
-  std::vector<NamedSite> sites = named_sites(snapshot, symbols);
+                       count_text(t.unknown_frees));
+  if (t.dropped > 0)
+    out += fmt::format("{} allocations not recorded: the tracker had no memory left\n", count_text(t.dropped));
+  std::vector<NamedSite> sites = named_sites(view.snapshot, symbols);
 
-  std::map<std::string, NativeCounts> libraries;
+  std::map<std::string, native::SiteRow> libraries;
   for (const NamedSite& site : sites) {
-    NativeCounts& sum = libraries[site.name.library];
-    sum.allocations += site.counts.allocations;
-    sum.allocated_bytes += site.counts.allocated_bytes;
-    sum.live_blocks += site.counts.live_blocks;
-    sum.live_bytes += site.counts.live_bytes;
+    native::SiteRow& sum = libraries[site.name.library];
+    sum.live_blocks += site.row->live_blocks;
+    sum.live_bytes += site.row->live_bytes;
   }
-  std::vector<std::pair<std::string, NativeCounts>> by_library(libraries.begin(), libraries.end());
+  std::vector<std::pair<std::string, native::SiteRow>> by_library(libraries.begin(), libraries.end());
   std::stable_sort(by_library.begin(), by_library.end(),
                    [](const auto& a, const auto& b) { return a.second.live_bytes > b.second.live_bytes; });
   out += "\nLive at the end (leaked), by library\n      bytes     blocks  library\n";
-  for (const auto& [library, counts] : by_library)
-    if (counts.live_bytes > 0)
-      out += fmt::format("{:>11} {:>10}  {}\n", counts.live_bytes, counts.live_blocks, library);
+  for (const auto& [library, sum] : by_library)
+    if (sum.live_bytes > 0) out += fmt::format("{:>11} {:>10}  {}\n", sum.live_bytes, sum.live_blocks, library);
 
   out += "\nLive at the end (leaked), by call site\n      bytes     blocks  call site\n";
-  for (const NamedSite* site : top_by(sites, options.top, [](const NativeCounts& c) { return c.live_bytes; }))
-    out += fmt::format("{:>11} {:>10}  {}\n", site->counts.live_bytes, site->counts.live_blocks, site->name.site);
+  for (const NamedSite* site : top_by(sites, options.top, [](const native::SiteRow& r) { return r.live_bytes; }))
+    out += fmt::format("{:>11} {:>10}  {}\n", site->row->live_bytes, site->row->live_blocks, site->name.site);
 
   out += "\nAllocated, by call site\n      bytes     blocks  temporary  call site\n";
-  for (const NamedSite* site : top_by(sites, options.top, [](const NativeCounts& c) { return c.allocated_bytes; }))
-    out += fmt::format("{:>11} {:>10} {:>10}  {}\n", site->counts.allocated_bytes, site->counts.allocations,
-                       site->counts.temporaries, site->name.site);
+  for (const NamedSite* site : top_by(sites, options.top, [](const native::SiteRow& r) { return r.allocated_bytes; }))
+    out += fmt::format("{:>11} {:>10} {:>10}  {}\n", site->row->allocated_bytes, site->row->allocations,
+                       site->row->temporaries, site->name.site);
 
   out += fmt::format("\nLive at the peak ({}), by call site\n      bytes  call site\n", bytes_text(t.peak_live_bytes));
-  for (const NamedSite* site : top_by(sites, options.top, [](const NativeCounts& c) { return c.peak_live_bytes; }))
-    out += fmt::format("{:>11}  {}\n", site->counts.peak_live_bytes, site->name.site);
+  for (const NamedSite* site : top_by(sites, options.top, [](const native::SiteRow& r) { return r.peak_live_bytes; }))
+    out += fmt::format("{:>11}  {}\n", site->row->peak_live_bytes, site->name.site);
   return out;
 }
 
-std::string native_report_json(const NativeSnapshotView& snapshot, const proc::SymbolIndex& symbols,
+std::string native_report_json(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options) {
-  auto counts_json = [](const NativeCounts& c) {
-    return fmt::format(
-        "\"allocations\":{},\"allocated_bytes\":{},\"frees\":{},\"freed_bytes\":{},\"temporaries\":{},"
-        "\"live_blocks\":{},\"live_bytes\":{},\"peak_live_bytes\":{}",
-        c.allocations, c.allocated_bytes, c.frees, c.freed_bytes, c.temporaries, c.live_blocks, c.live_bytes,
-        c.peak_live_bytes);
-  };
+  const native::NativeTotals& t = view.snapshot.totals;
   std::string out = fmt::format(
-      "{{\"seconds\":{:.3f},\"totals\":{{{},\"unknown_frees\":{},\"dropped\":{},\"engine_bytes\":{}}},\"sites\":[",
-      options.seconds, counts_json(snapshot.totals), snapshot.unknown_frees, snapshot.dropped, snapshot.engine_bytes);
-  std::vector<NamedSite> sites = named_sites(snapshot, symbols);
-  for (size_t i = 0; i < sites.size(); ++i)
-    out += fmt::format("{}{{\"site\":{},\"library\":{},\"address\":{},{}}}", i ? "," : "", json_string(sites[i].name.site),
-                       json_string(sites[i].name.library), snapshot.sites[i].return_address,
-                       counts_json(sites[i].counts));
+      "{{\"seconds\":{:.3f},\"totals\":{{\"allocations\":{},\"allocated_bytes\":{},\"frees\":{},\"freed_bytes\":{},"
+      "\"temporaries\":{},\"live_blocks\":{},\"live_bytes\":{},\"peak_live_bytes\":{},\"unknown_frees\":{},"
+      "\"dropped\":{},\"engine_bytes\":{}}},\"sites\":[",
+      options.seconds, t.allocations, t.allocated_bytes, t.frees, t.freed_bytes, t.temporaries, t.live_blocks,
+      t.live_bytes, t.peak_live_bytes, t.unknown_frees, t.dropped, t.engine_bytes);
+  std::vector<NamedSite> sites = named_sites(view.snapshot, symbols);
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const native::SiteRow& r = *sites[i].row;
+    out += fmt::format(
+        "{}{{\"site\":{},\"library\":{},\"address\":{},\"allocations\":{},\"allocated_bytes\":{},\"frees\":{},"
+        "\"freed_bytes\":{},\"temporaries\":{},\"live_blocks\":{},\"live_bytes\":{},\"peak_live_bytes\":{}}}",
+        i ? "," : "", json_quoted(sites[i].name.site), json_quoted(sites[i].name.library), r.return_address,
+        r.allocations, r.allocated_bytes, r.frees, r.freed_bytes, r.temporaries, r.live_blocks, r.live_bytes,
+        r.peak_live_bytes);
+  }
   return out + "]}\n";
 }
 

@@ -11,34 +11,15 @@
 
 #include "core/proc/symbol_index.h"
 #include "core/util/result.h"
+#include "native/native_session.h"
 
 namespace memprof::attach {
 
-struct NativeCounts {
-  uint64_t allocations = 0;
-  uint64_t allocated_bytes = 0;
-  uint64_t frees = 0;
-  uint64_t freed_bytes = 0;
-  uint64_t temporaries = 0;
-  uint64_t live_blocks = 0;
-  uint64_t live_bytes = 0;
-  uint64_t peak_live_bytes = 0;
-};
-
-struct NativeSite {
-  uint64_t return_address = 0;
-  NativeCounts counts;
-};
-
+// A snapshot as the agent sent it (native/native_wire.h), in the engine's own types.
 struct NativeSnapshotView {
   bool exiting = false;
   std::vector<std::string> problems;
-  NativeCounts totals;
-  uint64_t unknown_frees = 0;
-  uint64_t missed_frees = 0;
-  uint64_t dropped = 0;
-  uint64_t engine_bytes = 0;
-  std::vector<NativeSite> sites;
+  native::NativeSnapshot snapshot;
 };
 
 Result<NativeSnapshotView> parse_native_snapshot(std::string_view json);
@@ -55,10 +36,10 @@ struct NativeReportOptions {
   double seconds = 0;  // how long the session ran
 };
 
-std::string native_report_text(const NativeSnapshotView& snapshot, const proc::SymbolIndex& symbols,
+std::string native_report_text(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options);
 // {"seconds", "totals": {...}, "sites": [{"site", "library", "address", counts...}]}, every site.
-std::string native_report_json(const NativeSnapshotView& snapshot, const proc::SymbolIndex& symbols,
+std::string native_report_json(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options);
 
 }  // namespace memprof::attach

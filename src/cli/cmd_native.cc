@@ -70,7 +70,8 @@ int run_native(const NativeOptions& options) {
   fmt::print(stderr, "memprof: tracking the malloc family in process {}{}\n", pid,
              process.launched() ? "" : " (Ctrl-C stops)");
 
-  std::optional<attach::NativeSnapshotView> last;
+  // The latest snapshot: what is reported if the process ends without a stop (_exit, a signal).
+  attach::NativeSnapshotView last = std::move(*first);
   bool exiting = false;
   while (!exiting && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
     auto left = deadline - std::chrono::steady_clock::now();
@@ -97,11 +98,10 @@ int run_native(const NativeOptions& options) {
       return fail(stopped.message());
     }
   }
-  if (!last) return fail(fmt::format("process {} ended before anything was read", pid));
   attach::NativeReportOptions report{options.top,
                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
-  std::string text = options.json ? attach::native_report_json(*last, namer.index(), report)
-                                  : attach::native_report_text(*last, namer.index(), report);
+  std::string text = options.json ? attach::native_report_json(last, namer.index(), report)
+                                  : attach::native_report_text(last, namer.index(), report);
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
     return fail(fmt::format("writing the report: {}", std::strerror(errno)));
   return process.wait();

@@ -8,11 +8,7 @@ namespace memprof::native {
 
 std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<std::string>& problems, bool exiting) {
   std::string out = fmt::format("{{\"exiting\":{},\"problems\":[", exiting);
-  for (size_t i = 0; i < problems.size(); ++i) {
-    out += i ? ",\"" : "\"";
-    append_json_escaped(out, problems[i]);
-    out += '"';
-  }
+  for (size_t i = 0; i < problems.size(); ++i) out += (i ? "," : "") + json_quoted(problems[i]);
   const NativeTotals& t = snapshot.totals;
   out += fmt::format(
       "],\"totals\":{{\"allocations\":{},\"allocated_bytes\":{},\"frees\":{},\"freed_bytes\":{},\"temporaries\":{},"

@@ -41,12 +41,6 @@ std::string_view ruby_file(const CallRecord& record) {
   return {record.ruby_file, strnlen(record.ruby_file, sizeof(record.ruby_file))};
 }
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  append_json_escaped(out, text);
-  return out + '"';
-}
-
 }  // namespace
 
 std::string call_line(const CallRecord& record, const FunctionInfo& function, const LineOptions& options) {
@@ -64,11 +58,11 @@ std::string call_json(const CallRecord& record, const FunctionInfo& function, co
   const int64_t wall = static_cast<int64_t>(record.entry_ns) + options.realtime_offset_ns;
   return fmt::format(
       R"({{"time":{}.{:06},"tid":{},"object":{},"function":{},"arguments":{},"return":{},"seconds":{:.9f},"unwound":{},"ruby_caller":{}}})",
-      wall / 1000000000, wall % 1000000000 / 1000, record.tid, json_string(function.object),
-      json_string(function.name), json_string(text.arguments),
-      record.outcome == CallOutcome::kUnwound ? "null" : json_string(text.return_value.value_or("")),
+      wall / 1000000000, wall % 1000000000 / 1000, record.tid, json_quoted(function.object),
+      json_quoted(function.name), json_quoted(text.arguments),
+      record.outcome == CallOutcome::kUnwound ? "null" : json_quoted(text.return_value.value_or("")),
       static_cast<double>(record.duration_ns) / 1e9, record.outcome == CallOutcome::kUnwound,
-      record.ruby_line == 0 ? std::string("null") : json_string(fmt::format("{}:{}", ruby_file(record), record.ruby_line)));
+      record.ruby_line == 0 ? std::string("null") : json_quoted(fmt::format("{}:{}", ruby_file(record), record.ruby_line)));
 }
 
 std::string summary_table(std::vector<SummaryRow> rows) {

@@ -9,12 +9,6 @@ namespace {
 
 constexpr std::string_view kCaptureLetters = "-sb";  // indexed by trace::Capture
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  append_json_escaped(out, text);
-  return out + '"';
-}
-
 }  // namespace
 
 std::string encode_trace_request(const TraceRequest& request) {
@@ -72,11 +66,11 @@ std::string encode_readout(const TraceReadout& readout, const std::vector<Hooked
   for (size_t i = 0; i < functions.size(); ++i) {
     const HookedFunction& f = functions[i];
     out += fmt::format("{}{{\"id\":{},\"name\":{},\"object\":{},\"address\":{},\"got\":{}}}", i ? "," : "",
-                       f.id, json_string(f.name), json_string(f.object), f.address, f.through_got);
+                       f.id, json_quoted(f.name), json_quoted(f.object), f.address, f.through_got);
   }
   out += "],\"problems\":[";
   for (size_t i = 0; i < readout.problems.size(); ++i)
-    out += (i ? "," : "") + json_string(readout.problems[i]);
+    out += (i ? "," : "") + json_quoted(readout.problems[i]);
   out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"exiting\":{},\"records\":{},"
                      "\"totals\":[",
                      readout.dropped, readout.untraced, in_flight, readout.process_exiting, readout.records.size());

@@ -34,4 +34,11 @@ inline void append_json_escaped(std::string& out, std::string_view text) {
   }
 }
 
+// `text` as a JSON string literal, quotes included.
+inline std::string json_quoted(std::string_view text) {
+  std::string out = "\"";
+  append_json_escaped(out, text);
+  return out + '"';
+}
+
 }  // namespace memprof
