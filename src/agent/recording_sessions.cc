@@ -68,7 +68,6 @@ void RecordingSessions::after_reply() {
 }
 
 Result<std::string> RecordingSessions::trace_start(const std::string& body) {
-  if (trace_ != nullptr) return err("process {} is already being traced (memprof trace -p {})", ::getpid(), ::getpid());
   MEMPROF_TRY(request, tracer::decode_trace_request(body));
   bool ruby_gc = false;
   for (const std::string& pattern : request.patterns) {
