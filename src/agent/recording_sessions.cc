@@ -45,7 +45,7 @@ Result<std::string> RecordingSessions::handle(const std::string& verb, const std
   if (verb == "trace-start") return trace_start(body);
   if (verb == "trace-read") return trace_read();
   if (verb == "trace-stop") return trace_stop();
-  if (verb == "native-start") return native_start();
+  if (verb == "native-start") return native_start(body);
   if (verb == "native-read") return native_read();
   if (verb == "native-stop") return native_stop();
   return err("unknown request '{}'", verb);
@@ -113,10 +113,16 @@ void RecordingSessions::end_trace() {
   trace_.reset();
 }
 
-Result<std::string> RecordingSessions::native_start() {
+Result<std::string> RecordingSessions::native_start(const std::string& body) {
   if (native_ != nullptr)
     return err("process {} is already tracked by memprof native (memprof native -p {})", ::getpid(), ::getpid());
-  MEMPROF_TRY(session, native::NativeSession::start());
+  MEMPROF_TRY(request, native::decode_native_request(body));
+  native::NativeOptions options;
+  options.attribution.stack_depth = request.stack_depth;
+  // Ruby lines where the process runs Ruby (a launched one from the moment its VM has booted).
+  if (request.ruby_lines && ruby_ != nullptr && find_ruby_caller_api())
+    options.attribution.ruby_location = &ruby_location;
+  MEMPROF_TRY(session, native::NativeSession::start(options));
   native_ = std::move(session);
   note_started();
   return native::encode_snapshot(native_->snapshot(), native_->problems(), exiting());

@@ -44,7 +44,7 @@ class RecordingSessions {
   Result<std::string> trace_read();
   Result<std::string> trace_stop();
   void end_trace();
-  Result<std::string> native_start();
+  Result<std::string> native_start(const std::string& body);
   Result<std::string> native_read() const;
   Result<std::string> native_stop();
 

@@ -7,24 +7,47 @@
 namespace memprof::agent {
 namespace {
 
-int (*g_native_thread_p)() = nullptr;
+const uintptr_t* g_object_class = nullptr;  // rb_cObject: set once the VM and its frames exist
+int (*g_has_gvl)() = nullptr;
+int (*g_during_gc)() = nullptr;
 const char* (*g_sourcefile)() = nullptr;
 int (*g_sourceline)() = nullptr;
+
+constexpr const char* kGarbageCollection = "(garbage collection)";
 
 }  // namespace
 
 bool find_ruby_caller_api() {
-  resolve(g_native_thread_p, "ruby_native_thread_p");
+  resolve(g_object_class, "rb_cObject");
+  resolve(g_has_gvl, "ruby_thread_has_gvl_p");
+  resolve(g_during_gc, "rb_during_gc");
   resolve(g_sourcefile, "rb_sourcefile");
   resolve(g_sourceline, "rb_sourceline");
-  return g_native_thread_p != nullptr && g_sourcefile != nullptr && g_sourceline != nullptr;
+  return g_object_class != nullptr && g_has_gvl != nullptr && g_during_gc != nullptr && g_sourcefile != nullptr && g_sourceline != nullptr;
+}
+
+bool ruby_location(const char** path, uint32_t* line) noexcept {
+  // Before the VM's boot has made its first frames (a launched `ruby` held at its first
+  // instruction), the execution context is half set up: nothing to read.
+  if (__atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) == 0 || !g_has_gvl()) return false;
+  if (g_during_gc()) {
+    *path = kGarbageCollection;
+    *line = 0;
+    return true;
+  }
+  const char* file = g_sourcefile();
+  if (file == nullptr) return false;
+  int number = g_sourceline();
+  *path = file;
+  *line = number > 0 ? static_cast<uint32_t>(number) : 0;
+  return true;
 }
 
 uint32_t ruby_caller(char* file, size_t capacity) {
   file[0] = '\0';
-  if (capacity < 4 || !g_native_thread_p()) return 0;
-  const char* path = g_sourcefile();
-  if (path == nullptr) return 0;
+  const char* path;
+  uint32_t line;
+  if (capacity < 4 || !ruby_location(&path, &line)) return 0;
   size_t length = std::strlen(path);
   if (length < capacity) {
     std::memcpy(file, path, length + 1);
@@ -34,8 +57,7 @@ uint32_t ruby_caller(char* file, size_t capacity) {
     std::memcpy(file, "...", 3);
     std::memcpy(file + 3, path + length - kept, kept + 1);
   }
-  int line = g_sourceline();
-  return line > 0 ? static_cast<uint32_t>(line) : 0;
+  return line;
 }
 
 }  // namespace memprof::agent

@@ -1,8 +1,15 @@
-// `memprof trace --ruby-caller`: the Ruby file and line that made each traced call, read at
-// the call on the calling thread with Ruby's own rb_sourcefile/rb_sourceline (the innermost
-// Ruby-level frame of that thread; for a C extension's method, the line that called it).
-// Only on threads Ruby knows (ruby_native_thread_p), never allocating: those functions read
-// the thread's frames, which cannot change under it while it runs the traced call.
+// The Ruby file and line a native call comes from, read on the calling thread with Ruby's own
+// rb_sourcefile/rb_sourceline (the innermost Ruby-level frame of that thread; for a C
+// extension's method, the line that called it): `memprof trace --ruby-caller` and the Ruby
+// lines of `memprof native`.
+//
+// Read only where Ruby's frames cannot change under the reader and never allocating:
+// - once the VM is booted (rb_cObject set);
+// - on a thread holding the GVL (ruby_thread_has_gvl_p: a Ruby thread, not in a blocking
+//   region; a thread without it could race with GC moving the frame's iseq);
+// - not during GC (rb_during_gc): GC.compact moves iseqs and strings before it fixes the
+//   frames that point at them. Allocations made by GC itself are charged to "(garbage
+//   collection)" instead.
 #pragma once
 
 #include <cstddef>
@@ -10,9 +17,14 @@
 
 namespace memprof::agent {
 
-// Finds the three functions in the process; false when a Ruby lacks them.
+// Finds the functions in the process; false when a Ruby lacks them.
 bool find_ruby_caller_api();
-// A tracer::CallerSource (call find_ruby_caller_api first).
+
+// A native::RubyLocationSource: the calling thread's file (valid until it runs Ruby again) and
+// line; false on threads without the GVL and before Ruby has a frame.
+bool ruby_location(const char** path, uint32_t* line) noexcept;
+
+// A tracer::CallerSource: the same, copied into `file` (cut at the front when longer).
 uint32_t ruby_caller(char* file, size_t capacity);
 
 }  // namespace memprof::agent

@@ -1,10 +1,8 @@
 #include "attach/native_report.h"
 
-#include <simdjson.h>
-
 #include <algorithm>
-#include <iterator>
-#include <map>
+#include <functional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -17,93 +15,73 @@ namespace {
 
 using heap::bytes_text;
 using heap::count_text;
+using native::SiteRow;
 
-// The totals' fields, in the order of the agent's "totals" object, and the site rows' columns.
-Status read_totals(simdjson::dom::element object, native::NativeTotals& t) {
-  if (object["allocations"].get(t.allocations) || object["allocated_bytes"].get(t.allocated_bytes) ||
-      object["frees"].get(t.frees) || object["freed_bytes"].get(t.freed_bytes) ||
-      object["temporaries"].get(t.temporaries) || object["unknown_frees"].get(t.unknown_frees) ||
-      object["live_blocks"].get(t.live_blocks) || object["live_bytes"].get(t.live_bytes) ||
-      object["peak_live_bytes"].get(t.peak_live_bytes) || object["missed_frees"].get(t.missed_frees) ||
-      object["dropped"].get(t.dropped) || object["engine_bytes"].get(t.engine_bytes))
-    return err("malformed native snapshot from the agent (totals)");
-  return ok_status();
+void add_counts(SiteRow& sum, const SiteRow& row) {
+  sum.allocations += row.allocations;
+  sum.allocated_bytes += row.allocated_bytes;
+  sum.frees += row.frees;
+  sum.freed_bytes += row.freed_bytes;
+  sum.temporaries += row.temporaries;
+  sum.live_blocks += row.live_blocks;
+  sum.live_bytes += row.live_bytes;
+  sum.peak_live_bytes += row.peak_live_bytes;
 }
 
-Status read_site(simdjson::dom::element element, native::SiteRow& site) {
-  simdjson::dom::array row;
-  uint64_t* columns[] = {&site.return_address, &site.allocations, &site.allocated_bytes, &site.frees,
-                         &site.freed_bytes, &site.temporaries, &site.live_blocks, &site.live_bytes,
-                         &site.peak_live_bytes};
-  if (element.get(row) || row.size() != std::size(columns)) return err("malformed native snapshot from the agent (site)");
-  for (size_t i = 0; i < std::size(columns); ++i) {
-    uint64_t value = 0;
-    if (row.at(i).get(value)) return err("malformed native snapshot from the agent (site)");
-    *columns[i] = value;
-  }
-  return ok_status();
-}
-
-struct NamedSite {
-  SiteName name;
-  const native::SiteRow* row;
+// Sites summed by a text key (library, call site, ...), the `top` with the most `value`
+// first; groups where it is 0 are left out.
+struct Group {
+  std::string key;
+  SiteRow sum;
 };
-
-std::vector<NamedSite> named_sites(const native::NativeSnapshot& snapshot, const proc::SymbolIndex& symbols) {
-  std::vector<NamedSite> out;
-  for (const native::SiteRow& site : snapshot.sites) out.push_back({name_site(symbols, site.return_address), &site});
-  return out;
+std::vector<Group> top_groups(const std::vector<SiteRow>& sites, const std::function<std::string(const SiteRow&)>& key,
+                              uint64_t SiteRow::*value, size_t top) {
+  std::map<std::string, SiteRow> sums;
+  for (const SiteRow& site : sites) add_counts(sums[key(site)], site);
+  std::vector<Group> groups;
+  for (auto& [name, sum] : sums)
+    if (sum.*value > 0) groups.push_back({name, sum});
+  std::stable_sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) { return a.sum.*value > b.sum.*value; });
+  if (groups.size() > top) groups.resize(top);
+  return groups;
 }
 
-// The `top` rows with the most `key`, largest first; rows where it is 0 are left out.
-template <typename Key>
-std::vector<const NamedSite*> top_by(const std::vector<NamedSite>& sites, size_t top, Key key) {
-  std::vector<const NamedSite*> rows;
-  for (const NamedSite& site : sites)
-    if (key(*site.row) > 0) rows.push_back(&site);
-  std::stable_sort(rows.begin(), rows.end(),
-                   [&](const NamedSite* a, const NamedSite* b) { return key(*a->row) > key(*b->row); });
-  if (rows.size() > top) rows.resize(top);
-  return rows;
+// The stack of a site, one frame per line under its first, indented to the key column.
+std::string stack_text(const SiteRow& site, FrameNamer& names, std::string_view indent) {
+  std::string out;
+  for (size_t i = 1; i < site.frames.size(); ++i) out += fmt::format("{}  <- {}\n", indent, names(site.frames[i]).site);
+  return out;
 }
 
 }  // namespace
 
-Result<NativeSnapshotView> parse_native_snapshot(std::string_view json) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS)
-    return err("malformed native snapshot from the agent");
-  NativeSnapshotView out;
-  simdjson::dom::element totals;
-  simdjson::dom::array problems, sites;
-  if (root["exiting"].get(out.exiting) || root["totals"].get(totals) || root["problems"].get(problems) ||
-      root["sites"].get(sites))
-    return err("malformed native snapshot from the agent");
-  MEMPROF_TRY_STATUS(read_totals(totals, out.snapshot.totals));
-  for (simdjson::dom::element problem : problems) {
-    std::string_view text;
-    if (problem.get(text) == simdjson::SUCCESS) out.problems.emplace_back(text);
-  }
-  for (simdjson::dom::element element : sites) {
-    MEMPROF_TRY_STATUS(read_site(element, out.snapshot.sites.emplace_back()));
-  }
-  return out;
-}
-
 SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address) {
-  if (return_address == 0) return {"(other sites: the site table was full)", "?"};
+  if (return_address == 0) return {"(other sites: the site table was full)", "?", ""};
   auto found = symbols.lookup(return_address);
-  if (!found || found->object == nullptr) return {fmt::format("{:#x}", return_address), "?"};
+  if (!found || found->object == nullptr) return {fmt::format("{:#x}", return_address), "?", ""};
   std::string library(file_name_of(found->object->object.path));
   if (found->symbol == nullptr)
-    return {fmt::format("{:#x} ({}+{:#x})", return_address, library, found->offset), library};
-  return {fmt::format("{}+{:#x} ({})", found->symbol->name, found->offset, library), library};
+    return {fmt::format("{:#x} ({}+{:#x})", return_address, library, found->offset), library, ""};
+  return {fmt::format("{}+{:#x} ({})", found->symbol->name, found->offset, library), library,
+          std::string(found->symbol->name)};
+}
+
+const SiteName& FrameNamer::operator()(uint64_t address) {
+  auto [it, fresh] = names_.try_emplace(address);
+  if (fresh) it->second = name_site(symbols_, address);
+  return it->second;
+}
+
+std::string ruby_line_of(const native::NativeSnapshot& snapshot, const SiteRow& site) {
+  if (site.ruby_file == 0 || site.ruby_file >= snapshot.ruby_files.size()) return "";
+  const std::string& file = snapshot.ruby_files[site.ruby_file];
+  return site.ruby_line > 0 ? fmt::format("{}:{}", file, site.ruby_line) : file;
 }
 
 std::string native_report_text(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options) {
-  const native::NativeTotals& t = view.snapshot.totals;
+  const native::NativeSnapshot& snapshot = view.snapshot;
+  const native::NativeTotals& t = snapshot.totals;
   std::string out = fmt::format(
       "In {:.1f} s: {} allocations ({}), {} frees ({}), {} temporary; live at the end: {} blocks ({}); "
       "peak {}\n",
@@ -115,54 +93,85 @@ std::string native_report_text(const NativeSnapshotView& view, const proc::Symbo
                        count_text(t.unknown_frees));
   if (t.dropped > 0)
     out += fmt::format("{} allocations not recorded: the tracker had no memory left\n", count_text(t.dropped));
-  std::vector<NamedSite> sites = named_sites(view.snapshot, symbols);
 
-  std::map<std::string, native::SiteRow> libraries;
-  for (const NamedSite& site : sites) {
-    native::SiteRow& sum = libraries[site.name.library];
-    sum.live_blocks += site.row->live_blocks;
-    sum.live_bytes += site.row->live_bytes;
-  }
-  std::vector<std::pair<std::string, native::SiteRow>> by_library(libraries.begin(), libraries.end());
-  std::stable_sort(by_library.begin(), by_library.end(),
-                   [](const auto& a, const auto& b) { return a.second.live_bytes > b.second.live_bytes; });
+  FrameNamer names(symbols);
+  auto library = [&](const SiteRow& site) { return names(site.return_address).library; };
+  auto call_site = [&](const SiteRow& site) { return names(site.return_address).site; };
+  bool any_ruby_line = std::any_of(snapshot.sites.begin(), snapshot.sites.end(),
+                                   [](const SiteRow& site) { return site.ruby_file != 0; });
+  bool any_stack = std::any_of(snapshot.sites.begin(), snapshot.sites.end(),
+                               [](const SiteRow& site) { return site.frames.size() > 1; });
+
   out += "\nLive at the end (leaked), by library\n      bytes     blocks  library\n";
-  for (const auto& [library, sum] : by_library)
-    if (sum.live_bytes > 0) out += fmt::format("{:>11} {:>10}  {}\n", sum.live_bytes, sum.live_blocks, library);
+  for (const Group& group : top_groups(snapshot.sites, library, &SiteRow::live_bytes, SIZE_MAX))
+    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
 
   out += "\nLive at the end (leaked), by call site\n      bytes     blocks  call site\n";
-  for (const NamedSite* site : top_by(sites, options.top, [](const native::SiteRow& r) { return r.live_bytes; }))
-    out += fmt::format("{:>11} {:>10}  {}\n", site->row->live_bytes, site->row->live_blocks, site->name.site);
+  for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::live_bytes, options.top))
+    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
+
+  if (any_ruby_line) {
+    // The Ruby line running when the allocator was called, and the call site it reached.
+    auto ruby_line = [&](const SiteRow& site) {
+      std::string line = ruby_line_of(snapshot, site);
+      return fmt::format("{}  {}", line.empty() ? "(no Ruby line)" : line, call_site(site));
+    };
+    out += "\nLive at the end (leaked), by Ruby line\n      bytes     blocks  Ruby line  call site\n";
+    for (const Group& group : top_groups(snapshot.sites, ruby_line, &SiteRow::live_bytes, options.top))
+      out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
+  }
+
+  if (any_stack) {
+    std::vector<const SiteRow*> stacks;
+    for (const SiteRow& site : snapshot.sites)
+      if (site.live_bytes > 0) stacks.push_back(&site);
+    std::stable_sort(stacks.begin(), stacks.end(),
+                     [](const SiteRow* a, const SiteRow* b) { return a->live_bytes > b->live_bytes; });
+    if (stacks.size() > options.top) stacks.resize(options.top);
+    out += "\nLive at the end (leaked), by stack\n      bytes     blocks  stack (allocator's caller first)\n";
+    for (const SiteRow* site : stacks) {
+      std::string line = ruby_line_of(snapshot, *site);
+      out += fmt::format("{:>11} {:>10}  {}\n", site->live_bytes, site->live_blocks, call_site(*site));
+      out += stack_text(*site, names, std::string(23, ' '));
+      if (!line.empty()) out += fmt::format("{:23}  <- Ruby {}\n", "", line);
+    }
+  }
 
   out += "\nAllocated, by call site\n      bytes     blocks  temporary  call site\n";
-  for (const NamedSite* site : top_by(sites, options.top, [](const native::SiteRow& r) { return r.allocated_bytes; }))
-    out += fmt::format("{:>11} {:>10} {:>10}  {}\n", site->row->allocated_bytes, site->row->allocations,
-                       site->row->temporaries, site->name.site);
+  for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::allocated_bytes, options.top))
+    out += fmt::format("{:>11} {:>10} {:>10}  {}\n", group.sum.allocated_bytes, group.sum.allocations,
+                       group.sum.temporaries, group.key);
 
   out += fmt::format("\nLive at the peak ({}), by call site\n      bytes  call site\n", bytes_text(t.peak_live_bytes));
-  for (const NamedSite* site : top_by(sites, options.top, [](const native::SiteRow& r) { return r.peak_live_bytes; }))
-    out += fmt::format("{:>11}  {}\n", site->row->peak_live_bytes, site->name.site);
+  for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::peak_live_bytes, options.top))
+    out += fmt::format("{:>11}  {}\n", group.sum.peak_live_bytes, group.key);
   return out;
 }
 
 std::string native_report_json(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options) {
-  const native::NativeTotals& t = view.snapshot.totals;
+  const native::NativeSnapshot& snapshot = view.snapshot;
+  const native::NativeTotals& t = snapshot.totals;
   std::string out = fmt::format(
       "{{\"seconds\":{:.3f},\"totals\":{{\"allocations\":{},\"allocated_bytes\":{},\"frees\":{},\"freed_bytes\":{},"
       "\"temporaries\":{},\"live_blocks\":{},\"live_bytes\":{},\"peak_live_bytes\":{},\"unknown_frees\":{},"
       "\"dropped\":{},\"engine_bytes\":{}}},\"sites\":[",
       options.seconds, t.allocations, t.allocated_bytes, t.frees, t.freed_bytes, t.temporaries, t.live_blocks,
       t.live_bytes, t.peak_live_bytes, t.unknown_frees, t.dropped, t.engine_bytes);
-  std::vector<NamedSite> sites = named_sites(view.snapshot, symbols);
-  for (size_t i = 0; i < sites.size(); ++i) {
-    const native::SiteRow& r = *sites[i].row;
+  FrameNamer names(symbols);
+  for (size_t i = 0; i < snapshot.sites.size(); ++i) {
+    const SiteRow& r = snapshot.sites[i];
+    const SiteName& name = names(r.return_address);
+    std::string ruby_line = ruby_line_of(snapshot, r);
+    std::string stack;
+    for (size_t f = 0; f < r.frames.size(); ++f) stack += (f ? "," : "") + json_quoted(names(r.frames[f]).site);
     out += fmt::format(
-        "{}{{\"site\":{},\"library\":{},\"address\":{},\"allocations\":{},\"allocated_bytes\":{},\"frees\":{},"
-        "\"freed_bytes\":{},\"temporaries\":{},\"live_blocks\":{},\"live_bytes\":{},\"peak_live_bytes\":{}}}",
-        i ? "," : "", json_quoted(sites[i].name.site), json_quoted(sites[i].name.library), r.return_address,
-        r.allocations, r.allocated_bytes, r.frees, r.freed_bytes, r.temporaries, r.live_blocks, r.live_bytes,
-        r.peak_live_bytes);
+        "{}{{\"site\":{},\"library\":{},\"address\":{},\"ruby\":{},\"stack\":[{}],\"allocations\":{},"
+        "\"allocated_bytes\":{},\"frees\":{},\"freed_bytes\":{},\"temporaries\":{},\"live_blocks\":{},"
+        "\"live_bytes\":{},\"peak_live_bytes\":{}}}",
+        i ? "," : "", json_quoted(name.site), json_quoted(name.library), r.return_address,
+        ruby_line.empty() ? "null" : json_quoted(ruby_line), stack, r.allocations, r.allocated_bytes, r.frees,
+        r.freed_bytes, r.temporaries, r.live_blocks, r.live_bytes, r.peak_live_bytes);
   }
   return out + "]}\n";
 }

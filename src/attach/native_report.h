@@ -1,35 +1,39 @@
-// The CLI's side of `memprof native`: reading the agent's snapshots (native/native_wire.h) and
-// turning call sites (return addresses in the target) into the report a user reads: what is
-// still live at the end (leaked), by library and by call site, what was allocated and how much
-// of it was temporary, and the peak.
+// The CLI's side of `memprof native`: turning sites (stacks of return addresses in the target,
+// and Ruby lines) into the report a user reads: what is still live at the end (leaked), by
+// library, call site, Ruby line and stack, what was allocated and how much of it was
+// temporary, and the peak.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
-#include <string_view>
-#include <vector>
 
+#include "attach/native_snapshot_json.h"
 #include "core/proc/symbol_index.h"
-#include "core/util/result.h"
-#include "native/native_session.h"
 
 namespace memprof::attach {
 
-// A snapshot as the agent sent it (native/native_wire.h), in the engine's own types.
-struct NativeSnapshotView {
-  bool exiting = false;
-  std::vector<std::string> problems;
-  native::NativeSnapshot snapshot;
-};
-
-Result<NativeSnapshotView> parse_native_snapshot(std::string_view json);
-
-// A call site as people read it: "leak_blocks+0x1e (libleaky.so)", and its library's file name.
+// A code address as people read it: "leak_blocks+0x1e (libleaky.so)", its function and library.
 struct SiteName {
   std::string site;
-  std::string library;
+  std::string library;   // the object's file name; "?" when no object holds the address
+  std::string function;  // the symbol; empty when the object has none there
 };
 SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address);
+
+// Names each address once (the frames of many stacks repeat).
+class FrameNamer {
+ public:
+  explicit FrameNamer(const proc::SymbolIndex& symbols) : symbols_(symbols) {}
+  const SiteName& operator()(uint64_t address);
+
+ private:
+  const proc::SymbolIndex& symbols_;
+  std::map<uint64_t, SiteName> names_;
+};
+
+// "app/models/user.rb:12", or "" for a site without a Ruby line.
+std::string ruby_line_of(const native::NativeSnapshot& snapshot, const native::SiteRow& site);
 
 struct NativeReportOptions {
   size_t top = 20;
@@ -38,7 +42,8 @@ struct NativeReportOptions {
 
 std::string native_report_text(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options);
-// {"seconds", "totals": {...}, "sites": [{"site", "library", "address", counts...}]}, every site.
+// {"seconds", "totals": {...}, "sites": [{"site", "library", "address", "ruby", "stack", counts...}]},
+// every site.
 std::string native_report_json(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options);
 

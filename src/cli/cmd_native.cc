@@ -14,6 +14,7 @@
 #include "attach/recorded_process.h"
 #include "cli/command.h"
 #include "core/proc/symbol_index.h"
+#include "native/native_wire.h"
 
 namespace memprof::cli {
 namespace {
@@ -22,6 +23,8 @@ struct NativeOptions {
   pid_t pid = 0;
   std::string duration;
   size_t top = 20;
+  uint32_t stack_depth = 1;
+  bool ruby_lines = true;
   bool json = false;
   std::vector<std::string> command;
 };
@@ -55,7 +58,8 @@ int run_native(const NativeOptions& options) {
 
   attach::Interruption interruption;
   ::signal(SIGPIPE, SIG_IGN);
-  auto started = attach::agent_request(pid, "native-start");
+  native::NativeRequest request{options.stack_depth, options.ruby_lines};
+  auto started = attach::agent_request(pid, "native-start", native::encode_native_request(request));
   if (!started.ok()) {
     bool ended = process.ended_after_failure();
     process.abandon();
@@ -114,6 +118,11 @@ MEMPROF_COMMAND(
       sub.add_option("-p,--pid", options->pid, "Process to track");
       sub.add_option("--duration", options->duration, "Stop after this long (20s, 2m); default: until Ctrl-C");
       sub.add_option("--top", options->top, "Rows per section (default 20)");
+      sub.add_option("--stack", options->stack_depth,
+                     "Frames per site, 1 to 32 (default 1: the allocator's caller alone); deeper stacks "
+                     "need libunwind.so.8")
+          ->check(CLI::Range(1, 32));
+      sub.add_flag("!--no-ruby-lines", options->ruby_lines, "In a Ruby process, do not split sites by Ruby line");
       sub.add_flag("--json", options->json, "Every call site with its counts, as JSON");
       sub.add_option("command", options->command, "Command to start and track (after --)");
       sub.footer(

@@ -1,9 +1,10 @@
-// Call sites of the allocator: a caller's return address -> a dense site id and its counters.
+// Call sites of the allocator: a site's key (site_key.h: stack, Ruby line) -> a dense site id,
+// its key and its counters.
 //
-// Lock-free, fixed capacity: an open-addressing array of (return address, id) slots claimed by
-// compare-and-swap, and counter rows in chunks mapped on first use, so memory follows the
-// number of sites seen. Site 0 holds the engine's own blocks (never reported); site 1 collects
-// every site beyond the capacity (reported with return address 0).
+// Lock-free, fixed capacity: an InternIndex of key hashes, and counter rows and keys in chunks
+// mapped on first use, so memory follows the number of sites seen. Site 0 holds the engine's
+// own blocks (never reported); site 1 collects every site beyond the capacity (reported with
+// return address 0 and no frames).
 //
 // intern() and the counters are used inside allocator hooks: no malloc, no throw, errno kept.
 #pragma once
@@ -13,7 +14,8 @@
 #include <cstdint>
 
 #include "core/util/result.h"
-#include "core/util/scoped_fd.h"
+#include "native/intern_index.h"
+#include "native/site_key.h"
 
 namespace memprof::native {
 
@@ -21,7 +23,7 @@ inline constexpr uint32_t kInternalSite = 0;
 inline constexpr uint32_t kOverflowSite = 1;
 
 struct alignas(64) SiteCounters {
-  std::atomic<uintptr_t> return_address;  // set before the id is published
+  std::atomic<uintptr_t> return_address;  // the key's first frame; set (after the key) when ready
   std::atomic<uint64_t> allocations;
   std::atomic<uint64_t> allocated_bytes;
   std::atomic<uint64_t> frees;
@@ -33,8 +35,8 @@ static_assert(sizeof(SiteCounters) == 64);
 
 class CallSiteTable {
  public:
-  static constexpr size_t kSlots = size_t{1} << 16;    // 1 MB of (address, id) pairs
-  static constexpr size_t kRowsPerChunk = 1024;         // 64 KB of counters per chunk
+  static constexpr size_t kSlots = size_t{1} << 16;    // 1 MB of (hash, id) pairs
+  static constexpr size_t kRowsPerChunk = 1024;         // 64 KB of counters (272 KB of keys) per chunk
   static constexpr size_t kChunks = kSlots * 3 / 4 / kRowsPerChunk;
   static constexpr uint32_t kCapacity = kChunks * kRowsPerChunk;  // sites, the two fixed ones included
 
@@ -43,9 +45,11 @@ class CallSiteTable {
   CallSiteTable(const CallSiteTable&) = delete;
   CallSiteTable& operator=(const CallSiteTable&) = delete;
 
-  // The id of the site `return_address`, made on first sight; kOverflowSite when full.
-  uint32_t intern(uintptr_t return_address) noexcept;
+  // The id of the site `key`, made on first sight; kOverflowSite when full.
+  uint32_t intern(const SiteKey& key) noexcept;
   SiteCounters& row(uint32_t id) noexcept { return chunks_[id / kRowsPerChunk].load(std::memory_order_acquire)[id % kRowsPerChunk]; }
+  // The key of a ready row (below).
+  const SiteKey& key(uint32_t id) const noexcept { return key_chunks_[id / kRowsPerChunk].load(std::memory_order_acquire)[id % kRowsPerChunk]; }
   // Ids below this may be in use; a row is ready when its chunk exists and its return address
   // (or, for the fixed sites, its id) is set: see ready_row().
   uint32_t id_limit() const noexcept;
@@ -53,17 +57,13 @@ class CallSiteTable {
   size_t mapped_bytes() const noexcept;
 
  private:
-  struct Slot {
-    std::atomic<uintptr_t> address;
-    std::atomic<uint32_t> id;  // 0 until published (0 is never a key's id)
-  };
   CallSiteTable() = default;
-  SiteCounters* chunk_for(uint32_t id) noexcept;
-  uint32_t new_id(uintptr_t return_address) noexcept;
+  bool map_chunk(uint32_t id) noexcept;
+  uint32_t new_id(const SiteKey& key) noexcept;
 
-  ScopedMmap slot_mapping_;
-  Slot* slots_ = nullptr;
+  InternIndex index_;
   std::atomic<SiteCounters*> chunks_[kChunks] = {};
+  std::atomic<SiteKey*> key_chunks_[kChunks] = {};
   std::atomic<uint32_t> next_id_{2};
   std::atomic<size_t> chunk_bytes_{0};
 };

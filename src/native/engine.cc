@@ -2,11 +2,39 @@
 
 namespace memprof::native {
 
-Result<std::unique_ptr<Engine>> Engine::create() {
+Result<std::unique_ptr<Engine>> Engine::create(const Attribution& attribution) {
+  if (attribution.stack_depth < 1 || attribution.stack_depth > kMaxStackDepth)
+    return err("native: a stack depth is 1 to {} frames, not {}", kMaxStackDepth, attribution.stack_depth);
   std::unique_ptr<Engine> engine(new Engine);
+  engine->attribution_ = attribution;
+  if (attribution.stack_depth > 1) {
+    MEMPROF_TRY(unwinder, StackUnwinder::open());
+    engine->unwinder_ = unwinder;
+  }
+  if (attribution.ruby_location != nullptr) {
+    MEMPROF_TRY(files, RubyFileTable::create());
+    engine->ruby_files_ = std::move(files);
+  }
   MEMPROF_TRY(sites, CallSiteTable::create());
   engine->sites_ = std::move(sites);
   return engine;
+}
+
+uint32_t Engine::site_of(ThreadHookState& thread, uintptr_t caller) noexcept {
+  SiteKey key;
+  if (unwinder_) {
+    key.depth = unwinder_->capture(caller, key.frames, attribution_.stack_depth);
+  } else {
+    key.frames[0] = caller;
+    key.depth = 1;
+  }
+  const char* path;
+  uint32_t line;
+  if (ruby_files_ && attribution_.ruby_location(&path, &line)) {
+    key.ruby_file = ruby_files_->intern(path, thread.last_ruby_file);
+    key.ruby_line = line;
+  }
+  return sites_->intern(key);
 }
 
 void Engine::account_release(const BlockRecord& record, bool temporary) noexcept {
@@ -20,7 +48,7 @@ void Engine::account_release(const BlockRecord& record, bool temporary) noexcept
 
 void Engine::on_allocation(ThreadHookState& thread, void* block, uint64_t size, uintptr_t caller) noexcept {
   const auto address = reinterpret_cast<uintptr_t>(block);
-  const uint32_t site = thread.internal ? kInternalSite : sites_->intern(caller);
+  const uint32_t site = thread.internal ? kInternalSite : site_of(thread, caller);
   // Counted before the block can be found (and freed by another thread), so that a reader
   // never sees more frees than allocations at a site.
   SiteCounters* row = nullptr;

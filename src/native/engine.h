@@ -11,6 +11,8 @@
 // - temporary (heaptrack's definition): a free of the block the same thread allocated last,
 //   with no allocation by that thread in between. The release inside a realloc is not one.
 // - blocks allocated by the engine's own work (ScopedInternal) go to site 0, never reported.
+// - a site is the allocator's caller, the stack above it up to the attribution's depth and the
+//   Ruby line of the thread (site_key.h); sites differing in any of them are counted apart.
 //
 // Every method runs inside a hook, inside a recording window: no malloc, no throw.
 #pragma once
@@ -18,18 +20,21 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "core/util/result.h"
 #include "native/block_table.h"
 #include "native/call_site_table.h"
 #include "native/peak_tracker.h"
 #include "native/recording_window.h"
+#include "native/ruby_file_table.h"
+#include "native/stack_unwinder.h"
 
 namespace memprof::native {
 
 class Engine {
  public:
-  static Result<std::unique_ptr<Engine>> create();
+  static Result<std::unique_ptr<Engine>> create(const Attribution& attribution);
 
   void on_allocation(ThreadHookState& thread, void* block, uint64_t size, uintptr_t caller) noexcept;
   void on_free(ThreadHookState& thread, void* block) noexcept;
@@ -45,17 +50,24 @@ class Engine {
   void unlock_after_fork() noexcept { blocks_.unlock_all(); }
 
   CallSiteTable& sites() noexcept { return *sites_; }
+  const RubyFileTable* ruby_files() const noexcept { return ruby_files_.get(); }
   const BlockTable& blocks() const noexcept { return blocks_; }
   const PeakTracker& peak() const noexcept { return peak_; }
   uint64_t unknown_frees() const noexcept { return unknown_frees_.load(std::memory_order_relaxed); }
   uint64_t missed_frees() const noexcept { return missed_frees_.load(std::memory_order_relaxed); }
   uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
-  size_t mapped_bytes() const noexcept { return blocks_.mapped_bytes() + sites_->mapped_bytes(); }
+  size_t mapped_bytes() const noexcept {
+    return blocks_.mapped_bytes() + sites_->mapped_bytes() + (ruby_files_ ? ruby_files_->mapped_bytes() : 0);
+  }
 
  private:
   Engine() = default;
   void account_release(const BlockRecord& record, bool temporary) noexcept;
+  uint32_t site_of(ThreadHookState& thread, uintptr_t caller) noexcept;
 
+  Attribution attribution_;
+  std::optional<StackUnwinder> unwinder_;        // when stack_depth > 1
+  std::unique_ptr<RubyFileTable> ruby_files_;    // when there is a Ruby location source
   BlockTable blocks_;
   std::unique_ptr<CallSiteTable> sites_;
   PeakTracker peak_;

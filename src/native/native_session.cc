@@ -11,9 +11,12 @@ namespace {
 
 std::atomic<bool> g_session_running{false};
 
-SiteRow read_row(const SiteCounters& counters) {
+SiteRow read_row(const SiteCounters& counters, const SiteKey& key) {
   SiteRow row;
   row.return_address = counters.return_address.load(std::memory_order_relaxed);
+  if (row.return_address != 0) row.frames.assign(key.frames, key.frames + key.depth);
+  row.ruby_file = key.ruby_file;
+  row.ruby_line = key.ruby_line;
   // Frees first: a block's allocation is counted before its free can be, so this order never
   // shows more frees than allocations while other threads run.
   row.frees = counters.frees.load(std::memory_order_acquire);
@@ -41,7 +44,7 @@ Result<std::unique_ptr<NativeSession>> NativeSession::start(NativeOptions option
   // From here on the session's destructor undoes whatever was done (and clears the flag).
   std::unique_ptr<NativeSession> session(new NativeSession);
   session->options_ = options;
-  MEMPROF_TRY(engine, Engine::create());
+  MEMPROF_TRY(engine, Engine::create(options.attribution));
   session->engine_ = std::move(engine);
   register_fork_guard();
   publish_engine(session->engine_.get());
@@ -70,7 +73,7 @@ NativeSnapshot NativeSession::snapshot() const {
   for (uint32_t id = kOverflowSite; id < limit; ++id) {
     const SiteCounters* counters = sites.ready_row(id);
     if (counters == nullptr) continue;
-    SiteRow row = read_row(*counters);
+    SiteRow row = read_row(*counters, sites.key(id));
     if (row.allocations == 0) continue;
     NativeTotals& t = out.totals;
     t.allocations += row.allocations;
@@ -82,6 +85,9 @@ NativeSnapshot NativeSession::snapshot() const {
     t.live_bytes += row.live_bytes;
     out.sites.push_back(row);
   }
+  out.ruby_files = {"", "(other files)"};
+  if (const RubyFileTable* files = engine_->ruby_files())
+    for (uint32_t id = kOtherRubyFiles + 1; id < files->id_limit(); ++id) out.ruby_files.emplace_back(files->name(id));
   NativeTotals& t = out.totals;
   t.unknown_frees = engine_->unknown_frees();
   t.missed_frees = engine_->missed_frees();

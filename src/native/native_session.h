@@ -15,6 +15,7 @@
 
 #include "core/util/result.h"
 #include "native/allocator_hooks.h"
+#include "native/site_key.h"
 
 namespace memprof::native {
 
@@ -24,11 +25,16 @@ struct NativeOptions {
   // How long the stop waits for threads still inside a hook before it gives up and leaves the
   // engine's memory mapped (never unmapped under a running thread).
   unsigned stop_timeout_ms = 5000;
+  Attribution attribution;  // what makes a site: stack depth, Ruby lines (site_key.h)
 };
 
-// One call site: the return address of the call to the allocator, and its counts since the start.
+// One site: the stack of the call to the allocator (its return address first) and the Ruby line
+// of the thread, and its counts since the start.
 struct SiteRow {
   uintptr_t return_address = 0;  // 0: the sites beyond the table's capacity, together
+  std::vector<uintptr_t> frames;  // return_address first; empty for the sites beyond capacity
+  uint32_t ruby_file = 0;         // index into NativeSnapshot::ruby_files; 0: no Ruby line
+  uint32_t ruby_line = 0;
   uint64_t allocations = 0;
   uint64_t allocated_bytes = 0;
   uint64_t frees = 0;
@@ -59,6 +65,8 @@ struct NativeTotals {
 
 struct NativeSnapshot {
   std::vector<SiteRow> sites;  // sites with at least one allocation, in no particular order
+  // Ruby file names by id: [0] "" (no Ruby line), [1] "(other files)" (beyond the capacity).
+  std::vector<std::string> ruby_files;
   NativeTotals totals;
 };
 

@@ -2,9 +2,38 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "core/util/json_escape.h"
 
 namespace memprof::native {
+
+std::string encode_native_request(const NativeRequest& request) {
+  return fmt::format("stack_depth {}\nruby_lines {}\n", request.stack_depth, request.ruby_lines ? 1 : 0);
+}
+
+Result<NativeRequest> decode_native_request(std::string_view body) {
+  NativeRequest request;
+  while (!body.empty()) {
+    size_t end = body.find('\n');
+    std::string_view line = body.substr(0, end);
+    body = end == std::string_view::npos ? std::string_view() : body.substr(end + 1);
+    if (line.empty()) continue;
+    size_t space = line.find(' ');
+    std::string_view key = line.substr(0, space);
+    std::string_view value = space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
+    if (key == "stack_depth") {
+      auto [end_of_number, error] = std::from_chars(value.data(), value.data() + value.size(), request.stack_depth);
+      if (error != std::errc() || end_of_number != value.data() + value.size())
+        return err("malformed native request line '{}'", line);
+    } else if (key == "ruby_lines") {
+      request.ruby_lines = value != "0";
+    } else {
+      return err("malformed native request line '{}'", line);
+    }
+  }
+  return request;
+}
 
 std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<std::string>& problems, bool exiting) {
   std::string out = fmt::format("{{\"exiting\":{},\"problems\":[", exiting);
@@ -13,14 +42,16 @@ std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<st
   out += fmt::format(
       "],\"totals\":{{\"allocations\":{},\"allocated_bytes\":{},\"frees\":{},\"freed_bytes\":{},\"temporaries\":{},"
       "\"unknown_frees\":{},\"live_blocks\":{},\"live_bytes\":{},\"peak_live_bytes\":{},\"missed_frees\":{},"
-      "\"dropped\":{},\"engine_bytes\":{}}},\"sites\":[",
+      "\"dropped\":{},\"engine_bytes\":{}}},\"ruby_files\":[",
       t.allocations, t.allocated_bytes, t.frees, t.freed_bytes, t.temporaries, t.unknown_frees, t.live_blocks,
       t.live_bytes, t.peak_live_bytes, t.missed_frees, t.dropped, t.engine_bytes);
+  for (size_t i = 0; i < snapshot.ruby_files.size(); ++i) out += (i ? "," : "") + json_quoted(snapshot.ruby_files[i]);
+  out += "],\"sites\":[";
   for (size_t i = 0; i < snapshot.sites.size(); ++i) {
     const SiteRow& s = snapshot.sites[i];
-    out += fmt::format("{}[{},{},{},{},{},{},{},{},{}]", i ? "," : "", s.return_address, s.allocations,
+    out += fmt::format("{}[{},{},{},{},{},{},{},{},{},{},{},[{}]]", i ? "," : "", s.return_address, s.allocations,
                        s.allocated_bytes, s.frees, s.freed_bytes, s.temporaries, s.live_blocks, s.live_bytes,
-                       s.peak_live_bytes);
+                       s.peak_live_bytes, s.ruby_file, s.ruby_line, fmt::join(s.frames, ","));
   }
   out += "]}";
   return out;

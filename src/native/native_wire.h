@@ -1,6 +1,7 @@
 // What `memprof native` and the agent say to each other (over the agent's protocol, protocol.h):
 //
-//   native-start   starts tracking the malloc family (a NativeSession); reply: a snapshot
+//   native-start   starts tracking the malloc family (a NativeSession); body: a NativeRequest
+//                  ("stack_depth N\nruby_lines 0|1\n"); reply: a snapshot
 //   native-read    a snapshot of everything since the start
 //   native-stop    the last snapshot; the hooks go (every patched byte restored)
 //
@@ -8,17 +9,30 @@
 //   {"exiting":BOOL, "problems":[..], "totals":{allocations, allocated_bytes, frees, freed_bytes,
 //    temporaries, unknown_frees, live_blocks, live_bytes, peak_live_bytes, missed_frees, dropped,
 //    engine_bytes},
+//    "ruby_files":["", "(other files)", "app.rb", ...],
 //    "sites":[[return_address, allocations, allocated_bytes, frees, freed_bytes, temporaries,
-//              live_blocks, live_bytes, peak_live_bytes], ...]}
-// Call sites are return addresses in the target; the CLI names them (library, symbol+offset).
+//              live_blocks, live_bytes, peak_live_bytes, ruby_file, ruby_line, [frames...]], ...]}
+// Sites are return addresses in the target (the frames: the allocator's caller first); the CLI
+// names them (library, symbol+offset). ruby_file indexes ruby_files (0: no Ruby line).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/util/result.h"
 #include "native/native_session.h"
 
 namespace memprof::native {
+
+struct NativeRequest {
+  uint32_t stack_depth = 1;
+  bool ruby_lines = true;  // when the process runs Ruby
+};
+
+std::string encode_native_request(const NativeRequest& request);
+Result<NativeRequest> decode_native_request(std::string_view body);
 
 std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<std::string>& problems, bool exiting);
 

@@ -21,6 +21,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "native/site_key.h"
+
 namespace memprof::native {
 
 class Engine;
@@ -39,6 +41,7 @@ struct ThreadHookState {
   uintptr_t last_allocation;  // this thread's latest tracked block, for "temporary" frees
   bool in_hook;   // inside a hook: nested allocator calls go straight to the original
   bool internal;  // the engine's own work (start, snapshot, stop): recorded apart, never reported
+  LastRubyFile last_ruby_file;
 };
 extern thread_local ThreadHookState t_hook_state __attribute__((tls_model("initial-exec")));
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,8 +24,8 @@
 namespace memprof::native {
 namespace {
 
-std::unique_ptr<NativeSession> start_session() {
-  auto session = NativeSession::start();
+std::unique_ptr<NativeSession> start_session(NativeOptions options = {}) {
+  auto session = NativeSession::start(options);
   EXPECT_TRUE(session.ok()) << session.message();
   if (!session.ok()) return nullptr;
   EXPECT_TRUE((*session)->problems().empty()) << (*session)->problems().front();
@@ -438,6 +439,148 @@ TEST(Native, MemoryPerLiveBlockStaysUnder32BytesAt100000Blocks) {
   for (void* block : blocks) native_free(block);
   // Emptied stripes shrink back.
   EXPECT_LE(session->snapshot().totals.block_table_bytes, 64u * 4096 * 2);
+}
+
+// Two callers of native_leak: with stacks, one site each (the same first frame, inside
+// native_leak, and a different second one); noinline and a call that is not the last thing they
+// do, so each is a real frame of its own.
+__attribute__((noinline)) void leak_from_first_caller(std::vector<void*>& blocks, int count) {
+  native_leak(blocks.data(), count, 32);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void leak_from_second_caller(std::vector<void*>& blocks, int count) {
+  native_leak(blocks.data(), count, 32);
+  asm volatile("" ::: "memory");
+}
+
+TEST(Native, StacksTellApartTheCallersOfOneCallSite) {
+  auto session = start_session({.attribution = {.stack_depth = 4}});
+  ASSERT_NE(session, nullptr);
+  std::vector<void*> first(11), second(23);
+  leak_from_first_caller(first, 11);
+  leak_from_second_caller(second, 23);
+  // The test's own functions have no dynamic symbol for dladdr: a return address inside one
+  // lies after its start, within a few dozen bytes, and after no other candidate's start.
+  auto returns_into = [](uintptr_t address, void (*function)(std::vector<void*>&, int)) {
+    auto start = reinterpret_cast<uintptr_t>(function);
+    for (auto* other : {&leak_from_first_caller, &leak_from_second_caller}) {
+      auto other_start = reinterpret_cast<uintptr_t>(other);
+      if (other_start > start && other_start < address) return false;
+    }
+    return address > start && address < start + 64;
+  };
+  std::vector<SiteRow> rows = sites_in(session->snapshot(), "native_leak");
+  ASSERT_EQ(rows.size(), 2u);
+  int first_seen = 0, second_seen = 0;
+  for (const SiteRow& row : rows) {
+    ASSERT_GE(row.frames.size(), 3u);  // native_leak's call, the test's caller, the test body
+    EXPECT_LE(row.frames.size(), 4u);
+    EXPECT_EQ(row.frames[0], row.return_address);
+    bool first_caller = returns_into(row.frames[1], &leak_from_first_caller);
+    EXPECT_TRUE(first_caller || returns_into(row.frames[1], &leak_from_second_caller));
+    (first_caller ? first_seen : second_seen)++;
+    uint64_t expected = first_caller ? 11 : 23;
+    expect_row(row, expected, expected * 32, 0, 0);
+  }
+  EXPECT_EQ(first_seen, 1);
+  EXPECT_EQ(second_seen, 1);
+  free_all(first);
+  free_all(second);
+}
+
+TEST(Native, WithoutStacksASiteIsItsCallerAlone) {
+  auto session = start_session();
+  ASSERT_NE(session, nullptr);
+  std::vector<void*> first(11), second(23);
+  leak_from_first_caller(first, 11);
+  leak_from_second_caller(second, 23);
+  SiteRow row = only_site_in(session->snapshot(), "native_leak");
+  EXPECT_EQ(row.frames.size(), 1u);
+  expect_row(row, 34, 34 * 32, 0, 0);
+  free_all(first);
+  free_all(second);
+}
+
+TEST(Native, AStackDepthBeyondTheLimitIsRefused) {
+  auto session = NativeSession::start({.attribution = {.stack_depth = kMaxStackDepth + 1}});
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.message(), "native: a stack depth is 1 to 32 frames, not 33");
+  EXPECT_TRUE(NativeSession::start({.attribution = {.stack_depth = 0}}).message().find("not 0") != std::string::npos);
+}
+
+// A stand-in for the agent's Ruby location source: this thread's "Ruby file and line".
+thread_local const char* t_ruby_path = nullptr;
+thread_local uint32_t t_ruby_line = 0;
+bool test_ruby_location(const char** path, uint32_t* line) noexcept {
+  if (t_ruby_path == nullptr) return false;
+  *path = t_ruby_path;
+  *line = t_ruby_line;
+  return true;
+}
+
+void leak_at(const char* path, uint32_t line, std::vector<void*>& blocks, int count) {
+  t_ruby_path = path;
+  t_ruby_line = line;
+  native_leak(blocks.data(), count, 64);
+  t_ruby_path = nullptr;
+}
+
+TEST(Native, RubyLinesSplitACallSiteAndKeepTheirFileNames) {
+  auto session = start_session({.attribution = {.ruby_location = &test_ruby_location}});
+  ASSERT_NE(session, nullptr);
+  std::vector<void*> a5(5), a7(7), b5(9), moved(3), reused(4), none(2);
+  leak_at("app/a.rb", 5, a5, 5);
+  leak_at("app/a.rb", 7, a7, 7);
+  leak_at("app/b.rb", 5, b5, 9);
+  // The same name at another address (a String Ruby moved) is the same file; the same address
+  // holding another name (a String freed and reused) is another file.
+  char buffer[32];
+  std::strcpy(buffer, "app/a.rb");
+  leak_at(buffer, 7, moved, 3);
+  std::strcpy(buffer, "app/c.rb");
+  leak_at(buffer, 7, reused, 4);
+  native_leak(none.data(), 2, 64);
+  NativeSnapshot snapshot = session->snapshot();
+  std::map<std::string, uint64_t> blocks_by_line;
+  for (const SiteRow& row : sites_in(snapshot, "native_leak")) {
+    ASSERT_LT(row.ruby_file, snapshot.ruby_files.size());
+    std::string where = row.ruby_file == 0 ? "-" : snapshot.ruby_files[row.ruby_file] + ":" + std::to_string(row.ruby_line);
+    blocks_by_line[where] += row.live_blocks;
+  }
+  std::map<std::string, uint64_t> expected = {{"app/a.rb:5", 5}, {"app/a.rb:7", 10}, {"app/b.rb:5", 9},
+                                              {"app/c.rb:7", 4}, {"-", 2}};
+  EXPECT_EQ(blocks_by_line, expected);
+  EXPECT_EQ(snapshot.ruby_files.size(), 5u);  // "", "(other files)", a, b, c
+  for (auto* blocks : {&a5, &a7, &b5, &moved, &reused, &none}) free_all(*blocks);
+}
+
+TEST(Native, RubyLinesOfManyThreadsAreExact) {
+  auto session = start_session({.attribution = {.stack_depth = 3, .ruby_location = &test_ruby_location}});
+  ASSERT_NE(session, nullptr);
+  constexpr int kThreads = 8, kRounds = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t] {
+      std::string path = "thread_" + std::to_string(t) + ".rb";
+      for (int i = 0; i < kRounds; ++i) {
+        t_ruby_path = path.c_str();
+        t_ruby_line = static_cast<uint32_t>(i % 10 + 1);
+        void* kept = native_malloc(16);
+        native_temporaries(1, 100);
+        (void)kept;  // leaked on purpose: one live block per round
+      }
+      t_ruby_path = nullptr;
+    });
+  for (auto& thread : threads) thread.join();
+  NativeSnapshot snapshot = session->snapshot();
+  std::map<std::string, uint64_t> live;
+  for (const SiteRow& row : sites_in(snapshot, "native_malloc"))
+    live[snapshot.ruby_files[row.ruby_file] + ":" + std::to_string(row.ruby_line)] += row.live_blocks;
+  ASSERT_EQ(live.size(), size_t{kThreads * 10});
+  for (const auto& [where, blocks] : live) EXPECT_EQ(blocks, uint64_t{kRounds / 10}) << where;
+  uint64_t temporaries = 0;
+  for (const SiteRow& row : sites_in(snapshot, "native_temporaries")) temporaries += row.temporaries;
+  EXPECT_EQ(temporaries, uint64_t{kThreads * kRounds});
 }
 
 }  // namespace

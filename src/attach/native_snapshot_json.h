@@ -1,0 +1,22 @@
+// Reading the agent's `memprof native` snapshots (native/native_wire.h) into the engine's own
+// types, on the CLI's side.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/util/result.h"
+#include "native/native_session.h"
+
+namespace memprof::attach {
+
+struct NativeSnapshotView {
+  bool exiting = false;
+  std::vector<std::string> problems;
+  native::NativeSnapshot snapshot;
+};
+
+Result<NativeSnapshotView> parse_native_snapshot(std::string_view json);
+
+}  // namespace memprof::attach

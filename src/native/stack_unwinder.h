@@ -1,0 +1,34 @@
+// The stack above an allocator call, for sites deeper than the caller alone.
+//
+// libunwind's unw_backtrace (with its per-thread cache of frame kinds): 140-170 ns for 16
+// frames here, where libgcc's _Unwind_Backtrace parses the unwind tables anew on every call
+// (1.6 us) and frame pointers are cheapest (21 ns) but wrong on Debian's libraries, which are
+// built without them (bench/native, docs/native.md). libunwind is opened with dlopen and
+// RTLD_LOCAL at the start of a session that asks for stacks: linked normally, its own
+// _Unwind_Backtrace and backtrace() would take the place of libgcc's and glibc's in the
+// profiled program (its exported definitions come first); kept local, nothing else changes.
+#pragma once
+
+#include <cstdint>
+
+#include "core/util/result.h"
+
+namespace memprof::native {
+
+class StackUnwinder {
+ public:
+  // Opens libunwind (once per process; it stays loaded: threads may still be inside it).
+  static Result<StackUnwinder> open();
+
+  // frames[0] = `caller` (the allocator's return address), then the return addresses of the
+  // frames above it, up to `max_depth` in all. Returns the depth (at least 1). Called inside a
+  // hook: libunwind's own allocations go to the original allocator (the thread's guard is up).
+  uint32_t capture(uintptr_t caller, uintptr_t* frames, uint32_t max_depth) const noexcept;
+
+ private:
+  using Backtrace = int (*)(void** buffer, int size);
+  explicit StackUnwinder(Backtrace backtrace) : backtrace_(backtrace) {}
+  Backtrace backtrace_;
+};
+
+}  // namespace memprof::native

@@ -1,0 +1,96 @@
+# frozen_string_literal: true
+
+# `memprof native` on a Ruby process whose C extension leaks (issue 12's accuracy test): the test
+# builds fixtures/leaky_ext with mkmf for the Ruby that runs it, runs fixtures/leaky_app.rb, and
+# checks that every leaked block is charged to leaky.so, to leaky_leak, and to the Ruby line
+# that called it, with exact counts and bytes -- attached to a running process and launched.
+require "json"
+require "rbconfig"
+require "tmpdir"
+require_relative "../attach/attach_helper"
+
+class NativeRubyTest < Minitest::Test
+  include AttachTestHelper
+
+  APP = File.expand_path("fixtures/leaky_app.rb", __dir__)
+  EXTENSION_SOURCE = File.expand_path("fixtures/leaky_ext", __dir__)
+
+  # leaky.so built once per run, for this Ruby.
+  def self.extension_dir
+    @extension_dir ||= begin
+      dir = Dir.mktmpdir("memprof-leaky-ext")
+      Minitest.after_run { FileUtils.rm_rf(dir) }
+      log = File.join(dir, "build.log")
+      built = system(RbConfig.ruby, File.join(EXTENSION_SOURCE, "extconf.rb"), chdir: dir, out: log, err: log) &&
+              system("make", chdir: dir, out: log, err: log)
+      raise "building leaky.so failed:\n#{File.read(log)}" unless built
+
+      dir
+    end
+  end
+
+  def leaky_app
+    target = spawn_target(command: [RbConfig.ruby, APP, self.class.extension_dir])
+    target.wait_for(/\Aready \d+/)
+    target
+  end
+
+  def line_of(mark) = "#{File.basename(APP)}:#{marked_line(APP, mark)}"
+
+  # {"leaky_app.rb:10 leaky_leak" => [bytes, blocks]} from the JSON report: leaky.so's sites
+  # by the Ruby line (file's base name) and function that made them.
+  def leaky_rows(report, value = %w[live_bytes live_blocks])
+    report["sites"].select { |site| site["library"] == "leaky.so" }.each_with_object({}) do |site, rows|
+      key = "#{site['ruby'] && File.basename(site['ruby'])} #{site['site'][/\A\w+/]}"
+      rows[key] = (rows[key] || Array.new(value.size, 0)).zip(site.values_at(*value)).map(&:sum)
+    end
+  end
+
+  def json_report(lines)
+    JSON.parse(lines.reject { |line| line.start_with?("done ") }.join("\n"))
+  end
+
+  def test_attached_a_leak_is_charged_to_the_extension_function_and_the_ruby_line
+    target = leaky_app
+    native = start_recording("native", "-p", target.pid, "--json", ready: "memprof: tracking the malloc family")
+    run_job(target, "leak 100 4096", /\Adone leak\z/)
+    run_job(target, "leak2 30 1000", /\Adone leak2/)
+    run_job(target, "temp 1000 64", /\Adone temp/)
+    report = json_report(stop_recording(native))
+    assert_equal({ "#{line_of('first')} leaky_leak" => [409_600, 100],
+                   "#{line_of('second')} leaky_leak" => [30_000, 30] },
+                 leaky_rows(report).reject { |_, (bytes, _)| bytes.zero? })
+    assert_equal({ "#{line_of('temporaries')} leaky_temporaries" => [1000, 64_000, 1000, 0] },
+                 leaky_rows(report, %w[allocations allocated_bytes temporaries live_blocks])
+                   .select { |key, _| key.end_with?("leaky_temporaries") })
+    assert_alive target
+    run_job(target, "release", /\Adone release/) # blocks tracked then released are freed as usual
+  end
+
+  def test_the_text_report_names_the_ruby_line_and_call_site_together
+    target = leaky_app
+    native = start_recording("native", "-p", target.pid, ready: "memprof: tracking the malloc family")
+    run_job(target, "leak 20 512", /\Adone leak\z/)
+    lines = stop_recording(native)
+    start = lines.index("Live at the end (leaked), by Ruby line") or flunk(lines.join("\n"))
+    row = lines[(start + 2)..].take_while { |line| !line.empty? }.find { |line| line.include?("leaky_leak") }
+    assert_match(/\A\s+10240\s+20\s+\S*#{Regexp.escape(line_of('first'))}\s+leaky_leak\+0x\h+ \(leaky\.so\)\z/, row)
+  end
+
+  def test_launched_with_stacks_from_eight_threads
+    out, err, status = memprof("native", "--json", "--stack", 12, "--", RbConfig.ruby, APP,
+                               self.class.extension_dir, "threads 8 50 100", "leak2 3 10")
+    assert status.success?, err
+    report = json_report(out.lines.map(&:chomp))
+    assert_equal({ "#{line_of('first')} leaky_leak" => [40_000, 400],
+                   "#{line_of('second')} leaky_leak" => [30, 3] },
+                 leaky_rows(report))
+    leaky = report["sites"].select { |site| site["library"] == "leaky.so" && site["site"].start_with?("leaky_leak") }
+    leaky.each do |site|
+      assert_operator site["stack"].size, :>=, 3, site.inspect
+      assert_operator site["stack"].size, :<=, 12, site.inspect
+      assert_equal site["site"], site["stack"].first
+      assert site["stack"].drop(1).any? { |frame| frame.include?("libruby") || frame.include?("ruby") }, site.inspect
+    end
+  end
+end
