@@ -15,8 +15,8 @@ namespace {
 
 using memprof::native::NativeSession;
 
-std::unique_ptr<NativeSession> must_start() {
-  auto session = NativeSession::start();
+std::unique_ptr<NativeSession> must_start(uint32_t stack_depth = 1) {
+  auto session = NativeSession::start({.attribution = {.stack_depth = stack_depth}});
   if (!session.ok()) {
     std::fprintf(stderr, "native_bench: %s\n", session.message().c_str());
     std::exit(1);
@@ -42,6 +42,13 @@ void BM_MallocFree_Tracked(benchmark::State& state) {
   malloc_free_loop(state);
 }
 BENCHMARK(BM_MallocFree_Tracked)->RangeMultiplier(2)->Range(16, 256);
+
+// With stacks of N frames (--stack N): libunwind walks the benchmark's own ~10 frames.
+void BM_MallocFree_TrackedWithStack(benchmark::State& state) {
+  auto session = must_start(static_cast<uint32_t>(state.range(1)));
+  malloc_free_loop(state);
+}
+BENCHMARK(BM_MallocFree_TrackedWithStack)->Args({64, 4})->Args({64, 8})->Args({64, 16})->Args({64, 32});
 
 // Two threads at once (the machine has 2 cores): the shared counters and stripe locks meet.
 std::unique_ptr<NativeSession> g_shared_session;

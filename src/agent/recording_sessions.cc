@@ -53,13 +53,13 @@ Result<std::string> RecordingSessions::handle(const std::string& verb, const std
 
 void RecordingSessions::end_all() {
   end_trace();
-  native_.reset();
+  end_native();
 }
 
 void RecordingSessions::end_abandoned() {
   auto now = std::chrono::steady_clock::now();
   if (trace_ != nullptr && now - last_trace_read_ >= kAbandonedAfter) end_trace();
-  if (native_ != nullptr && now - last_native_read_ >= kAbandonedAfter) native_.reset();
+  if (native_ != nullptr && now - last_native_read_ >= kAbandonedAfter) end_native();
   after_reply();
 }
 
@@ -79,14 +79,29 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
   }
   if (request.ruby_caller && (ruby_ == nullptr || !find_ruby_caller_api()))
     return err("--ruby-caller: process {} is not running a supported Ruby", ::getpid());
+  if (request.ruby_caller) MEMPROF_TRY_STATUS(watch_vm_end());
   tracer::set_caller_source(request.ruby_caller ? &ruby_caller : nullptr);
-  MEMPROF_TRY(session, tracer::TraceSession::start(std::move(request)));
-  if (ruby_gc) {
-    MEMPROF_TRY(source, session->add_event_source("ruby:gc"));
-    MEMPROF_TRY(events, RubyGcEvents::enable(*ruby_, source));
-    gc_events_ = std::move(events);
+  auto session = tracer::TraceSession::start(std::move(request));
+  if (!session.ok()) {
+    tracer::set_caller_source(nullptr);
+    drop_unused_vm_end_watch();
+    return err("{}", session.message());
   }
-  trace_ = std::move(session);
+  trace_ = std::move(*session);
+  if (ruby_gc) {
+    // A failure here ends the trace just started (and with it its hooks).
+    auto source = trace_->add_event_source("ruby:gc");
+    if (!source.ok()) {
+      end_trace();
+      return err("{}", source.message());
+    }
+    auto events = RubyGcEvents::enable(*ruby_, *source);
+    if (!events.ok()) {
+      end_trace();
+      return err("{}", events.message());
+    }
+    gc_events_ = std::move(*events);
+  }
   note_started();
   tracer::TraceReadout readout = trace_->read(0);
   return tracer::encode_readout(readout, trace_->initial_functions(), trace_->totals(), tracer::calls_in_flight());
@@ -111,6 +126,23 @@ void RecordingSessions::end_trace() {
   tracer::set_caller_source(nullptr);
   gc_events_.reset();
   trace_.reset();
+  drop_unused_vm_end_watch();
+}
+
+void RecordingSessions::end_native() {
+  native_.reset();
+  drop_unused_vm_end_watch();
+}
+
+Status RecordingSessions::watch_vm_end() {
+  if (vm_end_watch_ != nullptr) return ok_status();
+  MEMPROF_TRY(watch, RubyVmEndWatch::install());
+  vm_end_watch_ = std::move(watch);
+  return ok_status();
+}
+
+void RecordingSessions::drop_unused_vm_end_watch() {
+  if (trace_ == nullptr && native_ == nullptr) vm_end_watch_.reset();
 }
 
 Result<std::string> RecordingSessions::native_start(const std::string& body) {
@@ -120,12 +152,22 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
   native::NativeOptions options;
   options.attribution.stack_depth = request.stack_depth;
   // Ruby lines where the process runs Ruby (a launched one from the moment its VM has booted).
-  if (request.ruby_lines && ruby_ != nullptr && find_ruby_caller_api())
-    options.attribution.ruby_location = &ruby_location;
-  MEMPROF_TRY(session, native::NativeSession::start(options));
-  native_ = std::move(session);
+  std::vector<std::string> problems;
+  if (request.ruby_lines && ruby_ != nullptr && find_ruby_caller_api()) {
+    if (Status watched = watch_vm_end(); watched.ok())
+      options.attribution.ruby_location = &ruby_location;
+    else
+      problems.push_back(fmt::format("no Ruby lines: {}", watched.message()));
+  }
+  auto session = native::NativeSession::start(options);
+  if (!session.ok()) {
+    drop_unused_vm_end_watch();
+    return err("{}", session.message());
+  }
+  native_ = std::move(*session);
   note_started();
-  return native::encode_snapshot(native_->snapshot(), native_->problems(), exiting());
+  problems.insert(problems.end(), native_->problems().begin(), native_->problems().end());
+  return native::encode_snapshot(native_->snapshot(), problems, exiting());
 }
 
 Result<std::string> RecordingSessions::native_read() const {
@@ -136,7 +178,7 @@ Result<std::string> RecordingSessions::native_read() const {
 Result<std::string> RecordingSessions::native_stop() {
   if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
   std::string last = native::encode_snapshot(native_->snapshot(), {}, exiting());
-  native_.reset();
+  end_native();
   return last;
 }
 

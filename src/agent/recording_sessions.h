@@ -15,6 +15,7 @@
 
 #include "agent/ruby_gc_events.h"
 #include "agent/ruby_runtime.h"
+#include "agent/ruby_vm_end_watch.h"
 #include "core/util/result.h"
 #include "native/native_session.h"
 #include "tracer/trace_session.h"
@@ -47,8 +48,14 @@ class RecordingSessions {
   Result<std::string> native_start(const std::string& body);
   Result<std::string> native_read() const;
   Result<std::string> native_stop();
+  void end_native();
+  // Ruby lines (ruby_caller.h) are read only while the VM's end is watched; the watch goes with
+  // the last session.
+  Status watch_vm_end();
+  void drop_unused_vm_end_watch();
 
   RubyRuntime* ruby_;
+  std::unique_ptr<RubyVmEndWatch> vm_end_watch_;
   std::unique_ptr<tracer::TraceSession> trace_;
   std::unique_ptr<RubyGcEvents> gc_events_;  // memprof trace -x ruby:gc
   std::unique_ptr<native::NativeSession> native_;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "agent/ruby_runtime.h"
+#include "agent/ruby_vm_end_watch.h"
 
 namespace memprof::agent {
 namespace {
@@ -29,7 +30,8 @@ bool find_ruby_caller_api() {
 bool ruby_location(const char** path, uint32_t* line) noexcept {
   // Before the VM's boot has made its first frames (a launched `ruby` held at its first
   // instruction), the execution context is half set up: nothing to read.
-  if (__atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) == 0 || !g_has_gvl()) return false;
+  // After the VM's end, the context is freed memory (ruby_vm_end_watch.h).
+  if (__atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) == 0 || ruby_vm_ended() || !g_has_gvl()) return false;
   if (g_during_gc()) {
     *path = kGarbageCollection;
     *line = 0;

@@ -4,7 +4,8 @@
 // lines of `memprof native`.
 //
 // Read only where Ruby's frames cannot change under the reader and never allocating:
-// - once the VM is booted (rb_cObject set);
+// - once the VM is booted (rb_cObject set) and until it ends (ruby_vm_end_watch.h: the caller
+//   must hold a RubyVmEndWatch while it reads);
 // - on a thread holding the GVL (ruby_thread_has_gvl_p: a Ruby thread, not in a blocking
 //   region; a thread without it could race with GC moving the frame's iseq);
 // - not during GC (rb_during_gc): GC.compact moves iseqs and strings before it fixes the
