@@ -70,7 +70,7 @@ uint32_t CallSiteTable::new_id(const SiteKey& key) noexcept {
 uint32_t CallSiteTable::intern(const SiteKey& key) noexcept {
   return index_.intern(
       key.hash(), [&](uint32_t id) { return this->key(id).same_as(key); }, [&] { return new_id(key); },
-      kOverflowSite);
+      next_id_.load(std::memory_order_relaxed) >= kCapacity, kOverflowSite);
 }
 
 uint32_t CallSiteTable::id_limit() const noexcept {

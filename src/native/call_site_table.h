@@ -35,7 +35,9 @@ static_assert(sizeof(SiteCounters) == 64);
 
 class CallSiteTable {
  public:
-  static constexpr size_t kSlots = size_t{1} << 16;    // 1 MB of (hash, id) pairs
+  // 4 MB of (hash, id) pairs, pages backed as they are touched: stacks and Ruby lines make
+  // many more sites than return addresses alone (a Rails app: ~100,000 at --stack 4).
+  static constexpr size_t kSlots = size_t{1} << 18;
   static constexpr size_t kRowsPerChunk = 1024;         // 64 KB of counters (272 KB of keys) per chunk
   static constexpr size_t kChunks = kSlots * 3 / 4 / kRowsPerChunk;
   static constexpr uint32_t kCapacity = kChunks * kRowsPerChunk;  // sites, the two fixed ones included

@@ -39,16 +39,18 @@ class InternIndex {
   size_t mapped_bytes() const noexcept { return mapping_.size(); }
 
   // The id of the key with this hash for which equal(id) holds, or make()'s new id. `overflow`
-  // (which make() also returns when its storage is full) when every slot is taken, or the
-  // slot's owner never published its id (a thread copied into a forked child); a hash whose
-  // make() overflowed stays `overflow`, so a full table costs one probe, not a scan.
+  // when the owner's storage is full (make() says so too, for a race at the last id), when
+  // every slot is taken, or when a slot's owner never published its id (a thread copied into a
+  // forked child). Once the storage is full no slot is claimed any more: a key not in the table
+  // ends its probe at the first empty slot, so a full table still costs a few probes, not a scan.
   template <typename Equal, typename Make>
-  uint32_t intern(uint64_t hash, Equal equal, Make make, uint32_t overflow) noexcept {
+  uint32_t intern(uint64_t hash, Equal equal, Make make, bool full, uint32_t overflow) noexcept {
     if (hash == 0) hash = 1;  // 0 marks an empty slot
     for (size_t i = hash & mask_, probes = 0; probes <= mask_; i = (i + 1) & mask_, ++probes) {
       Slot& slot = slots_[i];
       uint64_t key = slot.hash.load(std::memory_order_acquire);
       if (key == 0) {
+        if (full) return overflow;
         if (slot.hash.compare_exchange_strong(key, hash, std::memory_order_acq_rel)) {
           uint32_t id = make();
           slot.id.store(id, std::memory_order_release);

@@ -69,7 +69,7 @@ uint32_t RubyFileTable::intern(const char* path, LastRubyFile& last) noexcept {
   if (path == last.path && last.id > kOtherRubyFiles && holds(last.id, name)) return last.id;
   uint32_t id = index_.intern(
       hash_of(name), [&](uint32_t candidate) { return holds(candidate, name); }, [&] { return add(name); },
-      kOtherRubyFiles);
+      next_id_.load(std::memory_order_relaxed) >= kCapacity, kOtherRubyFiles);
   last = {path, id};
   return id;
 }

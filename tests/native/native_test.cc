@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures/allocating.h"
+#include "native/call_site_table.h"
 #include "native/native_session.h"
 
 namespace memprof::native {
@@ -581,6 +582,28 @@ TEST(Native, RubyLinesOfManyThreadsAreExact) {
   uint64_t temporaries = 0;
   for (const SiteRow& row : sites_in(snapshot, "native_temporaries")) temporaries += row.temporaries;
   EXPECT_EQ(temporaries, uint64_t{kThreads * kRounds});
+}
+
+TEST(Native, SitesBeyondTheTableAreCountedTogetherAndExactly) {
+  auto session = start_session({.attribution = {.ruby_location = &test_ruby_location}});
+  ASSERT_NE(session, nullptr);
+  // One site per Ruby line: more lines than the table holds.
+  constexpr uint32_t kLines = CallSiteTable::kCapacity + 5000;
+  t_ruby_path = "many_lines.rb";
+  for (uint32_t line = 1; line <= kLines; ++line) {
+    t_ruby_line = line;
+    native_free(native_malloc(8));
+  }
+  t_ruby_path = nullptr;
+  NativeSnapshot snapshot = session->snapshot();
+  uint64_t at_lines = 0, beyond = 0;
+  for (const SiteRow& row : snapshot.sites) {
+    if (row.return_address == 0) beyond += row.allocations;
+    else if (row.ruby_file != 0 && snapshot.ruby_files[row.ruby_file] == "many_lines.rb") at_lines += row.allocations;
+  }
+  EXPECT_EQ(at_lines + beyond, kLines);
+  EXPECT_GE(beyond, 5000u);
+  EXPECT_EQ(snapshot.totals.frees, snapshot.totals.allocations);
 }
 
 }  // namespace
