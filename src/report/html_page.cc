@@ -3,9 +3,8 @@
 namespace memprof::report {
 namespace {
 
-// Everything between <head> and the data. The CSP allows inline style and script (the page's
-// own), images only from data: URIs and nothing else: a report opened from a mail or a ticket
-// never calls home and works offline.
+// The CSP allows inline style and script (the page's own), images only from data: URIs and
+// nothing else: a report opened from a mail or a ticket never calls home and works offline.
 constexpr std::string_view kHead = R"html(<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -448,17 +447,21 @@ std::string script_safe_json(std::string_view json) {
   return out;
 }
 
+std::string html_head(std::string_view title, std::string_view style) {
+  std::string head(kHead);
+  head += "<title>memprof: ";
+  head += html_escape(title);
+  head += "</title>\n";
+  head += style;
+  head += "</head>\n";
+  return head;
+}
+
 std::string html_page(const HtmlPageParts& parts) {
-  std::string page;
-  page.reserve(kHead.size() + kStyle.size() + kBodyTop.size() + kScript.size() +
-               parts.analysis_json.size() + parts.report_json.size() +
-               parts.objects_json.size() + parts.heapmap_base64.size() + 1024);
-  page += kHead;
-  page += "<title>memprof: ";
-  page += html_escape(parts.title);
-  page += "</title>\n";
-  page += kStyle;
-  page += "</head>\n";
+  std::string page = html_head(parts.title, kStyle);
+  page.reserve(page.size() + kBodyTop.size() + kScript.size() + parts.analysis_json.size() +
+               parts.report_json.size() + parts.objects_json.size() + parts.heapmap_base64.size() +
+               1024);
   page += kBodyTop;
   if (!parts.heapmap_base64.empty()) {
     page += "\n<h2>Heap pages</h2>\n<p class=\"muted\" id=\"heapmap-caption\"></p>\n"

@@ -19,6 +19,12 @@ struct HtmlPageParts {
 
 std::string html_page(const HtmlPageParts& parts);
 
+// A self-contained page from its start to </head>: the doctype, UTF-8, the Content-Security-
+// Policy that lets it fetch nothing (style and script inline, images from data: URIs), the
+// viewport, "memprof: TITLE" as its title (escaped here) and `style` (a <style> element) as is.
+// The HTML report's page and the flame graph (profile/flame_graph_html.h) start with it.
+std::string html_head(std::string_view title, std::string_view style);
+
 // Text safe inside HTML element content and attribute values: & < > " ' escaped.
 std::string html_escape(std::string_view text);
 

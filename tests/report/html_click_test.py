@@ -8,12 +8,12 @@ with its references, retainers and path from a root, and back.
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from headless_chromium import PageTestCase  # noqa: E402
 
 MEMPROF, FIXTURES = sys.argv[1], sys.argv[2]
 
@@ -23,30 +23,11 @@ def cells(table):
             for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
 
 
-class ClickThrough(unittest.TestCase):
+class ClickThrough(PageTestCase):
     @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.TemporaryDirectory()
-        cls.page = os.path.join(cls.dir.name, "report.html")
-        subprocess.run([MEMPROF, "html", os.path.join(FIXTURES, "small_heap.json"), "-o", cls.page],
+    def write_page(cls, path):
+        subprocess.run([MEMPROF, "html", os.path.join(FIXTURES, "small_heap.json"), "-o", path],
                        check=True, capture_output=True)
-        options = webdriver.ChromeOptions()
-        for argument in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                         "--user-data-dir=" + os.path.join(cls.dir.name, "profile")]:
-            options.add_argument(argument)
-        cls.browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.browser.quit()
-        cls.dir.cleanup()
-
-    def setUp(self):
-        self.browser.get("file://" + self.page)
-        self.assertEqual(self.body("rendered"), "yes")
-
-    def body(self, key):
-        return self.browser.find_element(By.TAG_NAME, "body").get_attribute("data-" + key)
 
     def test_sorts_a_table_by_the_column_clicked(self):
         table = self.browser.find_element(By.ID, "by-type")
