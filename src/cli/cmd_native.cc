@@ -10,11 +10,15 @@
 #include "attach/agent_client.h"
 #include "attach/duration.h"
 #include "attach/interruption.h"
+#include "attach/native_profile.h"
 #include "attach/native_report.h"
 #include "attach/recorded_process.h"
 #include "cli/command.h"
 #include "core/proc/symbol_index.h"
 #include "native/native_wire.h"
+#include "profile/collapsed_stacks.h"
+#include "profile/flame_graph_html.h"
+#include "profile/pprof_writer.h"
 
 namespace memprof::cli {
 namespace {
@@ -26,6 +30,10 @@ struct NativeOptions {
   uint32_t stack_depth = 1;
   bool ruby_lines = true;
   bool json = false;
+  std::string pprof_path;
+  std::string collapsed_path;
+  std::string flame_graph_path;
+  std::string value = "inuse_space";
   std::vector<std::string> command;
 };
 
@@ -47,6 +55,26 @@ class SiteNamer {
   pid_t pid_;
   proc::SymbolIndex index_ = proc::SymbolIndex::build({}, "", 0, false);
 };
+
+// --pprof, --collapsed, --flame-graph: the same sites as weighted stacks (attach/native_profile.h).
+Status write_profiles(const NativeOptions& options, const native::NativeSnapshot& snapshot,
+                      const proc::SymbolIndex& symbols, pid_t pid, double seconds) {
+  if (options.pprof_path.empty() && options.collapsed_path.empty() && options.flame_graph_path.empty())
+    return ok_status();
+  attach::FrameNamer names(symbols);
+  profile::StackProfile stacks = attach::native_stack_profile(
+      snapshot, names,
+      options.command.empty() ? fmt::format("memprof native -p {}", pid)
+                              : fmt::format("memprof native -- {}", fmt::join(options.command, " ")),
+      seconds);
+  profile::SampleValue value = *profile::parse_sample_value(options.value);
+  if (!options.pprof_path.empty()) MEMPROF_TRY_STATUS(profile::write_pprof(options.pprof_path, stacks));
+  if (!options.collapsed_path.empty())
+    MEMPROF_TRY_STATUS(profile::write_collapsed_stacks(options.collapsed_path, stacks, value));
+  if (!options.flame_graph_path.empty())
+    MEMPROF_TRY_STATUS(profile::write_flame_graph_html(options.flame_graph_path, stacks, value));
+  return ok_status();
+}
 
 int run_native(const NativeOptions& options) {
   auto duration = attach::parse_optional_duration(options.duration);
@@ -104,6 +132,8 @@ int run_native(const NativeOptions& options) {
   }
   attach::NativeReportOptions report{options.top,
                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+  if (Status written = write_profiles(options, last.snapshot, namer.index(), pid, report.seconds); !written.ok())
+    return fail(written.message());
   std::string text = options.json ? attach::native_report_json(last, namer.index(), report)
                                   : attach::native_report_text(last, namer.index(), report);
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
@@ -123,6 +153,14 @@ MEMPROF_COMMAND(
                      "need libunwind.so.8")
           ->check(CLI::Range(1, 32));
       sub.add_flag("!--no-ruby-lines", options->ruby_lines, "In a Ruby process, do not split sites by Ruby line");
+      sub.add_option("--pprof", options->pprof_path,
+                     "Also write FILE in pprof's heap-profile format (go tool pprof, Pyroscope, Parca)");
+      sub.add_option("--collapsed", options->collapsed_path, "Also write collapsed stacks to FILE (flamegraph.pl)");
+      sub.add_option("--flame-graph", options->flame_graph_path, "Also write FILE, one HTML page with a flame graph");
+      sub.add_option("--value", options->value,
+                     "What --collapsed and --flame-graph weigh: inuse_space (default, leaked bytes), "
+                     "inuse_objects, alloc_space, alloc_objects")
+          ->check(CLI::IsMember({"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}));
       sub.add_flag("--json", options->json, "Every call site with its counts, as JSON");
       sub.add_option("command", options->command, "Command to start and track (after --)");
       sub.footer(

@@ -94,4 +94,32 @@ class NativeRubyTest < Minitest::Test
       assert site["stack"].drop(1).any? { |frame| frame.include?("libruby") || frame.include?("ruby") }, site.inspect
     end
   end
+
+  def test_pprof_collapsed_stacks_and_flame_graph_say_the_same
+    files = %w[leak.pb.gz leak.collapsed leak.html].map { |name| File.join(@tmpdir, name) }
+    _, err, status = memprof("native", "--stack", 12, "--pprof", files[0], "--collapsed", files[1],
+                             "--flame-graph", files[2], "--", RbConfig.ruby, APP, self.class.extension_dir,
+                             "leak 100 4096", "leak2 30 1000")
+    assert status.success?, err
+    # Collapsed stacks, root first: the Ruby line, the interpreter's frames, leaky_leak last.
+    leaked = Hash.new(0)
+    File.foreach(files[1]) do |line|
+      stack, value = line.split(/ (?=\d+$)/)
+      frames = stack.split(";")
+      leaked[File.basename(frames.first)] += Integer(value) if frames.last == "leaky_leak"
+    end
+    assert_equal({ line_of("first") => 409_600, line_of("second") => 30_000 }, leaked)
+    html = File.read(files[2])
+    assert_includes html, "leaky_leak"
+    refute_match(%r{<script[^>]+src=|https?://}, html)
+    go = ENV.fetch("PATH", "").split(":").map { |dir| File.join(dir, "go") }.find { |path| File.executable?(path) }
+    skip "go (Debian's golang-go) is not installed: pprof file not read back" unless go
+    env = { "HOME" => @tmpdir, "GOCACHE" => File.join(@tmpdir, "gocache") }
+    top, pprof_err, pprof_status = Open3.capture3(env, go, "tool", "pprof", "-top", "-unit=B", "-sample_index=inuse_space",
+                                                  files[0])
+    assert pprof_status.success?, pprof_err
+    assert_match(/^Type: inuse_space$/, top)
+    # 409,600 + 30,000 bytes made by leaky_leak itself (flat; its cum adds REALLOC_N's array).
+    assert_match(/^\s+439600B\s.*\sleaky_leak$/, top)
+  end
 end
