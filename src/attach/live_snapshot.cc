@@ -70,12 +70,13 @@ Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids) {
 }
 
 std::string row_key(const LiveGroup& group, Grouping grouping) {
+  std::string where = group.line < 0 ? group.file : fmt::format("{}:{}", group.file, group.line);
   switch (grouping) {
     case Grouping::kClass: return group.class_name;
-    case Grouping::kSite: return fmt::format("{}:{}", group.file, group.line);
+    case Grouping::kSite: return where;
     case Grouping::kBoth: break;
   }
-  return fmt::format("{}:{} {}", group.file, group.line, group.class_name);
+  return fmt::format("{} {}", where, group.class_name);
 }
 
 std::vector<Row> rows_of(const LiveSnapshot& now, const LiveSnapshot* before, Grouping grouping) {

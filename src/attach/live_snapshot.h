@@ -24,6 +24,9 @@ struct LiveSnapshot {
   uint64_t total_allocated = 0;  // GC.stat(:total_allocated_objects)
   uint64_t gc_count = 0;
   std::vector<LiveGroup> groups;
+  // memprof top --native (native_live.h): groups are a Ruby line and a call site, counts are
+  // malloc blocks; a line below 0 means "no line".
+  bool native = false;
 };
 
 Result<LiveSnapshot> parse_snapshot(const std::string& json);

@@ -8,13 +8,16 @@ namespace memprof::attach {
 
 namespace {
 
-const char* grouping_name(Grouping grouping) {
+// What the rows are grouped by, in the header (first) and above the keys (second): Ruby
+// objects by class and file:line, native blocks (--native) by call site and Ruby line.
+std::pair<const char*, const char*> grouping_names(Grouping grouping, bool native) {
   switch (grouping) {
-    case Grouping::kClass: return "class";
-    case Grouping::kSite: return "file:line";
+    case Grouping::kClass: return native ? std::pair{"call site", "CALL SITE"} : std::pair{"class", "CLASS"};
+    case Grouping::kSite: return native ? std::pair{"Ruby line", "RUBY LINE"} : std::pair{"file:line", "FILE:LINE"};
     case Grouping::kBoth: break;
   }
-  return "file:line + class";
+  return native ? std::pair{"Ruby line + call site", "RUBY LINE  CALL SITE"}
+                : std::pair{"file:line + class", "FILE:LINE CLASS"};
 }
 
 const char* sort_name(SortKey sort) {
@@ -100,17 +103,19 @@ std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& se
   double gcs = seconds > 0 ? static_cast<double>(frame.now->gc_count - frame.before->gc_count) /
                                  seconds
                            : 0;
-  add(fmt::format("allocations {}/s  GC {:.1f}/s  live tracked {} objects, {}",
-                  heap::count_text(static_cast<uint64_t>(allocation_rate(frame))), gcs,
-                  heap::count_text(live), heap::bytes_text(bytes)));
-  add(fmt::format("by {}, sorted by {}", grouping_name(settings.grouping),
-                  sort_name(settings.sort)));
+  auto [grouping, heading] = grouping_names(settings.grouping, frame.now->native);
+  if (frame.now->native)
+    add(fmt::format("malloc family: allocations {}/s  live {} blocks, {}",
+                    heap::count_text(static_cast<uint64_t>(allocation_rate(frame))),
+                    heap::count_text(live), heap::bytes_text(bytes)));
+  else
+    add(fmt::format("allocations {}/s  GC {:.1f}/s  live tracked {} objects, {}",
+                    heap::count_text(static_cast<uint64_t>(allocation_rate(frame))), gcs,
+                    heap::count_text(live), heap::bytes_text(bytes)));
+  add(fmt::format("by {}, sorted by {}", grouping, sort_name(settings.sort)));
   add("keys: c/l/b group  n/m/g sort  space pause  q quit");
   constexpr size_t kNumbers = 11 + 1 + 11 + 1 + 10 + 2;
-  add(fmt::format("{:>11} {:>11} {:>10}  {}", "LIVE", "BYTES", "GROWTH",
-                  settings.grouping == Grouping::kClass  ? "CLASS"
-                  : settings.grouping == Grouping::kSite ? "FILE:LINE"
-                                                         : "FILE:LINE CLASS"));
+  add(fmt::format("{:>11} {:>11} {:>10}  {}", "LIVE", "BYTES", "GROWTH", heading));
   size_t key_width = width > kNumbers ? width - kNumbers : 1;
   for (const Row& row : sorted_rows(frame, settings)) {
     if (lines.size() >= height) break;

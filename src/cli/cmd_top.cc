@@ -4,11 +4,14 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "attach/duration.h"
 #include "attach/interruption.h"
 #include "attach/live_snapshot.h"
+#include "attach/native_live.h"
 #include "attach/process_tree.h"
 #include "attach/top_screen.h"
 #include "cli/command.h"
@@ -22,6 +25,7 @@ struct TopOptions {
   bool children = false;
   bool once = false;
   bool json = false;
+  bool native = false;
   std::string interval = "1s";
   std::string group = "both";
   std::string sort = "count";
@@ -116,8 +120,11 @@ bool read_keys(std::chrono::milliseconds interval, attach::TopSettings& settings
   }
 }
 
+// One reading: the tracked Ruby objects of the processes, or (--native) their malloc blocks.
+using Reader = std::function<Result<attach::LiveSnapshot>()>;
+
 // The full-screen view until q or Ctrl-C; an error message, or empty.
-std::string run_screen(const std::vector<pid_t>& pids, std::chrono::milliseconds interval,
+std::string run_screen(const std::vector<pid_t>& pids, const Reader& read, std::chrono::milliseconds interval,
                        attach::TopSettings settings, attach::LiveSnapshot before) {
   attach::Interruption interruption;
   TerminalSession terminal;
@@ -134,7 +141,7 @@ std::string run_screen(const std::vector<pid_t>& pids, std::chrono::milliseconds
     bool changed = false;
     if (!read_keys(interval, settings, changed)) return {};
     if (changed || settings.paused) continue;  // redraw at once with the same readings
-    auto next = attach::read_snapshot(pids);
+    auto next = read();
     if (!next.ok()) return next.message();
     before = std::move(now);
     now = std::move(*next);
@@ -148,17 +155,27 @@ int run_top(const TopOptions& options) {
   auto settings = settings_of(options);
   if (!settings.ok()) return fail(settings.message());
   std::vector<pid_t> pids = attach::targets(options.pid, options.children);
-  auto first = attach::read_snapshot(pids);
+  Reader read = [&pids] { return attach::read_snapshot(pids); };
+  std::unique_ptr<attach::NativeLiveSource> native;  // stops its session when top ends
+  if (options.native) {
+    if (options.children) return fail("--native reads one process: it cannot be used with --children");
+    auto started = attach::NativeLiveSource::start(options.pid);
+    if (!started.ok()) return fail(started.message());
+    native = std::move(*started);
+    read = [&native] { return native->read(); };
+  }
+  auto first = read();
   if (!first.ok()) return fail(first.message());
   if (!options.once && !options.json) {
     if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO))
       return fail("memprof top needs a terminal; use --once or --json in scripts");
-    std::string error = run_screen(pids, *interval, *settings, std::move(*first));
+    std::string error = run_screen(pids, read, *interval, *settings, std::move(*first));
     return error.empty() ? 0 : fail(error);
   }
+  if (native) fmt::print(stderr, "memprof: tracking the malloc family in process {}\n", options.pid);
   // Rates need two readings: one interval apart.
   std::this_thread::sleep_for(*interval);
-  auto now = attach::read_snapshot(pids);
+  auto now = read();
   if (!now.ok()) return fail(now.message());
   attach::TopFrame frame{options.pid, &*now, &*first};
   if (options.json) {
@@ -181,6 +198,9 @@ MEMPROF_COMMAND(
       sub.add_flag("--children", options->children,
                    "Add up the process and all its descendants (workers)");
       sub.add_flag("--json", options->json, "Print one frame as JSON");
+      sub.add_flag("--native", options->native,
+                    "Malloc-family blocks instead of Ruby objects (as memprof native): by call site "
+                    "(c), Ruby line (l) or both (b); tracking starts now and stops when top ends");
       sub.add_option("--interval", options->interval, "Refresh interval (default 1s)");
       sub.add_option("--group", options->group, "class, line or both (default both)");
       sub.add_option("--sort", options->sort, "count, bytes or growth (default count)");
@@ -190,7 +210,9 @@ MEMPROF_COMMAND(
           "their GROWTH since the previous refresh. The header shows objects allocated per\n"
           "second (all of them, from Ruby's own counter) and GCs per second.\n"
           "Keys: c class, l file:line, b both; n count, m bytes, g growth, s cycle;\n"
-          "space pause; q quit.");
+          "space pause; q quit.\n"
+          "--native: rows are malloc blocks allocated since top started and still live, by\n"
+          "call site and Ruby line; GROWTH is blocks since the previous refresh.");
       return [options] { return run_top(*options); };
     });
 

@@ -122,4 +122,22 @@ class NativeRubyTest < Minitest::Test
     # 409,600 + 30,000 bytes made by leaky_leak itself (flat; its cum adds REALLOC_N's array).
     assert_match(/^\s+439600B\s.*\sleaky_leak$/, top)
   end
+
+  def test_top_native_shows_the_blocks_leaked_since_it_started
+    target = leaky_app
+    run_job(target, "leak 10 100", /\Adone leak\z/) # before top: not its business
+    top = start_recording("top", "-p", target.pid, "--native", "--json", "--interval", "3s", "--sort", "bytes",
+                          ready: "memprof: tracking the malloc family")
+    run_job(target, "leak 50 2048", /\Adone leak\z/)
+    status = top.wait_exit
+    assert status.success?, top.context
+    rows = JSON.parse(top.lines.join)["rows"]
+    leak = rows.find { |row| row["key"].include?("leaky_leak") } or flunk(rows.inspect)
+    assert_match(/#{Regexp.escape(line_of('first'))} leaky_leak\+0x\h+ \(leaky\.so\)\z/, leak["key"])
+    assert_equal [50, 102_400, 50], leak.values_at("live", "bytes", "growth")
+    # top's session ended with it: a new one starts (one at a time per process).
+    native = start_recording("native", "-p", target.pid, ready: "memprof: tracking the malloc family")
+    stop_recording(native)
+    assert_alive target
+  end
 end
