@@ -97,6 +97,33 @@ module Memprof
       nil
     end
 
+    # Writes the report in pprof's heap-profile format to `path` (go tool pprof, Pyroscope,
+    # Parca): alloc_objects/alloc_space what the block allocated, inuse_objects/inuse_space what
+    # it retained, each sample a class under the file:line that allocated it. Runs the memprof
+    # command-line tool (`memprof report --input JSON --pprof PATH`); returns `path`.
+    def write_pprof(path)
+      require "open3" # not with memprof: see Output.replace
+      require "tempfile"
+      tool = Report.command_line_tool
+      Tempfile.create(["memprof-report", ".json"]) do |json|
+        json.write(to_json)
+        json.close
+        out, status = Open3.capture2e(tool, "report", "--input", json.path, "--pprof", path.to_s)
+        raise Error, "Memprof::Report#write_pprof: #{out.strip}" unless status.success?
+      end
+      path
+    end
+
+    # The memprof executable: MEMPROF_CLI, the one `gem install` built (libexec/), or a
+    # checkout's build/memprof.
+    def self.command_line_tool
+      root = File.expand_path("../..", __dir__)
+      candidates = [ENV["MEMPROF_CLI"], File.join(root, "libexec", "memprof"), File.join(root, "build", "memprof")]
+      candidates.compact.find { |path| File.file?(path) && File.executable?(path) } or
+        raise Error, "Memprof::Report#write_pprof needs the memprof command-line tool: not built " \
+                     "(gem pristine memprof, or make in a checkout; MEMPROF_CLI names another)"
+    end
+
     private
 
     def section(rows, kind)

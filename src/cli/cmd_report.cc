@@ -8,7 +8,10 @@
 #include "attach/duration.h"
 #include "attach/interruption.h"
 #include "attach/json_field.h"
+#include "attach/report_profile.h"
 #include "cli/command.h"
+#include "core/util/mapped_file.h"
+#include "profile/pprof_writer.h"
 
 namespace memprof::cli {
 namespace {
@@ -18,9 +21,33 @@ struct ReportOptions {
   std::string duration = "30s";
   size_t top = 50;
   bool json = false;
+  std::string pprof_path;
+  std::string input;
 };
 
+// --pprof: the report's rows as pprof (attach/report_profile.h). `source` names where a report
+// that cannot be read came from.
+Status write_report_pprof(const std::string& path, std::string_view report_json, std::string_view source) {
+  auto stacks = attach::ruby_report_stack_profile(report_json);
+  if (!stacks.ok()) return err("{}: {}", source, stacks.message());
+  return profile::write_pprof(path, *stacks);
+}
+
+// memprof report --input REPORT.json --pprof FILE: a saved report converted, no process involved.
+int convert_saved_report(const ReportOptions& options) {
+  if (options.pid != 0) return fail("--input converts a saved report: it cannot be used with -p");
+  if (options.pprof_path.empty()) return fail("--input needs --pprof FILE (what to write)");
+  auto file = MappedFile::open(options.input);
+  if (!file.ok()) return fail(file.message());
+  std::string_view text(reinterpret_cast<const char*>(file->bytes().data()), file->bytes().size());
+  if (Status written = write_report_pprof(options.pprof_path, text, options.input); !written.ok())
+    return fail(written.message());
+  return 0;
+}
+
 int run_report(const ReportOptions& options) {
+  if (!options.input.empty()) return convert_saved_report(options);
+  if (options.pid == 0) return fail("report an attached process (-p PID) or convert a saved report (--input FILE)");
   auto duration = attach::parse_duration(options.duration);
   if (!duration.ok()) return fail(duration.message());
   attach::Interruption interruption;
@@ -42,6 +69,10 @@ int run_report(const ReportOptions& options) {
   attach::read_field(root, "seconds", seconds);
   attach::read_field(root, "closing_pause_ms", pause_ms);
   attach::read_field(root, "text", text);
+  if (!options.pprof_path.empty()) {
+    Status written = write_report_pprof(options.pprof_path, *closed, "the agent's reply");
+    if (!written.ok()) return fail(written.message());
+  }
   if (options.json) {
     fmt::print("{}\n", *closed);
     return 0;
@@ -55,13 +86,19 @@ int run_report(const ReportOptions& options) {
 MEMPROF_COMMAND("report", "Allocated and retained in an attached process during a window",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<ReportOptions>();
-                  sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+                  sub.add_option("-p,--pid", options->pid, "Attached process");
                   sub.add_option("--duration", options->duration,
                                  "How long the window stays open (default 30s)");
                   sub.add_option("--top", options->top, "Lines per section (default 50)");
                   sub.add_flag("--json", options->json,
                                "Print {seconds, closing_pause_ms, text, report: {allocated, "
                                "retained}}");
+                  sub.add_option("--pprof", options->pprof_path,
+                                 "Also write FILE in pprof's heap-profile format: alloc_* what the "
+                                 "window allocated, inuse_* what it retained, by class and file:line");
+                  sub.add_option("--input", options->input,
+                                 "Convert a saved report (Memprof::Report#to_json, or --json's "
+                                 "output) with --pprof instead of reading a process");
                   sub.footer(
                       "Opens a window in a process `memprof attach` started tracking, waits,\n"
                       "and prints what the process allocated in it and what of that is still\n"

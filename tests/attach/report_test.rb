@@ -56,6 +56,55 @@ class AttachReportTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # {[class, location] => value} from `go tool pprof -traces` (each sample: its value, then its
+  # frames leaf first), or nil without Debian's golang-go.
+  def pprof_traces(path, sample_index)
+    go = ENV.fetch("PATH", "").split(":").map { |dir| File.join(dir, "go") }.find { |f| File.executable?(f) }
+    return nil unless go
+
+    env = { "HOME" => @tmpdir, "GOCACHE" => File.join(@tmpdir, "gocache") }
+    out, err, status = Open3.capture3(env, go, "tool", "pprof", "-traces", "-sample_index=#{sample_index}", path)
+    assert status.success?, err
+    out.split(/^-+\+-+$/).drop(1).filter_map do |block|
+      lines = block.lines.map(&:strip).reject(&:empty?)
+      next if lines.empty?
+
+      value, leaf = lines.first.split(/\s+/, 2)
+      [[leaf, lines[1]], Integer(value)]
+    end.to_h
+  end
+
+  def test_window_as_pprof_and_a_saved_report_converted
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    path = File.join(@tmpdir, "window.pb.gz")
+    report = window_report(target, "--pprof", path) do
+      target.send_line("alloc")
+      target.wait_for(/\Aallocated 10000\z/)
+      target.send_line("churn")
+      target.wait_for(/\Achurned\z/)
+    end
+    kept = "#{target.script}:#{marked_line(target.script, 'kept')}"
+    temporary = "#{target.script}:#{marked_line(target.script, 'temporary')}"
+    # The same report saved and converted gives the same file's numbers.
+    saved = File.join(@tmpdir, "report.json")
+    File.write(saved, JSON.generate(report["report"]))
+    converted = File.join(@tmpdir, "converted.pb.gz")
+    memprof!("report", "--input", saved, "--pprof", converted)
+    [path, converted].each do |file|
+      retained = pprof_traces(file, "inuse_objects")
+      skip "go (Debian's golang-go) is not installed: pprof files not read back" unless retained
+      assert_equal 10_000, retained[["String", kept]], retained.inspect
+      assert_equal 0, retained.fetch(["Array", temporary], 0) # garbage: allocated, not retained
+      assert_equal 5_000, pprof_traces(file, "alloc_objects")[["Array", temporary]]
+    end
+    _, err, status = memprof("report", "--input", File.join(@tmpdir, "missing.json"), "--pprof", converted)
+    assert_equal [1, "memprof: #{File.join(@tmpdir, 'missing.json')}: No such file or directory\n"],
+                 [status.exitstatus, err]
+    detach!(target)
+  end
+
   def test_needs_an_attached_process
     target = spawn_target("target.rb", "sleep")
     target.wait_for(/\Aready #{target.pid}\z/)
@@ -70,9 +119,9 @@ class AttachReportTest < Minitest::Test
 
   # Runs `memprof report -p PID --json` with a long window, runs the block while it is open,
   # then ends it early with Ctrl-C (SIGINT to the pid we spawned) and returns its JSON.
-  def window_report(target)
+  def window_report(target, *options)
     stdin, stdout, stderr, waiter = Open3.popen3(MEMPROF, "report", "-p", target.pid.to_s,
-                                                 "--duration", "600s", "--json")
+                                                 "--duration", "600s", "--json", *options)
     stdin.close
     opened = Timeout.timeout(PATIENCE) { stderr.gets }
     assert_match(/\Awindow open for 600s in process #{target.pid}/, opened.to_s)

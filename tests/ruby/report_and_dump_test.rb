@@ -7,6 +7,37 @@ require_relative "test_helper"
 class ReportAndDumpTest < Minitest::Test
   include MemprofTestHelper
 
+  # Report#write_pprof runs the command-line tool (MEMPROF_CLI: this build's); go tool pprof
+  # reads the file back with the report's numbers.
+  def test_report_as_pprof
+    run_ruby(<<~'RUBY', env: { "MEMPROF_CLI" => ENV.fetch("MEMPROF_CLI") }) do |out, _err, path|
+      $kept = []
+      report = Memprof.report do
+        10.times { |i| $kept << [i] }          # line 3: 10 Arrays retained
+        25.times { |i| [i, i] }                # line 4: 25 Arrays garbage
+      end
+      puts report.write_pprof(File.join(__dir__, "report.pb.gz"))
+    RUBY
+      file = out.strip
+      assert_equal File.join(File.dirname(path), "report.pb.gz"), file
+      go = ENV.fetch("PATH", "").split(":").map { |dir| File.join(dir, "go") }.find { |f| File.executable?(f) }
+      skip "go (Debian's golang-go) is not installed" unless go
+      Dir.mktmpdir do |home|
+        traces = lambda do |index|
+          text, err, status = Open3.capture3({ "HOME" => home, "GOCACHE" => File.join(home, "cache") }, go, "tool",
+                                             "pprof", "-traces", "-sample_index=#{index}", file)
+          assert status.success?, err
+          text.split(/^-+\+-+$/).drop(1).filter_map do |block|
+            lines = block.lines.map(&:strip).reject(&:empty?)
+            [[lines[0].split(/\s+/, 2)[1], lines[1].sub("#{path}:", "L")], Integer(lines[0].split.first)] unless lines.empty?
+          end.to_h
+        end
+        assert_equal({ %w[Array L3] => 10, %w[Array L4] => 0 }, traces.("inuse_objects"))
+        assert_equal({ %w[Array L3] => 10, %w[Array L4] => 25 }, traces.("alloc_objects"))
+      end
+    end
+  end
+
   def test_report_counts_allocated_and_retained_exactly
     run_ruby(<<~'RUBY') do |out, _err, path|
       # frozen_string_literal: true
