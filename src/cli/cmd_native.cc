@@ -165,15 +165,22 @@ MEMPROF_COMMAND(
       sub.add_option("command", options->command, "Command to start and track (after --)");
       sub.footer(
           "memprof native -p PID --duration 20s    what PID allocates with malloc and does not free\n"
-          "memprof native -- ./server               the same for a command, from its first instruction\n\n"
+          "memprof native -- ./server               the same for a command, from its first instruction\n"
+          "memprof native -p PID --stack 16 --pprof heap.pb.gz --flame-graph heap.html\n\n"
           "The agent (as in memprof attach) hooks malloc, calloc, realloc, reallocarray, free,\n"
           "posix_memalign, aligned_alloc, memalign, valloc and pvalloc at their entry, so every\n"
           "library's calls are seen, libraries loaded later included. Each block allocated from\n"
-          "the start is kept with its call site (the return address); frees of blocks allocated\n"
+          "the start is kept with its site: the call site (return address), in a Ruby process\n"
+          "the Ruby file:line running on that thread (a C extension's leak is charged to the\n"
+          "line that called it), and with --stack N the N frames above the allocator\n"
+          "(libunwind; ~150 ns more per allocation at 16 frames). Frees of blocks allocated\n"
           "before the start are counted apart. At the end: what is still live (leaked) by\n"
-          "library and call site, what was allocated and how much was temporary (freed by the\n"
-          "same thread before its next allocation), and what was live at the peak. Ctrl-C or\n"
-          "--duration stops; every patched byte is restored. docs/native.md.");
+          "library, call site, Ruby line and stack, what was allocated and how much was\n"
+          "temporary (freed by the same thread before its next allocation), and what was live\n"
+          "at the peak; --pprof (go tool pprof, Pyroscope, Parca), --collapsed (flamegraph.pl)\n"
+          "and --flame-graph (one HTML page) write the same sites as stacks, the Ruby line at\n"
+          "the root. Ctrl-C or --duration stops; every patched byte is restored.\n"
+          "Live view: memprof top -p PID --native. docs/native.md.");
       return [options] { return run_native(*options); };
     });
 

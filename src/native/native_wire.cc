@@ -45,7 +45,9 @@ std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<st
       "\"dropped\":{},\"engine_bytes\":{}}},\"ruby_files\":[",
       t.allocations, t.allocated_bytes, t.frees, t.freed_bytes, t.temporaries, t.unknown_frees, t.live_blocks,
       t.live_bytes, t.peak_live_bytes, t.missed_frees, t.dropped, t.engine_bytes);
-  for (size_t i = 0; i < snapshot.ruby_files.size(); ++i) out += (i ? "," : "") + json_quoted(snapshot.ruby_files[i]);
+  // Ruby file names are the program's bytes, not always UTF-8.
+  for (size_t i = 0; i < snapshot.ruby_files.size(); ++i)
+    out += (i ? "," : "") + json_quoted_bytes(snapshot.ruby_files[i]);
   out += "],\"sites\":[";
   for (size_t i = 0; i < snapshot.sites.size(); ++i) {
     const SiteRow& s = snapshot.sites[i];

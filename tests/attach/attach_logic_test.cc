@@ -5,6 +5,8 @@
 #include "attach/installation.h"
 #include "attach/leak_rounds.h"
 #include "attach/live_snapshot.h"
+#include "attach/native_snapshot_json.h"
+#include "native/native_wire.h"
 
 namespace memprof::attach {
 namespace {
@@ -87,6 +89,28 @@ TEST(ChooseExtension, AnUnbuiltVersionIsOneSentenceListingWhatThereIs) {
             "extension for it (it has: 3.1 (libruby-3.1.so.3.1), 3.3 (libruby.so.3.3), 3.3 "
             "(static), 3.4 (static)); build one (scripts/rubies, or `gem install memprof` with "
             "that Ruby)");
+}
+
+// Ruby writes a file name's bytes as the program gave them: a name that is not UTF-8 must not
+// make the whole native snapshot unreadable (it did: "malformed native snapshot").
+TEST(NativeSnapshotJson, RubyFileNamesThatAreNotUtf8AreKept) {
+  native::NativeSnapshot snapshot;
+  snapshot.ruby_files = {"", "(other files)", "caf\xe9.rb", "d\xc3\xa9j\xc3\xa0.rb", "cut\xe2\x82"};
+  native::SiteRow site;
+  site.return_address = 0x1000;
+  site.frames = {0x1000, 0x2000};
+  site.ruby_file = 2;
+  site.ruby_line = 7;
+  site.allocations = site.live_blocks = 3;
+  snapshot.sites.push_back(site);
+  auto view = parse_native_snapshot(native::encode_snapshot(snapshot, {}, false));
+  ASSERT_TRUE(view.ok()) << view.message();
+  std::vector<std::string> expected = {"", "(other files)", "caf\xc3\xa9.rb", "d\xc3\xa9j\xc3\xa0.rb",
+                                       "cut\xc3\xa2\xc2\x82"};
+  EXPECT_EQ(view->snapshot.ruby_files, expected);
+  ASSERT_EQ(view->snapshot.sites.size(), 1u);
+  EXPECT_EQ(view->snapshot.sites[0].ruby_line, 7u);
+  EXPECT_EQ(view->snapshot.sites[0].frames, (std::vector<uintptr_t>{0x1000, 0x2000}));
 }
 
 }  // namespace
