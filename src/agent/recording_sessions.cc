@@ -151,6 +151,7 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
   MEMPROF_TRY(request, native::decode_native_request(body));
   native::NativeOptions options;
   options.attribution.stack_depth = request.stack_depth;
+  options.track_mmap = request.track_mmap;
   // Ruby lines where the process runs Ruby (a launched one from the moment its VM has booted).
   std::vector<std::string> problems;
   if (request.ruby_lines && ruby_ != nullptr && find_ruby_caller_api()) {

@@ -29,6 +29,7 @@ struct NativeOptions {
   size_t top = 20;
   uint32_t stack_depth = 1;
   bool ruby_lines = true;
+  bool track_mmap = false;
   bool json = false;
   std::string pprof_path;
   std::string collapsed_path;
@@ -86,7 +87,7 @@ int run_native(const NativeOptions& options) {
 
   attach::Interruption interruption;
   ::signal(SIGPIPE, SIG_IGN);
-  native::NativeRequest request{options.stack_depth, options.ruby_lines};
+  native::NativeRequest request{options.stack_depth, options.ruby_lines, options.track_mmap};
   auto started = attach::agent_request(pid, "native-start", native::encode_native_request(request));
   if (!started.ok()) {
     bool ended = process.ended_after_failure();
@@ -153,6 +154,9 @@ MEMPROF_COMMAND(
                      "need libunwind.so.8")
           ->check(CLI::Range(1, 32));
       sub.add_flag("!--no-ruby-lines", options->ruby_lines, "In a Ruby process, do not split sites by Ruby line");
+      sub.add_flag("--mmap", options->track_mmap,
+                   "Also anonymous mmap, munmap and mremap calls (regions as blocks; the allocator's "
+                   "own mappings are counted once, as its blocks)");
       sub.add_option("--pprof", options->pprof_path,
                      "Also write FILE in pprof's heap-profile format (go tool pprof, Pyroscope, Parca)");
       sub.add_option("--collapsed", options->collapsed_path, "Also write collapsed stacks to FILE (flamegraph.pl)");

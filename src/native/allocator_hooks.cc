@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
+#include <cstdarg>
 #include <cstdint>
 #include <type_traits>
 
@@ -26,6 +28,9 @@ struct Originals {
   decltype(&::memalign) memalign;
   decltype(&::valloc) valloc;
   decltype(&::pvalloc) pvalloc;
+  decltype(&::mmap) mmap;  // --mmap
+  decltype(&::munmap) munmap;
+  decltype(&::mremap) mremap;
 };
 Originals g_original;
 
@@ -149,6 +154,52 @@ void* hooked_valloc(size_t size) noexcept { return aligned<&Originals::valloc>(M
 // Recorded with the requested size (pvalloc rounds it up to whole pages).
 void* hooked_pvalloc(size_t size) noexcept { return aligned<&Originals::pvalloc>(MEMPROF_CALLER, size, size); }
 
+// --mmap: anonymous mappings only (a file mapping is the file's pages, not the program's
+// memory). The allocator's own mmap calls (large blocks, arenas) come from inside a hook and go
+// straight to the original: those blocks are counted once, as malloc's.
+void* hooked_mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) noexcept {
+  const uintptr_t caller = MEMPROF_CALLER;
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return g_original.mmap(address, length, prot, flags, fd, offset);
+  thread.in_hook = true;
+  void* region = g_original.mmap(address, length, prot, flags, fd, offset);
+  if (region != MAP_FAILED && (flags & MAP_ANONYMOUS) != 0) record_allocation(thread, region, length, caller);
+  thread.in_hook = false;
+  return region;
+}
+
+int hooked_munmap(void* address, size_t length) noexcept {
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return g_original.munmap(address, length);
+  thread.in_hook = true;
+  // Out of the table first, as free does: once unmapped, the range may be mapped again.
+  if (Engine* engine = enter_recording(thread)) {
+    engine->on_unmap(thread, address, length);
+    leave_recording(thread);
+  }
+  int result = g_original.munmap(address, length);
+  thread.in_hook = false;
+  return result;
+}
+
+// A realloc of the region (the new address is passed on whether MREMAP_FIXED asks for it or not:
+// the kernel ignores it otherwise).
+void* hooked_mremap(void* old_address, size_t old_size, size_t new_size, int flags, ...) noexcept {
+  const uintptr_t caller = MEMPROF_CALLER;
+  va_list rest;
+  va_start(rest, flags);
+  void* new_address = (flags & MREMAP_FIXED) != 0 ? va_arg(rest, void*) : nullptr;
+  va_end(rest);
+  auto call = [&] {
+    void* region = g_original.mremap(old_address, old_size, new_size, flags, new_address);
+    return region == MAP_FAILED ? nullptr : region;
+  };
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return g_original.mremap(old_address, old_size, new_size, flags, new_address);
+  void* region = resize(thread, old_address, new_size, caller, call);
+  return region == nullptr ? MAP_FAILED : region;
+}
+
 struct HookSpec {
   const char* name;
   void* replacement;
@@ -169,17 +220,21 @@ struct HookSpec {
 
 }  // namespace
 
-Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std::string>& problems) {
+Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std::string>& problems,
+                                                                bool track_mmap) {
   // Order matters: see the header.
-  const HookSpec specs[] = {
+  std::vector<HookSpec> specs;
+  if (track_mmap) specs.push_back(MEMPROF_NATIVE_HOOK(munmap, false));
+  specs.insert(specs.end(), {
       MEMPROF_NATIVE_HOOK(free, true),           MEMPROF_NATIVE_HOOK(realloc, true),
       MEMPROF_NATIVE_HOOK(reallocarray, false),  MEMPROF_NATIVE_HOOK(malloc, true),
       MEMPROF_NATIVE_HOOK(calloc, false),        MEMPROF_NATIVE_HOOK(posix_memalign, false),
       MEMPROF_NATIVE_HOOK(memalign, false),      MEMPROF_NATIVE_HOOK(aligned_alloc, false),
       MEMPROF_NATIVE_HOOK(valloc, false),        MEMPROF_NATIVE_HOOK(pvalloc, false),
-  };
+  });
+  if (track_mmap) specs.insert(specs.end(), {MEMPROF_NATIVE_HOOK(mremap, false), MEMPROF_NATIVE_HOOK(mmap, false)});
   std::unique_ptr<AllocatorHooks> hooks(new AllocatorHooks);
-  hooks->hooks_.reserve(std::size(specs));
+  hooks->hooks_.reserve(specs.size());
   for (const HookSpec& spec : specs) {
     void* target = ::dlsym(RTLD_DEFAULT, spec.name);
     if (target == nullptr) {

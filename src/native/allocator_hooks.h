@@ -30,7 +30,8 @@ class AllocatorHooks {
   // Installs free first and the allocating functions last (and removes them in the opposite
   // order), so that every block recorded is also seen when it is freed. Fails when malloc,
   // free or realloc cannot be hooked; the others are reported in `problems`.
-  static Result<std::unique_ptr<AllocatorHooks>> install(std::vector<std::string>& problems);
+  // `track_mmap` adds munmap (first), mremap and mmap (last).
+  static Result<std::unique_ptr<AllocatorHooks>> install(std::vector<std::string>& problems, bool track_mmap);
   ~AllocatorHooks();  // every patched byte restored; calls in flight finish in the originals
   AllocatorHooks(const AllocatorHooks&) = delete;
   AllocatorHooks& operator=(const AllocatorHooks&) = delete;

@@ -88,6 +88,24 @@ void Engine::on_free(ThreadHookState& thread, void* block) noexcept {
   if (thread.last_allocation == address) thread.last_allocation = 0;
 }
 
+void Engine::on_unmap(ThreadHookState& thread, void* address, uint64_t length) noexcept {
+  const auto start = reinterpret_cast<uintptr_t>(address);
+  BlockRecord record;
+  if (length == 0 || !blocks_.take(start, &record)) return;
+  if (length >= record.size) {
+    account_release(record, thread.last_allocation == start);
+  } else {
+    // The head goes, the tail stays live under its own start (a later munmap finds it there).
+    BlockRecord ignored;
+    (void)blocks_.insert(start + length, record.size - length, record.site, &ignored);
+    if (record.site != kInternalSite) {
+      sites_->row(record.site).freed_bytes.fetch_add(length, std::memory_order_relaxed);
+      peak_.subtract(length);
+    }
+  }
+  if (thread.last_allocation == start) thread.last_allocation = 0;
+}
+
 bool Engine::take_for_resize(void* old_block, BlockRecord* previous) noexcept {
   return old_block != nullptr && blocks_.take(reinterpret_cast<uintptr_t>(old_block), previous);
 }

@@ -8,6 +8,8 @@
 // - realloc of a live block is a free of the old block plus an allocation of the new one at the
 //   realloc's call site (a chain of N reallocs after a malloc: N+1 allocations, N frees);
 //   realloc(p, 0) that returns NULL is a free; a failed realloc changes nothing;
+// - with --mmap, an anonymous mmap is an allocation of its length, mremap a realloc, and munmap
+//   a free (see on_unmap);
 // - temporary (heaptrack's definition): a free of the block the same thread allocated last,
 //   with no allocation by that thread in between. The release inside a realloc is not one.
 // - blocks allocated by the engine's own work (ScopedInternal) go to site 0, never reported.
@@ -44,6 +46,11 @@ class Engine {
   bool take_for_resize(void* old_block, BlockRecord* previous) noexcept;
   void on_resized(ThreadHookState& thread, void* old_block, const BlockRecord* previous,
                   void* new_block, uint64_t requested, uintptr_t caller) noexcept;
+
+  // munmap (--mmap): unmapping a recorded region from its start releases it; unmapping only its
+  // first `length` bytes releases those bytes and keeps the rest live (no free is counted until
+  // the last byte goes). Ranges not starting at a recorded region change nothing.
+  void on_unmap(ThreadHookState& thread, void* address, uint64_t length) noexcept;
 
   // Around fork() (fork_guard.h): the block table's locks.
   void lock_for_fork() noexcept { blocks_.lock_all(); }

@@ -49,7 +49,7 @@ Result<std::unique_ptr<NativeSession>> NativeSession::start(NativeOptions option
   register_fork_guard();
   publish_engine(session->engine_.get());
   // On failure the hooks installed so far were removed inside install().
-  MEMPROF_TRY(hooks, AllocatorHooks::install(session->problems_));
+  MEMPROF_TRY(hooks, AllocatorHooks::install(session->problems_, options.track_mmap));
   session->hooks_ = std::move(hooks);
   return session;
 }

@@ -26,6 +26,7 @@ struct NativeOptions {
   // engine's memory mapped (never unmapped under a running thread).
   unsigned stop_timeout_ms = 5000;
   Attribution attribution;  // what makes a site: stack depth, Ruby lines (site_key.h)
+  bool track_mmap = false;  // also anonymous mmap/munmap/mremap (engine.h)
 };
 
 // One site: the stack of the call to the allocator (its return address first) and the Ruby line

@@ -9,7 +9,8 @@
 namespace memprof::native {
 
 std::string encode_native_request(const NativeRequest& request) {
-  return fmt::format("stack_depth {}\nruby_lines {}\n", request.stack_depth, request.ruby_lines ? 1 : 0);
+  return fmt::format("stack_depth {}\nruby_lines {}\nmmap {}\n", request.stack_depth, request.ruby_lines ? 1 : 0,
+                     request.track_mmap ? 1 : 0);
 }
 
 Result<NativeRequest> decode_native_request(std::string_view body) {
@@ -28,6 +29,8 @@ Result<NativeRequest> decode_native_request(std::string_view body) {
         return err("malformed native request line '{}'", line);
     } else if (key == "ruby_lines") {
       request.ruby_lines = value != "0";
+    } else if (key == "mmap") {
+      request.track_mmap = value != "0";
     } else {
       return err("malformed native request line '{}'", line);
     }

@@ -1,7 +1,7 @@
 // What `memprof native` and the agent say to each other (over the agent's protocol, protocol.h):
 //
 //   native-start   starts tracking the malloc family (a NativeSession); body: a NativeRequest
-//                  ("stack_depth N\nruby_lines 0|1\n"); reply: a snapshot
+//                  ("stack_depth N\nruby_lines 0|1\nmmap 0|1\n"); reply: a snapshot
 //   native-read    a snapshot of everything since the start
 //   native-stop    the last snapshot; the hooks go (every patched byte restored)
 //
@@ -29,6 +29,7 @@ namespace memprof::native {
 struct NativeRequest {
   uint32_t stack_depth = 1;
   bool ruby_lines = true;  // when the process runs Ruby
+  bool track_mmap = false;
 };
 
 std::string encode_native_request(const NativeRequest& request);

@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -604,6 +606,58 @@ TEST(Native, SitesBeyondTheTableAreCountedTogetherAndExactly) {
   EXPECT_EQ(at_lines + beyond, kLines);
   EXPECT_GE(beyond, 5000u);
   EXPECT_EQ(snapshot.totals.frees, snapshot.totals.allocations);
+}
+
+TEST(Native, AnonymousMappingsAreBlocksWithMmap) {
+  auto session = start_session({.track_mmap = true});
+  ASSERT_NE(session, nullptr);
+  constexpr size_t kRegion = 64 * 1024;
+  std::vector<void*> regions;
+  for (int i = 0; i < 6; ++i) regions.push_back(native_mmap(kRegion));
+  for (void* region : regions) ASSERT_NE(region, nullptr);
+  int fd = ::open("/proc/self/exe", O_RDONLY);
+  ASSERT_GE(fd, 0);
+  void* file_region = native_mmap_file(fd, 4096);  // a file's pages: not counted
+  ASSERT_NE(file_region, nullptr);
+  ASSERT_EQ(native_munmap(regions[0], kRegion), 0);  // whole
+  ASSERT_EQ(native_munmap(regions[1], 16 * 1024), 0);  // its first 16 KiB: still one live block
+  void* grown = native_mremap(regions[2], kRegion, 2 * kRegion);
+  ASSERT_NE(grown, nullptr);
+  NativeSnapshot snapshot = session->snapshot();
+  // Freed at the mmap site: regions[0], regions[2] (moved by mremap, as realloc) and 16 KiB.
+  expect_row(only_site_in(snapshot, "native_mmap"), 6, 6 * kRegion, 2, 2 * kRegion + 16 * 1024);
+  expect_row(only_site_in(snapshot, "native_mremap"), 1, 2 * kRegion, 0, 0);
+  EXPECT_TRUE(sites_in(snapshot, "native_mmap_file").empty());
+  EXPECT_EQ(snapshot.totals.unknown_frees, 0u);
+  // The rest of the partly unmapped region, then everything.
+  ASSERT_EQ(native_munmap(static_cast<char*>(regions[1]) + 16 * 1024, kRegion - 16 * 1024), 0);
+  ASSERT_EQ(native_munmap(grown, 2 * kRegion), 0);
+  for (int i = 3; i < 6; ++i) ASSERT_EQ(native_munmap(regions[i], kRegion), 0);
+  snapshot = session->snapshot();
+  expect_row(only_site_in(snapshot, "native_mmap"), 6, 6 * kRegion, 6, 6 * kRegion);
+  expect_row(only_site_in(snapshot, "native_mremap"), 1, 2 * kRegion, 1, 2 * kRegion);
+  ::munmap(file_region, 4096);
+  ::close(fd);
+}
+
+TEST(Native, MappingsAreNotTrackedWithoutMmapAndTheirBytesComeBack) {
+  auto mapping_bytes = [] {
+    std::vector<std::vector<uint8_t>> bytes;
+    for (const char* name : {"mmap", "munmap", "mremap"}) bytes.push_back(first_bytes(name));
+    return bytes;
+  };
+  auto before = mapping_bytes();
+  {
+    auto session = start_session({.track_mmap = true});
+    ASSERT_NE(session, nullptr);
+    EXPECT_NE(mapping_bytes(), before);
+  }
+  EXPECT_EQ(mapping_bytes(), before);
+  auto session = start_session();
+  ASSERT_NE(session, nullptr);
+  void* region = native_mmap(4096);
+  EXPECT_TRUE(sites_in(session->snapshot(), "native_mmap").empty());
+  native_munmap(region, 4096);
 }
 
 }  // namespace
