@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
 #include "agent/ruby_caller.h"
 #include "native/native_wire.h"
@@ -46,7 +48,7 @@ Result<std::string> RecordingSessions::handle(const std::string& verb, const std
   if (verb == "trace-read") return trace_read();
   if (verb == "trace-stop") return trace_stop();
   if (verb == "native-start") return native_start(body);
-  if (verb == "native-read") return native_read();
+  if (verb == "native-read") return native_read(body);
   if (verb == "native-stop") return native_stop();
   return err("unknown request '{}'", verb);
 }
@@ -171,8 +173,13 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
   return native::encode_snapshot(native_->snapshot(), problems, exiting());
 }
 
-Result<std::string> RecordingSessions::native_read() const {
+Result<std::string> RecordingSessions::native_read(const std::string& body) const {
   if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
+  // "wait_ms N": answer after N ms, or at once when the process starts exiting, so that a
+  // process in exit() waits for the CLI's stop no longer than a reply takes.
+  unsigned wait_ms = 0;
+  if (body.starts_with("wait_ms ")) wait_ms = std::min<unsigned>(std::strtoul(body.c_str() + 8, nullptr, 10), 5000);
+  for (unsigned waited = 0; waited < wait_ms && !exiting(); waited += 5) ::usleep(5000);
   return native::encode_snapshot(native_->snapshot(), {}, exiting());
 }
 

@@ -46,7 +46,7 @@ class RecordingSessions {
   Result<std::string> trace_stop();
   void end_trace();
   Result<std::string> native_start(const std::string& body);
-  Result<std::string> native_read() const;
+  Result<std::string> native_read(const std::string& body) const;
   Result<std::string> native_stop();
   void end_native();
   // Ruby lines (ruby_caller.h) are read only while the VM's end is watched; the watch goes with

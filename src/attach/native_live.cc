@@ -15,7 +15,8 @@ NativeLiveSource::NativeLiveSource(pid_t pid) : pid_(pid), symbols_(proc::Symbol
 
 Result<std::unique_ptr<NativeLiveSource>> NativeLiveSource::start(pid_t pid) {
   MEMPROF_TRY(process, RecordedProcess::open(pid, {}));
-  MEMPROF_TRY(reply, agent_request(process.pid(), "native-start", native::encode_native_request({})));
+  auto started = agent_request(process.pid(), "native-start", native::encode_native_request({}));
+  if (!started.ok()) return started.error();
   std::unique_ptr<NativeLiveSource> source(new NativeLiveSource(pid));
   if (auto symbols = proc::SymbolIndex::for_process(pid); symbols.ok()) source->symbols_ = std::move(*symbols);
   return source;

@@ -107,10 +107,12 @@ int run_native(const NativeOptions& options) {
   attach::NativeSnapshotView last = std::move(*first);
   bool exiting = false;
   while (!exiting && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
+    // The agent answers after `step`, or at once when the process starts exiting (a launched
+    // command then ends without waiting for our next read).
     auto left = deadline - std::chrono::steady_clock::now();
-    auto step = std::min<std::chrono::steady_clock::duration>(left, kReadInterval);
-    if (!attach::Interruption::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(step))) break;
-    auto read = attach::agent_request(pid, "native-read");
+    auto step = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::min<std::chrono::steady_clock::duration>(left, kReadInterval));
+    auto read = attach::agent_request(pid, "native-read", fmt::format("wait_ms {}", std::max<int64_t>(step.count(), 0)));
     if (!read.ok()) {
       if (!process.ended_after_failure()) return fail(read.message());
       break;  // ended by _exit or a signal: the last snapshot is what there is

@@ -2,7 +2,8 @@
 //
 //   native-start   starts tracking the malloc family (a NativeSession); body: a NativeRequest
 //                  ("stack_depth N\nruby_lines 0|1\nmmap 0|1\n"); reply: a snapshot
-//   native-read    a snapshot of everything since the start
+//   native-read    a snapshot of everything since the start; body "wait_ms N": sent after N ms
+//                  (at most 5,000), or as soon as the process starts exiting
 //   native-stop    the last snapshot; the hooks go (every patched byte restored)
 //
 // A snapshot is one JSON object:
