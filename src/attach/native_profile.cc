@@ -15,7 +15,11 @@ class FrameTable {
     auto [it, fresh] = by_address_.try_emplace(address, 0);
     // Address 0 stands for the sites beyond the table: its text says so.
     if (fresh)
-      it->second = add({.function = address == 0 ? name.site : name.function, .library = name.library, .address = address});
+      it->second = add({.function = address == 0 ? name.site : name.function,
+                        .library = name.library,
+                        .file = name.source.file,
+                        .line = name.source.line,
+                        .address = address});
     return it->second;
   }
   uint32_t ruby(const std::string& file, uint32_t line, const std::string& text) {

@@ -68,7 +68,10 @@ SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address) {
 
 const SiteName& FrameNamer::operator()(uint64_t address) {
   auto [it, fresh] = names_.try_emplace(address);
-  if (fresh) it->second = name_site(symbols_, address);
+  if (!fresh) return it->second;
+  it->second = name_site(symbols_, address);
+  if (sources_ != nullptr)
+    if (auto source = sources_->find(address); source != sources_->end()) it->second.source = source->second;
   return it->second;
 }
 
@@ -158,7 +161,7 @@ std::string native_report_json(const NativeSnapshotView& view, const proc::Symbo
       "\"dropped\":{},\"engine_bytes\":{}}},\"sites\":[",
       options.seconds, t.allocations, t.allocated_bytes, t.frees, t.freed_bytes, t.temporaries, t.live_blocks,
       t.live_bytes, t.peak_live_bytes, t.unknown_frees, t.dropped, t.engine_bytes);
-  FrameNamer names(symbols);
+  FrameNamer names(symbols, options.sources);
   for (size_t i = 0; i < snapshot.sites.size(); ++i) {
     const SiteRow& r = snapshot.sites[i];
     const SiteName& name = names(r.return_address);
@@ -166,10 +169,11 @@ std::string native_report_json(const NativeSnapshotView& view, const proc::Symbo
     std::string stack;
     for (size_t f = 0; f < r.frames.size(); ++f) stack += (f ? "," : "") + json_quoted(names(r.frames[f]).site);
     out += fmt::format(
-        "{}{{\"site\":{},\"library\":{},\"address\":{},\"ruby\":{},\"stack\":[{}],\"allocations\":{},"
+        "{}{{\"site\":{},\"library\":{},\"address\":{},\"source\":{},\"ruby\":{},\"stack\":[{}],\"allocations\":{},"
         "\"allocated_bytes\":{},\"frees\":{},\"freed_bytes\":{},\"temporaries\":{},\"live_blocks\":{},"
         "\"live_bytes\":{},\"peak_live_bytes\":{}}}",
         i ? "," : "", json_quoted(name.site), json_quoted(name.library), r.return_address,
+        name.source.line == 0 ? "null" : json_quoted_bytes(fmt::format("{}:{}", name.source.file, name.source.line)),
         ruby_line.empty() ? "null" : json_quoted(ruby_line), stack, r.allocations, r.allocated_bytes, r.frees,
         r.freed_bytes, r.temporaries, r.live_blocks, r.live_bytes, r.peak_live_bytes);
   }

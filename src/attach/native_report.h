@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attach/native_snapshot_json.h"
+#include "attach/source_lines.h"
 #include "core/proc/symbol_index.h"
 
 namespace memprof::attach {
@@ -18,17 +19,20 @@ struct SiteName {
   std::string site;
   std::string library;   // the object's file name; "?" when no object holds the address
   std::string function;  // the symbol; empty when the object has none there
+  SourceLine source;     // the call's file:line when debug information said (source_lines.h)
 };
 SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address);
 
 // Names each address once (the frames of many stacks repeat).
 class FrameNamer {
  public:
-  explicit FrameNamer(const proc::SymbolIndex& symbols) : symbols_(symbols) {}
+  explicit FrameNamer(const proc::SymbolIndex& symbols, const std::map<uint64_t, SourceLine>* sources = nullptr)
+      : symbols_(symbols), sources_(sources) {}
   const SiteName& operator()(uint64_t address);
 
  private:
   const proc::SymbolIndex& symbols_;
+  const std::map<uint64_t, SourceLine>* sources_;
   std::map<uint64_t, SiteName> names_;
 };
 
@@ -38,12 +42,13 @@ std::string ruby_line_of(const native::NativeSnapshot& snapshot, const native::S
 struct NativeReportOptions {
   size_t top = 20;
   double seconds = 0;  // how long the session ran
+  const std::map<uint64_t, SourceLine>* sources = nullptr;  // of the return addresses, if read
 };
 
 std::string native_report_text(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options);
-// {"seconds", "totals": {...}, "sites": [{"site", "library", "address", "ruby", "stack", counts...}]},
-// every site.
+// {"seconds", "totals": {...}, "sites": [{"site", "library", "address", "source", "ruby", "stack",
+// counts...}]}, every site ("source": "file.c:12" or null).
 std::string native_report_json(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options);
 

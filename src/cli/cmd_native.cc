@@ -45,24 +45,31 @@ constexpr auto kReadInterval = std::chrono::seconds(1);
 // loaded meanwhile), while the process is still there: one that exits waits for the stop.
 class SiteNamer {
  public:
-  explicit SiteNamer(pid_t pid) : pid_(pid) { refresh(); }
-  void refresh() {
+  explicit SiteNamer(pid_t pid) : pid_(pid) { refresh({}); }
+  // Also reads the source lines of the snapshot's addresses (debug information, while the
+  // process is there).
+  void refresh(const native::NativeSnapshot& snapshot) {
     auto index = proc::SymbolIndex::for_process(pid_);
     if (index.ok()) index_ = std::move(*index);
+    std::vector<uint64_t> addresses;
+    for (const native::SiteRow& site : snapshot.sites) addresses.insert(addresses.end(), site.frames.begin(), site.frames.end());
+    sources_ = attach::source_lines_of(pid_, addresses);
   }
   const proc::SymbolIndex& index() const { return index_; }
+  const std::map<uint64_t, attach::SourceLine>& sources() const { return sources_; }
 
  private:
   pid_t pid_;
   proc::SymbolIndex index_ = proc::SymbolIndex::build({}, "", 0, false);
+  std::map<uint64_t, attach::SourceLine> sources_;
 };
 
 // --pprof, --collapsed, --flame-graph: the same sites as weighted stacks (attach/native_profile.h).
 Status write_profiles(const NativeOptions& options, const native::NativeSnapshot& snapshot,
-                      const proc::SymbolIndex& symbols, pid_t pid, double seconds) {
+                      const SiteNamer& namer, pid_t pid, double seconds) {
   if (options.pprof_path.empty() && options.collapsed_path.empty() && options.flame_graph_path.empty())
     return ok_status();
-  attach::FrameNamer names(symbols);
+  attach::FrameNamer names(namer.index(), &namer.sources());
   profile::StackProfile stacks = attach::native_stack_profile(
       snapshot, names,
       options.command.empty() ? fmt::format("memprof native -p {}", pid)
@@ -123,7 +130,7 @@ int run_native(const NativeOptions& options) {
     last = std::move(*snapshot);
   }
   if (!process.gone()) {
-    namer.refresh();  // before the stop: a process in exit() goes once it has the reply
+    namer.refresh(last.snapshot);  // before the stop: a process in exit() goes once it has the reply
     auto stopped = attach::agent_request(pid, "native-stop");
     if (stopped.ok()) {
       auto snapshot = attach::parse_native_snapshot(*stopped);
@@ -134,8 +141,9 @@ int run_native(const NativeOptions& options) {
     }
   }
   attach::NativeReportOptions report{options.top,
-                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
-  if (Status written = write_profiles(options, last.snapshot, namer.index(), pid, report.seconds); !written.ok())
+                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                                     &namer.sources()};
+  if (Status written = write_profiles(options, last.snapshot, namer, pid, report.seconds); !written.ok())
     return fail(written.message());
   std::string text = options.json ? attach::native_report_json(last, namer.index(), report)
                                   : attach::native_report_text(last, namer.index(), report);

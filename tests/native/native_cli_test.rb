@@ -76,6 +76,10 @@ class NativeCliTest < Minitest::Test
     site = report["sites"].find { |s| s["site"].start_with?("native_leak+") }
     assert site, out
     assert_equal "libnative_allocating.so", site["library"]
+    # The fixtures are built with debug information: the call's source line, from DWARF.
+    source = File.expand_path("fixtures/allocating.c", __dir__)
+    line = File.readlines(source).index { |l| l.include?("out[i] = malloc(size);") } + 1
+    assert_equal "#{source}:#{line}", site["source"]
     assert_equal [50, 50_000, 50, 50_000], site.values_at("allocations", "allocated_bytes", "live_blocks", "live_bytes")
     assert_match(/memprof: process \d+ exited with status 0/, err)
   end
