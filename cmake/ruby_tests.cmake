@@ -45,3 +45,16 @@ function(memprof_ruby_test name script)
       TIMEOUT ${ARG_TIMEOUT})
   endforeach()
 endfunction()
+
+# memprof_ruby_test_names(OUT NAME): the tests memprof_ruby_test(NAME ...) made, NAME and its
+# NAME@RUBY variants, for setting more properties on all of them.
+function(memprof_ruby_test_names out name)
+  set(names ${name})
+  get_property(matrix GLOBAL PROPERTY MEMPROF_RUBY_MATRIX)
+  foreach(entry ${matrix})
+    string(REPLACE "|" ";" entry "${entry}")
+    list(GET entry 0 ruby_name)
+    list(APPEND names ${name}@${ruby_name})
+  endforeach()
+  set(${out} ${names} PARENT_SCOPE)
+endfunction()

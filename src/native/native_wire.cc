@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "core/util/json_escape.h"
+#include "core/util/request_lines.h"
 
 namespace memprof::native {
 
@@ -15,17 +16,11 @@ std::string encode_native_request(const NativeRequest& request) {
 
 Result<NativeRequest> decode_native_request(std::string_view body) {
   NativeRequest request;
-  while (!body.empty()) {
-    size_t end = body.find('\n');
-    std::string_view line = body.substr(0, end);
-    body = end == std::string_view::npos ? std::string_view() : body.substr(end + 1);
-    if (line.empty()) continue;
-    size_t space = line.find(' ');
-    std::string_view key = line.substr(0, space);
-    std::string_view value = space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
+  MEMPROF_TRY_STATUS(for_each_request_line(body, [&](std::string_view key, std::string_view value,
+                                                     std::string_view line) -> Status {
     if (key == "stack_depth") {
-      auto [end_of_number, error] = std::from_chars(value.data(), value.data() + value.size(), request.stack_depth);
-      if (error != std::errc() || end_of_number != value.data() + value.size())
+      auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), request.stack_depth);
+      if (error != std::errc() || end != value.data() + value.size())
         return err("malformed native request line '{}'", line);
     } else if (key == "ruby_lines") {
       request.ruby_lines = value != "0";
@@ -34,7 +29,8 @@ Result<NativeRequest> decode_native_request(std::string_view body) {
     } else {
       return err("malformed native request line '{}'", line);
     }
-  }
+    return ok_status();
+  }));
   return request;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/util/json_escape.h"
+#include "core/util/request_lines.h"
 
 namespace memprof::tracer {
 namespace {
@@ -25,15 +26,9 @@ std::string encode_trace_request(const TraceRequest& request) {
 
 Result<TraceRequest> decode_trace_request(std::string_view body) {
   TraceRequest request;
-  while (!body.empty()) {
-    size_t end = body.find('\n');
-    std::string_view line = body.substr(0, end);
-    body = end == std::string_view::npos ? std::string_view() : body.substr(end + 1);
-    if (line.empty()) continue;
-    size_t space = line.find(' ');
-    if (space == std::string_view::npos) return err("malformed trace request line '{}'", line);
-    std::string_view key = line.substr(0, space);
-    std::string_view value = line.substr(space + 1);
+  MEMPROF_TRY_STATUS(for_each_request_line(body, [&](std::string_view key, std::string_view value,
+                                                     std::string_view line) -> Status {
+    if (line.find(' ') == std::string_view::npos) return err("malformed trace request line '{}'", line);
     if (key == "records") {
       request.records = value != "0";
     } else if (key == "ruby_caller") {
@@ -56,7 +51,8 @@ Result<TraceRequest> decode_trace_request(std::string_view body) {
     } else {
       return err("unknown trace request line '{}'", line);
     }
-  }
+    return ok_status();
+  }));
   return request;
 }
 
