@@ -187,7 +187,7 @@ MEMPROF_COMMAND(
           "the start is kept with its site: the call site (return address), in a Ruby process\n"
           "the Ruby file:line running on that thread (a C extension's leak is charged to the\n"
           "line that called it), and with --stack N the N frames above the allocator\n"
-          "(libunwind; ~150 ns more per allocation at 16 frames). Frees of blocks allocated\n"
+          "(libunwind; ~180 ns more per allocation at 16 frames). Frees of blocks allocated\n"
           "before the start are counted apart. At the end: what is still live (leaked) by\n"
           "library, call site, Ruby line and stack, what was allocated and how much was\n"
           "temporary (freed by the same thread before its next allocation), and what was live\n"
