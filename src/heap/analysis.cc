@@ -23,14 +23,14 @@ enum GroupingKind : size_t { kByType, kByClass, kByLocation, kByGem, kByGenerati
 // dominator tree, which visits objects in no useful memory order, loads one record per object
 // instead of one per grouping.
 struct Groupings {
-  std::vector<std::array<uint32_t, kGroupingKinds>> group_of;  // by ObjectId
+  BigVector<std::array<uint32_t, kGroupingKinds>> group_of;  // by ObjectId
   std::array<std::vector<GroupRow>, kGroupingKinds> rows;      // by group id
 };
 
 // The dominator tree's children in CSR form, for the top-down walk of rollup().
 struct DominatorChildren {
-  std::vector<uint32_t> begin;
-  std::vector<ObjectId> children;
+  BigVector<uint32_t> begin;
+  BigVector<ObjectId> children;
 
   explicit DominatorChildren(const DominatorTree& tree) {
     const size_t nodes = tree.idom.size();
@@ -40,7 +40,7 @@ struct DominatorChildren {
     }
     for (size_t i = 0; i < nodes; ++i) begin[i + 1] += begin[i];
     children.resize(begin[nodes]);
-    std::vector<uint32_t> cursor(begin.begin(), begin.end() - 1);
+    BigVector<uint32_t> cursor(begin.begin(), begin.end() - 1);
     for (ObjectId node : tree.preorder) {
       if (node != tree.super_root) children[cursor[tree.idom[node]]++] = node;
     }
@@ -192,7 +192,7 @@ void group_by_class(const Heap& heap, Groupings& groupings) {
   // The label depends only on the class object, or on the IMEMO type, or on the object type:
   // compute it once per distinct one, cached in flat arrays (no hashing per object).
   constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
-  std::vector<uint32_t> by_class(heap.size(), kUnset);
+  BigVector<uint32_t> by_class(heap.size(), kUnset);
   std::vector<uint32_t> by_detail(heap.strings.size(), kUnset);
   std::vector<uint32_t> by_type(kObjectTypeCount, kUnset);
   for (ObjectId id = 0; id < heap.size(); ++id) {

@@ -10,9 +10,9 @@ constexpr uint32_t kUnvisited = kNoObject;
 // Iterative DFS from the super-root: preorder numbers, the node of each number, and the DFS
 // tree parent of each number (as a number).
 struct Preorder {
-  std::vector<uint32_t> number;  // node -> preorder number, kUnvisited if unreachable
-  std::vector<ObjectId> node;    // preorder number -> node
-  std::vector<uint32_t> parent;  // preorder number -> parent's preorder number
+  BigVector<uint32_t> number;  // node -> preorder number, kUnvisited if unreachable
+  BigVector<ObjectId> node;    // preorder number -> node
+  BigVector<uint32_t> parent;  // preorder number -> parent's preorder number
 };
 
 Preorder depth_first(const Graph& graph) {
@@ -54,13 +54,13 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
   Preorder order = depth_first(graph);
   const auto n = static_cast<uint32_t>(order.node.size());  // reachable nodes
 
-  std::vector<uint32_t> semi(n);
-  std::vector<uint32_t> label(n);     // min semi on the compressed path above a node
+  BigVector<uint32_t> semi(n);
+  BigVector<uint32_t> label(n);     // min semi on the compressed path above a node
   // Forest links; kUnvisited: not linked yet (unprocessed nodes and the root, which never is).
-  std::vector<uint32_t> ancestor(n, kUnvisited);
+  BigVector<uint32_t> ancestor(n, kUnvisited);
   for (uint32_t v = 0; v < n; ++v) semi[v] = label[v] = v;
 
-  std::vector<uint32_t> path;
+  BigVector<uint32_t> path;
   for (uint32_t w = n - 1; w >= 1; --w) {
     uint32_t best = semi[w];
     for (ObjectId pred_node : graph.predecessors(order.node[w])) {
@@ -88,7 +88,7 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
   }
 
   // idom by preorder number; the root dominates itself.
-  std::vector<uint32_t>& idom_number = ancestor;  // reuse: no longer needed
+  BigVector<uint32_t>& idom_number = ancestor;  // reuse: no longer needed
   idom_number[0] = 0;
   for (uint32_t w = 1; w < n; ++w) {
     uint32_t d = order.parent[w];
@@ -99,7 +99,7 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
   // Retained sizes bottom-up by preorder number: a node's idom has a smaller number, so it is
   // summed after the node. Number order keeps these passes sequential; each node's results are
   // then written to its slot once.
-  std::vector<uint64_t> retained(n, 0);
+  BigVector<uint64_t> retained(n, 0);
   for (uint32_t w = 1; w < n; ++w) retained[w] = heap.memsize[order.node[w]];
   for (uint32_t w = n - 1; w >= 1; --w) retained[idom_number[w]] += retained[w];
   DominatorTree tree;

@@ -19,13 +19,13 @@ struct DominatorTree {
   // Immediate dominator of each node (graph ids). graph.super_root for objects referenced
   // straight from the roots with no other way in; kNoObject for the super-root itself and for
   // objects unreachable from the roots (garbage not yet swept when the dump was taken).
-  std::vector<ObjectId> idom;
+  BigVector<ObjectId> idom;
   // Retained size of each node in bytes; 0 for unreachable objects. retained[super_root] is the
   // memsize sum of all reachable objects.
-  std::vector<uint64_t> retained;
+  BigVector<uint64_t> retained;
   // Reachable nodes in DFS preorder, the super-root first: every node comes after its
   // immediate dominator, so a forward pass is top-down and a backward pass bottom-up.
-  std::vector<ObjectId> preorder;
+  BigVector<ObjectId> preorder;
 
   bool reachable(ObjectId node) const { return idom[node] != kNoObject || node == super_root; }
   ObjectId super_root = 0;

@@ -20,7 +20,7 @@ std::vector<DuplicateString> duplicate_strings(const Heap& heap, const ObjectSel
                                                size_t top, size_t samples) {
   // (hash, index) pairs sort fast (no pointer chasing in the comparisons) and bring each
   // value's copies together; a run of equal hashes is then split by length and first bytes.
-  const std::vector<StringValue>& all = heap.string_values;
+  const auto& all = heap.string_values;
   std::vector<std::pair<uint64_t, uint32_t>> order;
   order.reserve(all.size());
   for (uint32_t i = 0; i < all.size(); ++i) {

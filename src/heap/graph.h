@@ -21,10 +21,10 @@ struct Graph {
   uint32_t node_count = 0;  // heap.size() + 1
   ObjectId super_root = 0;  // == heap.size()
 
-  std::vector<uint32_t> succ_begin;  // node_count + 1 entries
-  std::vector<ObjectId> succ;
-  std::vector<uint32_t> pred_begin;  // node_count + 1 entries
-  std::vector<ObjectId> pred;
+  BigVector<uint32_t> succ_begin;  // node_count + 1 entries
+  BigVector<ObjectId> succ;
+  BigVector<uint32_t> pred_begin;  // node_count + 1 entries
+  BigVector<ObjectId> pred;
 
   std::span<const ObjectId> successors(ObjectId node) const {
     return {succ.data() + succ_begin[node], succ.data() + succ_begin[node + 1]};

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/util/huge_page_allocator.h"
 #include "heap/object_type.h"
 #include "heap/string_pool.h"
 
@@ -92,27 +93,27 @@ struct StringValue {
 
 struct Heap {
   // ---- per object, indexed by ObjectId ----
-  std::vector<uint64_t> address;     // "address" as a number (0x7f35c85e0010)
-  std::vector<ObjectType> type;      // "type"
-  std::vector<uint16_t> flags;       // ObjectFlag bits
-  std::vector<ObjectId> class_of;    // "class" resolved to the class object's id, or kNoObject
+  BigVector<uint64_t> address;     // "address" as a number (0x7f35c85e0010)
+  BigVector<ObjectType> type;      // "type"
+  BigVector<uint16_t> flags;       // ObjectFlag bits
+  BigVector<ObjectId> class_of;    // "class" resolved to the class object's id, or kNoObject
                                      // (no class field, or class object missing from the dump)
-  std::vector<uint64_t> memsize;     // "memsize" in bytes (0 when absent); includes the slot
-  std::vector<SiteId> site;          // "file"/"line" as a SiteId (0: not traced)
-  std::vector<uint32_t> generation;  // "generation": GC count at allocation, or kNoGeneration
-  std::vector<uint16_t> slot_size;   // "slot_size" (Ruby 3.2+), 0 when the dump has none.
+  BigVector<uint64_t> memsize;     // "memsize" in bytes (0 when absent); includes the slot
+  BigVector<SiteId> site;          // "file"/"line" as a SiteId (0: not traced)
+  BigVector<uint32_t> generation;  // "generation": GC count at allocation, or kNoGeneration
+  BigVector<uint16_t> slot_size;   // "slot_size" (Ruby 3.2+), 0 when the dump has none.
                                      // Geometry hints: without it slots are one RVALUE (40
                                      // bytes on 64-bit); heap pages are 16 KB-aligned on
                                      // Ruby 2.x, 64 KB-aligned on 3.x (derive from addresses)
-  std::vector<StringId> detail;      // "imemo_type" for IMEMO, "struct" for DATA, else 0
+  BigVector<StringId> detail;      // "imemo_type" for IMEMO, "struct" for DATA, else 0
 
   // References in compressed sparse row form: the objects `id` references are
   // ref_targets[ref_begin[id] .. ref_begin[id + 1]). ref_begin has size() + 1 entries.
   // As in the dump, the object's own class is NOT among them (see class_of); references to
   // addresses absent from the dump (immediates, freed slots) are dropped and counted in
   // `dangling_references`.
-  std::vector<uint32_t> ref_begin;
-  std::vector<ObjectId> ref_targets;
+  BigVector<uint32_t> ref_begin;
+  BigVector<ObjectId> ref_targets;
 
   // ---- names ----
   StringPool strings;
@@ -125,7 +126,7 @@ struct Heap {
   std::unordered_map<ObjectId, StringId> real_class_names;
 
   // STRING objects whose value the dump holds, in id order.
-  std::vector<StringValue> string_values;
+  BigVector<StringValue> string_values;
 
   // ---- roots, shapes, diagnostics ----
   std::vector<RootSet> roots;
@@ -185,8 +186,8 @@ struct Heap {
   // Open-addressing hash table address -> id: 12 bytes per slot, 1.5-3 slots per object, cut
   // by the top bits of the hash into parts that build_index() fills on separate threads.
   struct AddressIndex {
-    std::unique_ptr<uint64_t[]> keys;  // 0 = empty slot
-    std::unique_ptr<ObjectId[]> values;
+    BigVector<uint64_t> keys;  // 0 = empty slot
+    BigVector<ObjectId> values;
     uint64_t part_mask = 0;  // slots per part - 1; probing wraps within a part
     unsigned shift = 64;
   } index;

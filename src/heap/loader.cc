@@ -310,7 +310,7 @@ class Loader {
         if (id + kAhead < heap_.size()) heap_.prefetch(raw_classes_[id + kAhead]);
         heap_.class_of[id] = heap_.find(raw_classes_[id]);
       }
-      std::vector<uint64_t>().swap(raw_classes_);
+      BigVector<uint64_t>().swap(raw_classes_);
     };
     std::future<void> classes = run_async(resolve_classes);
 
@@ -328,7 +328,7 @@ class Loader {
     std::future<void> second_half = run_async([&lookup, half, total] { lookup(half, total); });
     lookup(0, half);
     second_half.get();
-    std::vector<uint64_t>().swap(raw_references_);
+    BigVector<uint64_t>().swap(raw_references_);
     uint32_t out = 0;
     for (ObjectId id = 0; id < heap_.size(); ++id) {
       uint32_t begin = heap_.ref_begin[id];
@@ -366,8 +366,8 @@ class Loader {
   std::string name_;
   const LoadOptions& options_;
   Heap heap_;
-  std::vector<uint64_t> raw_references_;
-  std::vector<uint64_t> raw_classes_;
+  BigVector<uint64_t> raw_references_;
+  BigVector<uint64_t> raw_classes_;
   std::vector<std::pair<StringId, std::vector<uint64_t>>> raw_roots_;
   std::unordered_map<uint64_t, SiteId> site_ids_;
   uint64_t non_blank_lines_ = 0;

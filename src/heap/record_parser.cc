@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -309,12 +310,11 @@ std::string_view RecordParser::parse_object(const Line& given, DumpRecord& recor
 
   bool address_seen = false;
   std::string_view problem;
-  for (auto field : object) {
-    od::raw_json_string raw;
-    if (field.key().get(raw)) return kInvalidJson;
-    RawKey key{raw.raw()};
-    od::value value;
-    if (field.value().get(value)) return kInvalidJson;
+  for (auto field_result : object) {
+    od::field field;
+    if (std::move(field_result).get(field)) return kInvalidJson;
+    RawKey key{field.key().raw()};
+    od::value& value = field.value();
     // Dispatch on the first letter: the hot fields (address, type, class, references,
     // memsize, flags) are decided by one or two comparisons.
     switch (key.text[0]) {

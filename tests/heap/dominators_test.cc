@@ -95,7 +95,7 @@ TEST(Dominators, ClassEdgesKeepSingletonClassesAlive) {
 }
 
 // Brute force: d dominates v iff v is unreachable from the super-root once d is removed.
-std::vector<ObjectId> naive_idoms(const Graph& graph) {
+BigVector<ObjectId> naive_idoms(const Graph& graph) {
   auto reach = [&](ObjectId removed) {
     std::vector<uint8_t> seen(graph.node_count, 0);
     std::vector<ObjectId> stack{graph.super_root};
@@ -115,7 +115,7 @@ std::vector<ObjectId> naive_idoms(const Graph& graph) {
   std::vector<uint8_t> all = reach(kNoObject);
   std::vector<std::vector<uint8_t>> dominated_by(graph.node_count);
   for (ObjectId d = 0; d < graph.node_count; ++d) dominated_by[d] = reach(d);
-  std::vector<ObjectId> idom(graph.node_count, kNoObject);
+  BigVector<ObjectId> idom(graph.node_count, kNoObject);
   for (ObjectId v = 0; v < graph.node_count; ++v) {
     if (!all[v] || v == graph.super_root) continue;
     // Strict dominators of v: d != v with v unreachable without d. The immediate one is the
@@ -149,7 +149,7 @@ TEST(Dominators, MatchesBruteForceOnRandomGraphs) {
     auto a = analyze(graph_dump(nodes, edges, {0, static_cast<int>(random() % nodes)}));
     EXPECT_EQ(a.tree.idom, naive_idoms(a.graph)) << "trial " << trial;
     // Retained size = memsize of the dominator subtree, checked by walking idom chains.
-    std::vector<uint64_t> expected(a.graph.node_count, 0);
+    BigVector<uint64_t> expected(a.graph.node_count, 0);
     for (ObjectId v = 0; v < a.heap.size(); ++v) {
       if (!a.tree.reachable(v)) continue;
       for (ObjectId d = v; d != kNoObject; d = a.tree.idom[d]) expected[d] += a.heap.memsize[v];

@@ -185,7 +185,7 @@ TEST(Reader, ReportsBadLinesWithNumbersAndGoesOn) {
   EXPECT_EQ(heap.memsize[heap.find(0x40)], 0u);
   EXPECT_EQ(heap.flags[heap.find(0x50)], 0u);
   // The bad lines' references were dropped: the ARRAY references the STRING only.
-  EXPECT_EQ(heap.ref_targets, (std::vector<ObjectId>{0}));
+  EXPECT_EQ(heap.ref_targets, (BigVector<ObjectId>{0}));
 }
 
 TEST(Reader, OneBadReferenceKeepsTheRestOfTheRootLine) {

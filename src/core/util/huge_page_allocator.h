@@ -1,0 +1,63 @@
+// An allocator for arrays of millions of elements (the heap analyzer's per-object arrays):
+// blocks of 2 MB and more get their own mapping, aligned to 2 MB and marked MADV_HUGEPAGE, so
+// that the kernel backs them with 2 MB pages wherever transparent huge pages are not disabled
+// (Debian's default is "madvise": only marked memory gets them). Why: first touching memory
+// costs a page fault per 4 KB page, ~3 us each on the VMs we measure, which made page faults
+// the largest single cost of `analyze` (0.72 s to touch 220 MB in 4 KB pages, 0.014 s in 2 MB
+// pages). Smaller blocks come from operator new as usual.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <vector>
+
+namespace memprof {
+
+namespace huge_pages {
+inline constexpr size_t kSize = size_t{2} << 20;
+// A 2 MB-aligned mapping of at least `bytes`, marked for huge pages; nullptr when the kernel
+// refuses the mapping.
+void* map(size_t bytes) noexcept;
+// Unmaps what map(bytes) returned. (Not kept for reuse, unlike malloc_policy.h's heap: the
+// kernel hands freed pages to the next mapping without a fault to the hypervisor for a
+// while, and a pool that misses spends fresh memory, which costs the most.)
+void unmap(void* block, size_t bytes) noexcept;
+}  // namespace huge_pages
+
+template <typename T>
+class HugePageAllocator {
+ public:
+  using value_type = T;
+
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
+
+  T* allocate(size_t n) {
+    if (n * sizeof(T) < huge_pages::kSize) return std::allocator<T>().allocate(n);
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+    void* block = huge_pages::map(n * sizeof(T));
+    if (block == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(block);
+  }
+
+  void deallocate(T* block, size_t n) noexcept {
+    if (n * sizeof(T) < huge_pages::kSize) {
+      std::allocator<T>().deallocate(block, n);
+    } else {
+      huge_pages::unmap(block, n * sizeof(T));
+    }
+  }
+
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+// A std::vector whose storage, once it reaches 2 MB, lives in huge pages.
+template <typename T>
+using BigVector = std::vector<T, HugePageAllocator<T>>;
+
+}  // namespace memprof
