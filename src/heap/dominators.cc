@@ -86,6 +86,10 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
     label[w] = best;
     ancestor[w] = order.parent[w];
   }
+  // Arrays are given back as soon as they are dead: the kernel hands their pages to the next
+  // ones without the cost of fresh memory (see huge_page_allocator.h).
+  release(label);
+  release(order.number);
 
   // idom by preorder number; the root dominates itself.
   BigVector<uint32_t>& idom_number = ancestor;  // reuse: no longer needed
@@ -95,6 +99,8 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
     while (d > semi[w]) d = idom_number[d];
     idom_number[w] = d;
   }
+  release(semi);
+  release(order.parent);
 
   // Retained sizes bottom-up by preorder number: a node's idom has a smaller number, so it is
   // summed after the node. Number order keeps these passes sequential; each node's results are

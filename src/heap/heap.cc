@@ -26,11 +26,11 @@ inline uint64_t slot_of(uint64_t address, unsigned shift) {
 }  // namespace
 
 void Heap::prefetch(uint64_t target) const {
-  if (!index.keys.empty()) __builtin_prefetch(&index.keys[slot_of(target, index.shift)]);
+  if (index.keys) __builtin_prefetch(&index.keys[slot_of(target, index.shift)]);
 }
 
 ObjectId Heap::find(uint64_t target) const {
-  if (index.keys.empty() || target == 0) return kNoObject;
+  if (!index.keys || target == 0) return kNoObject;
   const uint64_t home = slot_of(target, index.shift);
   const uint64_t part = home & ~index.part_mask;  // linear probing wraps within the part
   for (uint64_t slot = home;; slot = part | ((slot + 1) & index.part_mask)) {
@@ -44,8 +44,10 @@ uint64_t Heap::build_index() {
   const size_t wanted = size() + size() / 2 + 1;
   const size_t capacity = std::bit_ceil(std::max<size_t>(wanted, 16));
   const uint64_t part_size = capacity / kIndexParts;
-  index.keys.assign(capacity, 0);
-  index.values.resize(capacity);
+  // Each part is cleared by the thread that fills it (the first touch of tens of MB is page
+  // faults worth sharing); values[] is read only where keys[] matched and needs no clearing.
+  index.keys = make_big_array_for_overwrite<uint64_t>(capacity);
+  index.values = make_big_array_for_overwrite<ObjectId>(capacity);
   index.part_mask = part_size - 1;
   index.shift = static_cast<unsigned>(64 - std::countr_zero(capacity));
 
@@ -53,7 +55,8 @@ uint64_t Heap::build_index() {
   // an address keeps it. Returns the number of duplicates found.
   auto fill_part = [this, part_size](uint64_t part) -> uint64_t {
     const uint64_t first = part * part_size;
-    uint64_t* keys = index.keys.data();
+    uint64_t* keys = index.keys.get();
+    std::fill_n(keys + first, part_size, 0);
     uint64_t duplicates = 0;
     constexpr ObjectId kAhead = 16;  // random writes into a table far larger than the caches
     auto in_part = [&](uint64_t slot) { return (slot & ~index.part_mask) == first; };

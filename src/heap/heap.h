@@ -186,8 +186,8 @@ struct Heap {
   // Open-addressing hash table address -> id: 12 bytes per slot, 1.5-3 slots per object, cut
   // by the top bits of the hash into parts that build_index() fills on separate threads.
   struct AddressIndex {
-    BigVector<uint64_t> keys;  // 0 = empty slot
-    BigVector<ObjectId> values;
+    BigArray<uint64_t> keys;  // 0 = empty slot
+    BigArray<ObjectId> values;
     uint64_t part_mask = 0;  // slots per part - 1; probing wraps within a part
     unsigned shift = 64;
   } index;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 namespace memprof {
@@ -59,5 +60,27 @@ class HugePageAllocator {
 // A std::vector whose storage, once it reaches 2 MB, lives in huge pages.
 template <typename T>
 using BigVector = std::vector<T, HugePageAllocator<T>>;
+
+// Frees a vector's storage now (clear() keeps it).
+template <typename T>
+void release(BigVector<T>& vector) {
+  BigVector<T>().swap(vector);
+}
+
+// An array left uninitialized, for tables that several threads fill (each thread then takes
+// the first-touch page faults of its own part).
+template <typename T>
+struct BigArrayDeleter {
+  size_t count = 0;
+  void operator()(T* block) const noexcept { HugePageAllocator<T>().deallocate(block, count); }
+};
+template <typename T>
+using BigArray = std::unique_ptr<T[], BigArrayDeleter<T>>;
+
+template <typename T>
+BigArray<T> make_big_array_for_overwrite(size_t count) {
+  static_assert(std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>);
+  return BigArray<T>(HugePageAllocator<T>().allocate(count), BigArrayDeleter<T>{count});
+}
 
 }  // namespace memprof
