@@ -6,7 +6,7 @@
 
 namespace memprof::heap {
 
-Result<bool> BlockReader::next(std::vector<char>& block, size_t& size) {
+Result<bool> BlockReader::next(BigVector<char>& block, size_t& size) {
   size_t usable = std::max(block_size_, carry_.size() * 2);
   if (block.size() < usable + kLinePadding) block.resize(usable + kLinePadding);
   usable = block.size() - kLinePadding;

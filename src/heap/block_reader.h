@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/util/huge_page_allocator.h"
 #include "core/util/result.h"
 #include "heap/byte_source.h"
 
@@ -18,7 +19,7 @@ class BlockReader {
 
   // Fills `block` (resized as needed, capacity = block.size()) with the next lines; `size` is
   // their byte count. false at the end of the input.
-  Result<bool> next(std::vector<char>& block, size_t& size);
+  Result<bool> next(BigVector<char>& block, size_t& size);
   bool at_end() const { return eof_ && carry_.empty(); }
   uint64_t bytes_read() const { return bytes_read_; }
 

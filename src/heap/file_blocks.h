@@ -8,13 +8,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/util/huge_page_allocator.h"
 #include "core/util/result.h"
 #include "core/util/scoped_fd.h"
 
 namespace memprof::heap {
 
 struct FileBlock {
-  std::vector<char> bytes;  // what was read, plus kLinePadding spare bytes at the end
+  BigVector<char> bytes;  // what was read, plus kLinePadding spare bytes at the end
   // Instead of `bytes`, for a block whose last line is longer than 64 KB (a String of 100 MB
   // is one line): the file from the block's first page to its end, mapped. Reading such a line
   // into memory would cost a page fault per 4 KB of it; a mapping of the page cache faults in
