@@ -93,19 +93,19 @@ struct StringValue {
 
 struct Heap {
   // ---- per object, indexed by ObjectId ----
-  BigVector<uint64_t> address;     // "address" as a number (0x7f35c85e0010)
-  BigVector<ObjectType> type;      // "type"
-  BigVector<uint16_t> flags;       // ObjectFlag bits
-  BigVector<ObjectId> class_of;    // "class" resolved to the class object's id, or kNoObject
+  BigVector<uint64_t> address;       // "address" as a number (0x7f35c85e0010)
+  BigVector<ObjectType> type;        // "type"
+  BigVector<uint16_t> flags;         // ObjectFlag bits
+  BigVector<ObjectId> class_of;      // "class" resolved to the class object's id, or kNoObject
                                      // (no class field, or class object missing from the dump)
-  BigVector<uint64_t> memsize;     // "memsize" in bytes (0 when absent); includes the slot
-  BigVector<SiteId> site;          // "file"/"line" as a SiteId (0: not traced)
-  BigVector<uint32_t> generation;  // "generation": GC count at allocation, or kNoGeneration
-  BigVector<uint16_t> slot_size;   // "slot_size" (Ruby 3.2+), 0 when the dump has none.
+  BigVector<uint64_t> memsize;       // "memsize" in bytes (0 when absent); includes the slot
+  BigVector<SiteId> site;            // "file"/"line" as a SiteId (0: not traced)
+  BigVector<uint32_t> generation;    // "generation": GC count at allocation, or kNoGeneration
+  BigVector<uint16_t> slot_size;     // "slot_size" (Ruby 3.2+), 0 when the dump has none.
                                      // Geometry hints: without it slots are one RVALUE (40
                                      // bytes on 64-bit); heap pages are 16 KB-aligned on
                                      // Ruby 2.x, 64 KB-aligned on 3.x (derive from addresses)
-  BigVector<StringId> detail;      // "imemo_type" for IMEMO, "struct" for DATA, else 0
+  BigVector<StringId> detail;        // "imemo_type" for IMEMO, "struct" for DATA, else 0
 
   // References in compressed sparse row form: the objects `id` references are
   // ref_targets[ref_begin[id] .. ref_begin[id + 1]). ref_begin has size() + 1 entries.
