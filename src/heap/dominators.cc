@@ -60,7 +60,7 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
   BigVector<uint32_t> ancestor(n, kUnvisited);
   for (uint32_t v = 0; v < n; ++v) semi[v] = label[v] = v;
 
-  BigVector<uint32_t> path;
+  std::vector<uint32_t> path;
   for (uint32_t w = n - 1; w >= 1; --w) {
     uint32_t best = semi[w];
     for (ObjectId pred_node : graph.predecessors(order.node[w])) {

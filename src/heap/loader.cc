@@ -310,7 +310,7 @@ class Loader {
         if (id + kAhead < heap_.size()) heap_.prefetch(raw_classes_[id + kAhead]);
         heap_.class_of[id] = heap_.find(raw_classes_[id]);
       }
-      BigVector<uint64_t>().swap(raw_classes_);
+      release(raw_classes_);
     };
     std::future<void> classes = run_async(resolve_classes);
 
@@ -328,7 +328,7 @@ class Loader {
     std::future<void> second_half = run_async([&lookup, half, total] { lookup(half, total); });
     lookup(0, half);
     second_half.get();
-    BigVector<uint64_t>().swap(raw_references_);
+    release(raw_references_);
     uint32_t out = 0;
     for (ObjectId id = 0; id < heap_.size(); ++id) {
       uint32_t begin = heap_.ref_begin[id];

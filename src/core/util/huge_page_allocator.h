@@ -2,13 +2,14 @@
 // blocks of 2 MB and more get their own mapping, aligned to 2 MB and marked MADV_HUGEPAGE, so
 // that the kernel backs them with 2 MB pages wherever transparent huge pages are not disabled
 // (Debian's default is "madvise": only marked memory gets them). Why: first touching memory
-// costs a page fault per 4 KB page, ~3 us each on the VMs we measure, which made page faults
+// costs a page fault per 4 KB page, ~12 us each on the VM we measure, which made page faults
 // the largest single cost of `analyze` (300 MB touched in 0.92-1.0 s in 4 KB pages; in 2 MB
 // pages 0.54 s after a pause, 0.03-0.09 s right after another run). Smaller blocks come from
 // operator new as usual.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -37,8 +38,8 @@ class HugePageAllocator {
   HugePageAllocator(const HugePageAllocator<U>&) noexcept {}  // NOLINT: rebinding is implicit
 
   T* allocate(size_t n) {
-    if (n * sizeof(T) < huge_pages::kSize) return std::allocator<T>().allocate(n);
     if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+    if (n * sizeof(T) < huge_pages::kSize) return std::allocator<T>().allocate(n);
     void* block = huge_pages::map(n * sizeof(T));
     if (block == nullptr) throw std::bad_alloc();
     return static_cast<T*>(block);
