@@ -35,7 +35,7 @@ module Memprof
           when "start" then start
           when "status" then status
           when "stats" then stats(Integer(argument || "0"))
-          when "groups" then groups
+          when "groups" then groups(argument)
           when "stop" then { "stopped" => Memprof.stop }
           when "dump" then dump(argument)
           when "report-begin" then report_begin
@@ -95,8 +95,14 @@ module Memprof
 
       # Live tracked objects by site and class, for `top` and `leaks`: the CLI computes rates and
       # growth between two of these. total_allocated is Ruby's own counter of every object
-      # allocated since boot.
-      def groups
+      # allocated since boot. "groups gc" (leaks) collects the garbage first: growth between
+      # readings must not be garbage that no GC has swept yet.
+      def groups(argument)
+        unless [nil, "gc"].include?(argument)
+          raise ArgumentError, "groups takes nothing or \"gc\", not #{argument.inspect}"
+        end
+
+        GC.start if argument == "gc"
         rows = Native.live_groups
         {
           "time" => Process.clock_gettime(Process::CLOCK_MONOTONIC),

@@ -39,16 +39,16 @@ Result<LiveSnapshot> parse_snapshot(const std::string& json) {
   return snapshot;
 }
 
-Result<LiveSnapshot> read_snapshot(pid_t pid) {
-  MEMPROF_TRY(json, ruby_request(pid, "groups"));
+Result<LiveSnapshot> read_snapshot(pid_t pid, Collect collect) {
+  MEMPROF_TRY(json, ruby_request(pid, collect == Collect::kGarbageFirst ? "groups gc" : "groups"));
   return parse_snapshot(json);
 }
 
-Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids) {
+Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect collect) {
   LiveSnapshot total;
   std::map<std::tuple<std::string, int, std::string>, LiveGroup> merged;
   for (pid_t pid : pids) {
-    MEMPROF_TRY(snapshot, read_snapshot(pid));
+    MEMPROF_TRY(snapshot, read_snapshot(pid, collect));
     total.time = std::max(total.time, snapshot.time);
     total.total_allocated += snapshot.total_allocated;
     total.gc_count += snapshot.gc_count;

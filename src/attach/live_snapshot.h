@@ -30,11 +30,17 @@ struct LiveSnapshot {
 };
 
 Result<LiveSnapshot> parse_snapshot(const std::string& json);
+
+// Whether the target runs a full GC before it counts. Without one, "live" includes the garbage
+// made since the last GC: fine for rates (`top`), wrong for growth (`leaks`), where a site of
+// short-lived objects can grow round after round just because no GC ran in between.
+enum class Collect { kNo, kGarbageFirst };
+
 // Asks the agent of `pid` for one.
-Result<LiveSnapshot> read_snapshot(pid_t pid);
+Result<LiveSnapshot> read_snapshot(pid_t pid, Collect collect = Collect::kNo);
 // One reading of several processes (a master and its workers), added up: groups of the same
 // file:line and class merged, allocation and GC counters summed.
-Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids);
+Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect collect = Collect::kNo);
 
 // How rows are grouped: by class, by file:line, or by both.
 enum class Grouping { kClass, kSite, kBoth };

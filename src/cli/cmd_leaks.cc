@@ -68,7 +68,7 @@ int run_leaks(const LeaksOptions& options) {
   std::vector<attach::LiveSnapshot> snapshots;
   for (size_t round = 0; round <= options.rounds; ++round) {
     if (round != 0) std::this_thread::sleep_for(*interval);
-    auto snapshot = attach::read_snapshot(pids);
+    auto snapshot = attach::read_snapshot(pids, attach::Collect::kGarbageFirst);
     if (!snapshot.ok()) return fail(snapshot.message());
     snapshots.push_back(std::move(*snapshot));
     if (!options.json && round != 0)
@@ -94,7 +94,9 @@ MEMPROF_COMMAND("leaks", "Sites whose live objects grew in every round (live, no
                       "Reads the live tracked objects rounds+1 times, --interval apart, and\n"
                       "lists the groups (file:line and class) whose count grew in every round:\n"
                       "the three-dump leak technique without dumps. Temporary objects and\n"
-                      "caches that fill up do not grow every time; what leaks does.");
+                      "caches that fill up do not grow every time; what leaks does.\n"
+                      "Each reading runs a full GC in the target first (as a heap dump\n"
+                      "would), so that garbage not yet collected is not counted as live.");
                   return [options] { return run_leaks(*options); };
                 });
 

@@ -36,4 +36,24 @@ class AttachExactCountsTest < Minitest::Test
     target.send_line("finish")
     assert target.wait_exit.success?, target.context
   end
+
+  # `leaks` names the site that keeps its objects and not the one whose garbage no GC has swept
+  # yet: with a heap this large the target never collects on its own during the rounds, so
+  # without a GC before each reading the garbage grows in every round too.
+  def test_leaks_names_the_leak_and_not_the_uncollected_garbage
+    target = spawn_target("target.rb", "commands", env: { "RUBY_GC_HEAP_INIT_SLOTS" => "2000000" })
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    target.send_line("drip")
+    target.wait_for(/\Adripping\z/)
+    out = memprof!("leaks", "-p", target.pid, "--interval", "0.5s", "--rounds", 3, "--json", target: target)
+    target.send_line("stop")
+    target.wait_for(/\Adripped \d+\z/)
+    suspects = JSON.parse(out).fetch("suspects").map { |suspect| suspect.fetch("key") }
+    assert_equal ["#{File.basename(target.script)}:#{marked_line(target.script, 'leak')} Array"],
+                 suspects.map { |key| key.sub(%r{\A.*/}, "") }
+    detach!(target)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
 end
