@@ -5,9 +5,17 @@
 namespace memprof::heap {
 namespace {
 
+// A queue for breadth_first: every node enters it at most once, so it is reserved whole
+// (reserved pages cost nothing until touched) and never copied while it grows, in 2 MB pages.
+BigVector<ObjectId> node_queue(const Graph& graph) {
+  BigVector<ObjectId> queue;
+  queue.reserve(graph.node_count);
+  return queue;
+}
+
 // Breadth-first search over object successors from `queue`'s initial contents, which must
 // already be marked; `parent` (optional) receives each newly reached node's BFS parent.
-void breadth_first(const Graph& graph, std::vector<ObjectId>& queue, std::vector<uint8_t>& seen,
+void breadth_first(const Graph& graph, BigVector<ObjectId>& queue, std::vector<uint8_t>& seen,
                    std::vector<ObjectId>* parent, ObjectId stop_at) {
   for (size_t head = 0; head < queue.size(); ++head) {
     ObjectId node = queue[head];
@@ -26,7 +34,7 @@ void breadth_first(const Graph& graph, std::vector<ObjectId>& queue, std::vector
 std::vector<uint8_t> reachable_without_root_kind(const Graph& graph, const Heap& heap,
                                                  std::string_view excluded_kind) {
   std::vector<uint8_t> seen(graph.node_count, 0);
-  std::vector<ObjectId> queue;
+  BigVector<ObjectId> queue = node_queue(graph);
   for (const RootSet& root : heap.roots) {
     if (heap.str(root.kind) == excluded_kind) continue;
     for (ObjectId target : root.targets) {
@@ -86,7 +94,8 @@ RootPath path_along(const Graph& graph, const Heap& heap, const std::vector<Obje
 RootPath shortest_root_path(const Graph& graph, const Heap& heap, ObjectId target) {
   std::vector<uint8_t> seen(graph.node_count, 0);
   std::vector<ObjectId> parent(graph.node_count, kNoObject);
-  std::vector<ObjectId> queue{graph.super_root};
+  BigVector<ObjectId> queue = node_queue(graph);
+  queue.push_back(graph.super_root);
   seen[graph.super_root] = 1;
   breadth_first(graph, queue, seen, &parent, target);
   return path_along(graph, heap, parent, target);
@@ -95,7 +104,8 @@ RootPath shortest_root_path(const Graph& graph, const Heap& heap, ObjectId targe
 RootPaths::RootPaths(const Graph& graph, const Heap& heap)
     : graph_(graph), heap_(heap), parent_(graph.node_count, kNoObject) {
   std::vector<uint8_t> seen(graph.node_count, 0);
-  std::vector<ObjectId> queue{graph.super_root};
+  BigVector<ObjectId> queue = node_queue(graph);
+  queue.push_back(graph.super_root);
   seen[graph.super_root] = 1;
   breadth_first(graph, queue, seen, &parent_, kNoObject);
 }

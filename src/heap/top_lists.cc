@@ -6,6 +6,7 @@ namespace memprof::heap {
 
 std::vector<ObjectId> largest_first(const Heap& heap, std::vector<ObjectId>& ids, size_t n) {
   n = std::min(n, ids.size());
+  if (n == 0) return {};  // partial_sort would still compare every id with the first
   std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(), [&](ObjectId x, ObjectId y) {
     if (heap.memsize[x] != heap.memsize[y]) return heap.memsize[x] > heap.memsize[y];
     return heap.address[x] < heap.address[y];
