@@ -41,9 +41,10 @@ std::vector<ObjectId> top_objects(const Heap& heap, const ObjectSelection* selec
   };
   // A heap of the best `top` so far, the last of them in front: one pass, no array of every id
   // (four of these lists per analysis, each would touch 4 bytes per object of fresh memory).
+  if (top == 0) return {};
   std::vector<ObjectId> best;
-  best.reserve(std::min<size_t>(top, heap.size()) + 1);
-  for (ObjectId id = 0; id < heap.size() && top > 0; ++id) {
+  best.reserve(std::min<size_t>(top, heap.size()));
+  for (ObjectId id = 0; id < heap.size(); ++id) {
     if (selection != nullptr && !(*selection)(id)) continue;
     if (best.size() == top) {
       if (!before(id, best.front())) continue;
