@@ -18,10 +18,9 @@ class AttachReportTest < Minitest::Test
     target.wait_for(/\Aallocated 10000\z/)
 
     report = window_report(target) do
-      target.send_line("alloc")
-      target.wait_for(/\Aallocated 10000\z/, from: target.lines.size)
-      target.send_line("churn")
-      target.wait_for(/\Achurned\z/)
+      # Its own reply, not the one before the window: counted before the line is sent.
+      run_job(target, "alloc", /\Aallocated 10000\z/)
+      run_job(target, "churn", /\Achurned\z/)
     end
     kept = "#{target.script}:#{marked_line(target.script, 'kept')}"
     temporary = "#{target.script}:#{marked_line(target.script, 'temporary')}"
@@ -45,8 +44,7 @@ class AttachReportTest < Minitest::Test
     assert_equal 10_000, live_stats(target.pid)["#{kept}:String"]
     # A second window sees only its own allocations.
     again = window_report(target) do
-      target.send_line("churn")
-      target.wait_for(/\Achurned\z/, from: target.lines.size)
+      run_job(target, "churn", /\Achurned\z/)
     end
     assert_nil rows(again, "allocated")[[kept, "String"]]
     assert_equal 5_000, rows(again, "allocated")[[temporary, "Array"]]
