@@ -153,9 +153,9 @@ VALUE report_end_of(VALUE kept) {
 //
 // The final GC reads every stack frame conservatively, and a stale pointer in any of them
 // keeps garbage alive. So the block is called from here, not from Ruby code: its frames, the
-// interpreter's included, are then popped below this frame, where run_on_clean_stack zeroes
-// them before report_end runs. (Called from Ruby, the block's values could linger in the
-// caller's interpreter frame, which stays active.)
+// interpreter's included, are then popped below this frame, where clear_stack_below zeroes
+// them before report_end's frames take their place. (Called from Ruby, the block's values
+// could linger in the caller's interpreter frame, which stays active.)
 VALUE native_report(VALUE) {
   rb_need_block();
   native_report_begin();
@@ -165,7 +165,8 @@ VALUE native_report(VALUE) {
     memprof::ruby::report_abort(Tracker::instance());
     rb_jump_tag(state);
   }
-  return memprof::util::run_on_clean_stack([kept] { return report_end_of(kept); });
+  memprof::util::clear_stack_below();
+  return report_end_of(kept);
 }
 
 // `memprof report -p PID`: the attach agent opens and closes a window (readout.h).

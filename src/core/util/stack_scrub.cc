@@ -1,8 +1,6 @@
 #include "core/util/stack_scrub.h"
 
-#include <alloca.h>
 #include <pthread.h>
-#include <string.h>
 
 #include <cstdint>
 
@@ -25,16 +23,12 @@ uintptr_t stack_floor() noexcept {
 
 }  // namespace
 
-// noinline: the region must lie below the caller's frame, which inlining would move into.
-__attribute__((noinline)) size_t clear_stack_below(size_t bytes) noexcept {
+size_t clearable_stack_below(size_t bytes) noexcept {
   auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   uintptr_t floor = stack_floor();
   if (floor == 0 || here < floor + kGuardMargin) return 0;
   size_t room = here - floor - kGuardMargin;
-  size_t n = bytes < room ? bytes : room;
-  auto* region = static_cast<char*>(alloca(n));
-  explicit_bzero(region, n);  // never optimized away, unlike memset of a dead buffer
-  return n;
+  return (bytes < room ? bytes : room) & ~size_t{7};
 }
 
 }  // namespace memprof::util
