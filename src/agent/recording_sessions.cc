@@ -15,8 +15,8 @@
 namespace memprof::agent {
 namespace {
 
-std::atomic<bool> g_started{false};
-std::atomic<bool> g_running{false};
+std::atomic<bool> g_session_started{false};
+std::atomic<bool> g_session_active{false};
 std::atomic<bool> g_exiting{false};
 // How long exit() waits for the CLI to collect the last results.
 constexpr int kExitWaitMs = 2000;
@@ -24,20 +24,20 @@ constexpr int kExitWaitMs = 2000;
 constexpr size_t kRecordsPerReadout = 65536;
 
 void note_started() {
-  g_running.store(true, std::memory_order_release);
-  g_started.store(true, std::memory_order_release);
+  g_session_active.store(true, std::memory_order_release);
+  g_session_started.store(true, std::memory_order_release);
 }
 
 bool exiting() { return g_exiting.load(std::memory_order_acquire); }
 
 }  // namespace
 
-bool session_started() { return g_started.load(std::memory_order_acquire); }
+bool session_started() { return g_session_started.load(std::memory_order_acquire); }
 
 void wait_for_sessions_at_exit() {
-  if (!g_running.load(std::memory_order_acquire)) return;
+  if (!g_session_active.load(std::memory_order_acquire)) return;
   g_exiting.store(true, std::memory_order_release);
-  for (int waited = 0; waited < kExitWaitMs && g_running.load(std::memory_order_acquire); ++waited) ::usleep(1000);
+  for (int waited = 0; waited < kExitWaitMs && g_session_active.load(std::memory_order_acquire); ++waited) ::usleep(1000);
 }
 
 Result<std::string> RecordingSessions::handle(const std::string& verb, const std::string& body) {
@@ -66,7 +66,7 @@ void RecordingSessions::end_abandoned() {
 }
 
 void RecordingSessions::after_reply() {
-  if (!active()) g_running.store(false, std::memory_order_release);
+  if (!active()) g_session_active.store(false, std::memory_order_release);
 }
 
 Result<std::string> RecordingSessions::trace_start(const std::string& body) {

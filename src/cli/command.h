@@ -33,8 +33,10 @@ int fail(const std::string& message);
 
 }  // namespace memprof::cli
 
+// __COUNTER__, not __LINE__: command files are compiled several to a unit (src/cli/CMakeLists.txt),
+// where two registrations can sit on the same line number.
 #define MEMPROF_COMMAND_CONCAT2(a, b) a##b
 #define MEMPROF_COMMAND_CONCAT(a, b) MEMPROF_COMMAND_CONCAT2(a, b)
 #define MEMPROF_COMMAND(...)                                                     \
   static const ::memprof::cli::CommandRegistration MEMPROF_COMMAND_CONCAT(       \
-      memprof_command_, __LINE__){::memprof::cli::Command{__VA_ARGS__}}
+      memprof_command_, __COUNTER__){::memprof::cli::Command{__VA_ARGS__}}

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/util/page_size.h"
 #include "heap/line.h"
 
 namespace memprof::heap {
@@ -48,7 +49,7 @@ Result<uint64_t> find_line_end(int fd, uint64_t file_size, uint64_t position, co
 // lines begin at `first` and end at the first '\n' at or after `unread` (the caller read up to
 // there without finding it). false when the file cannot be mapped.
 bool map_block(int fd, uint64_t file_size, uint64_t start, uint64_t first, uint64_t unread, FileBlock& block) {
-  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t page = page_size();
   const uint64_t base = start / page * page;
   const auto length = static_cast<size_t>(file_size - base);
   void* address = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(base));

@@ -10,17 +10,14 @@
 #include <cstring>
 #include <limits>
 
+#include "core/util/page_size.h"
+
 namespace memprof::trace {
 namespace {
 
 // process_vm_readv stops at the first remote iovec element it cannot read in full and never
 // splits one, so one element per page makes the copy end exactly where readable memory ends.
 constexpr size_t kPagesPerCall = 16;
-
-size_t page_size() {
-  static const size_t size = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  return size;
-}
 
 size_t bytes_left_in_page(uint64_t address) { return page_size() - address % page_size(); }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/util/page_size.h"
 #include "core/util/proc_maps.h"
 #include "core/util/scoped_fd.h"
 
@@ -18,11 +19,6 @@ constexpr uintptr_t kLowestAddress = 0x10000;           // above vm.mmap_min_add
 constexpr uintptr_t kHighestAddress = 0x7fffffffe000;   // top of the x86-64 user half
 constexpr uintptr_t kReach = 0x7fff0000;                // rel32 reach, minus a safety margin
 constexpr size_t kMaxAttempts = 64;
-
-uintptr_t page_size() {
-  static const uintptr_t size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  return size;
-}
 
 struct Retained {
   TrampolineKey key;

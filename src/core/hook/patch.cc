@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/hook/x86_64/atomic_store.h"
+#include "core/util/page_size.h"
 #include "core/util/proc_maps.h"
 
 namespace memprof::hook {
@@ -24,11 +25,6 @@ namespace {
 std::mutex& patch_mutex() {
   static std::mutex mutex;
   return mutex;
-}
-
-uintptr_t page_size() {
-  static const uintptr_t size = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  return size;
 }
 
 // Makes every thread of the process serialize its instruction stream (cross-modifying code).
