@@ -1,0 +1,52 @@
+#include "core/util/malloc_policy.h"
+
+#include <sys/resource.h>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdlib>
+#include <string>
+
+#include "vm_flags.h"
+
+namespace memprof {
+namespace {
+
+// Each test runs the policy in a child process (a death test), so that the test binary's own
+// heap, which other tests look at, keeps glibc's defaults. The child's exit code is the result.
+
+[[noreturn]] void allocate_under_the_policy() {
+  reuse_freed_memory();
+  // 8 MB in blocks: the first may extend the heap's start, which is not 2 MB-aligned.
+  std::array<void*, 16> blocks{};
+  for (void*& block : blocks) block = std::malloc(512 << 10);
+  const std::string flags = vm_flags_at(blocks.back());
+  for (void* block : blocks) std::free(block);
+  std::exit(flags.find(" hg") != std::string::npos ? 0 : 1);
+}
+
+// What `memprof` allocates with malloc (chunk arrays, hash tables) faults in whole huge pages.
+TEST(MallocPolicy, HeapBlocksLiveInHugePageMemory) {
+  EXPECT_EXIT(allocate_under_the_policy(), ::testing::ExitedWithCode(0), "");
+}
+
+[[noreturn]] void allocate_under_an_address_space_limit() {
+  const rlimit limit{.rlim_cur = 512 << 20, .rlim_max = 512 << 20};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) std::exit(2);
+  reuse_freed_memory();
+  std::array<void*, 64> blocks{};
+  for (void*& block : blocks) block = std::malloc(1 << 20);
+  bool all = true;
+  for (void* block : blocks) all = all && block != nullptr;
+  for (void* block : blocks) std::free(block);
+  std::exit(all ? 0 : 1);
+}
+
+// Under an address-space limit the heap cannot be reserved ahead; malloc must work as before.
+TEST(MallocPolicy, AnAddressSpaceLimitLeavesMallocWorking) {
+  EXPECT_EXIT(allocate_under_an_address_space_limit(), ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace memprof
