@@ -1,8 +1,8 @@
 #include "heap/duplicate_strings.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
+#include <limits>
 
 #include "heap/top_lists.h"
 
@@ -10,98 +10,134 @@ namespace memprof::heap {
 
 namespace {
 
+constexpr uint32_t kNoGroup = std::numeric_limits<uint32_t>::max();
+
 // Copies of one value: equal hash, length and first bytes (so that a hash collision of two
 // values that differ there does not merge them).
 bool same_value(const StringValue& x, const StringValue& y) {
   return x.hash == y.hash && x.length == y.length && x.head == y.head;
 }
 
-using HashAndIndex = std::pair<uint64_t, uint32_t>;
+// One distinct value: its first copy (an index into Heap::string_values) and running totals.
+struct Group {
+  uint64_t hash = 0;  // of the value, compared before the value itself
+  uint64_t memsize = 0;
+  uint64_t largest = 0;
+  uint32_t first = 0;
+  uint32_t count = 0;
+};
 
-// The selected values as (hash, index) pairs sorted by hash: first spread over 256 parts by the
-// hash's top byte (one counting pass, one scattering pass), then each part sorted on its own,
-// small enough to stay in the cache, where one sort of them all was not. The same order as one
-// std::sort; duplicate_strings on 560,000-690,000 Strings took 65-74 ms that way, 42-53 in parts.
-std::vector<HashAndIndex> sorted_by_hash(const BigVector<StringValue>& all, const ObjectSelection* selection) {
-  // Many heaps' Strings are mostly unique (60% in the synthetic benchmark dump): a String alone
-  // in its bucket of a bitmap (4-8 buckets per String, by the hash's low bits) has no copy and
-  // is left out before the sort: 43 -> 30 ms on 690,000 Strings of which 60% are unique; on
-  // 560,000 that are 99% copies the bitmap costs 3 ms.
+// Marks the values that may have a copy: many heaps' Strings are mostly unique (60% in the
+// synthetic benchmark dump), and a String alone in its bucket of a bitmap (4-8 buckets per
+// String, by the hash's low bits) has none, so it need not enter the table below.
+std::vector<bool> maybe_copied(const Heap& heap, const ObjectSelection* selection) {
+  const auto& all = heap.string_values;
   const size_t buckets = std::bit_ceil(std::max<size_t>(all.size() * 4, 64));
-  std::vector<uint64_t> seen(buckets / 64), twice(buckets / 64);
-  auto bit = [buckets](uint64_t hash) { return hash & (buckets - 1); };
+  std::vector<bool> seen(buckets), twice(buckets), out(all.size());
   for (const StringValue& value : all) {
     if (selection != nullptr && !(*selection)(value.id)) continue;
-    const uint64_t b = bit(value.hash), mask = uint64_t{1} << (b % 64);
-    (seen[b / 64] & mask ? twice[b / 64] : seen[b / 64]) |= mask;
+    const size_t bucket = value.hash & (buckets - 1);
+    if (seen[bucket]) twice[bucket] = true;
+    seen[bucket] = true;
   }
-  auto selected = [&](uint32_t i) {
-    const uint64_t b = bit(all[i].hash);
-    return (twice[b / 64] >> (b % 64) & 1) != 0 && (selection == nullptr || (*selection)(all[i].id));
-  };
-  auto part_of = [](uint64_t hash) { return static_cast<size_t>(hash >> 56); };
-  std::array<size_t, 257> begin{};
+  for (size_t i = 0; i < all.size(); ++i) {
+    out[i] = twice[all[i].hash & (buckets - 1)] && (selection == nullptr || (*selection)(all[i].id));
+  }
+  return out;
+}
+
+// The values that may have a copy by distinct value, in one pass over them: an open-addressing
+// table from the value's hash to its group. Sorting (hash, index) pairs instead took 46-57 ms on
+// the benchmark dumps' 560,000-690,000 Strings, the table 10-15.
+struct Grouped {
+  std::vector<Group> groups;
+  std::vector<uint32_t> group_of;  // per value: its group, kNoGroup when it has none
+};
+
+Grouped group_values(const Heap& heap, const ObjectSelection* selection) {
+  const auto& all = heap.string_values;
+  const std::vector<bool> candidate = maybe_copied(heap, selection);
+  const size_t candidates = static_cast<size_t>(std::count(candidate.begin(), candidate.end(), true));
+  Grouped out;
+  out.group_of.assign(all.size(), kNoGroup);
+  // At least twice the candidates: probe sequences stay short. Slots hold group + 1 (0: empty).
+  const size_t mask = std::bit_ceil(std::max<size_t>(candidates * 2, 16)) - 1;
+  std::vector<uint32_t> slots(mask + 1, 0);
   for (uint32_t i = 0; i < all.size(); ++i) {
-    if (selected(i)) ++begin[part_of(all[i].hash) + 1];
+    if (!candidate[i]) continue;
+    const StringValue& value = all[i];
+    size_t slot = value.hash & mask;
+    uint32_t group = kNoGroup;
+    for (; slots[slot] != 0; slot = (slot + 1) & mask) {
+      const uint32_t other = slots[slot] - 1;
+      const Group& g = out.groups[other];
+      if (g.hash == value.hash && same_value(all[g.first], value)) {
+        group = other;
+        break;
+      }
+    }
+    if (group == kNoGroup) {
+      group = static_cast<uint32_t>(out.groups.size());
+      out.groups.push_back({.hash = value.hash, .first = i});
+      slots[slot] = group + 1;
+    }
+    Group& g = out.groups[group];
+    const uint64_t memsize = heap.memsize[value.id];
+    g.memsize += memsize;
+    g.largest = std::max(g.largest, memsize);
+    ++g.count;
+    out.group_of[i] = group;
   }
-  for (size_t part = 1; part < begin.size(); ++part) begin[part] += begin[part - 1];
-  std::vector<HashAndIndex> order(begin.back());
-  std::array<size_t, 256> next{};
-  std::copy_n(begin.begin(), next.size(), next.begin());
-  for (uint32_t i = 0; i < all.size(); ++i) {
-    if (selected(i)) order[next[part_of(all[i].hash)]++] = {all[i].hash, i};
-  }
-  for (size_t part = 0; part + 1 < begin.size(); ++part) {
-    std::sort(order.begin() + static_cast<ptrdiff_t>(begin[part]), order.begin() + static_cast<ptrdiff_t>(begin[part + 1]));
-  }
-  return order;
+  return out;
 }
 
 }  // namespace
 
 std::vector<DuplicateString> duplicate_strings(const Heap& heap, const ObjectSelection* selection,
                                                size_t top, size_t samples) {
-  // (hash, index) pairs sort fast (no pointer chasing in the comparisons) and bring each
-  // value's copies together; a run of equal hashes is then split by length and first bytes.
   const auto& all = heap.string_values;
-  const std::vector<HashAndIndex> order = sorted_by_hash(all, selection);
-  std::vector<DuplicateString> duplicates;
-  std::vector<uint32_t> run;
-  for (size_t begin = 0, end; begin < order.size(); begin = end) {
-    end = begin + 1;
-    while (end < order.size() && order[end].first == order[begin].first) ++end;
-    if (end - begin < 2) continue;
-    run.clear();
-    for (size_t i = begin; i < end; ++i) run.push_back(order[i].second);
-    while (!run.empty()) {
-      const StringValue& first = all[run.front()];
-      std::vector<ObjectId> copies;
-      std::erase_if(run, [&](uint32_t i) {
-        if (!same_value(all[i], first)) return false;
-        copies.push_back(all[i].id);
-        return true;
-      });
-      if (copies.size() < 2) continue;
-      DuplicateString& group = duplicates.emplace_back();
-      group.value = std::string(first.head_text());
-      group.length = first.length;
-      group.cut = first.length > StringValue::kHeadSize;
-      group.count = copies.size();
-      uint64_t largest = 0;
-      for (ObjectId id : copies) {
-        group.memsize += heap.memsize[id];
-        largest = std::max(largest, heap.memsize[id]);
-      }
-      group.wasted = group.memsize - largest;
-      group.samples = largest_first(heap, copies, samples);
-    }
+  const Grouped grouped = group_values(heap, selection);
+  std::vector<uint32_t> held_twice;
+  for (uint32_t group = 0; group < grouped.groups.size(); ++group) {
+    if (grouped.groups[group].count >= 2) held_twice.push_back(group);
   }
-  std::sort(duplicates.begin(), duplicates.end(), [](const DuplicateString& x, const DuplicateString& y) {
-    if (x.wasted != y.wasted) return x.wasted > y.wasted;
-    if (x.count != y.count) return x.count > y.count;
-    return x.value < y.value;
-  });
-  if (top != 0 && duplicates.size() > top) duplicates.resize(top);
+  // By wasted bytes, then count, then value, then which came first in the dump (values cut at
+  // their head can tie); only the first `top` are needed in order.
+  auto wasted = [&](uint32_t group) { return grouped.groups[group].memsize - grouped.groups[group].largest; };
+  auto before = [&](uint32_t x, uint32_t y) {
+    if (wasted(x) != wasted(y)) return wasted(x) > wasted(y);
+    const Group &gx = grouped.groups[x], &gy = grouped.groups[y];
+    if (gx.count != gy.count) return gx.count > gy.count;
+    const std::string_view vx = all[gx.first].head_text(), vy = all[gy.first].head_text();
+    return vx != vy ? vx < vy : gx.first < gy.first;
+  };
+  const size_t kept = top == 0 ? held_twice.size() : std::min(top, held_twice.size());
+  std::partial_sort(held_twice.begin(), held_twice.begin() + static_cast<ptrdiff_t>(kept), held_twice.end(), before);
+  held_twice.resize(kept);
+
+  std::vector<DuplicateString> duplicates(kept);
+  std::vector<uint32_t> rank_of(grouped.groups.size(), kNoGroup);  // group -> its row, if kept
+  for (uint32_t row = 0; row < kept; ++row) {
+    const Group& g = grouped.groups[held_twice[row]];
+    const StringValue& first = all[g.first];
+    DuplicateString& out = duplicates[row];
+    out.value = std::string(first.head_text());
+    out.length = first.length;
+    out.cut = first.length > StringValue::kHeadSize;
+    out.count = g.count;
+    out.memsize = g.memsize;
+    out.wasted = g.memsize - g.largest;
+    rank_of[held_twice[row]] = row;
+  }
+  if (samples > 0) {
+    // The copies of the rows kept, in id order, then the largest of each.
+    std::vector<std::vector<ObjectId>> copies(kept);
+    for (uint32_t i = 0; i < all.size(); ++i) {
+      const uint32_t group = grouped.group_of[i];
+      if (group != kNoGroup && rank_of[group] != kNoGroup) copies[rank_of[group]].push_back(all[i].id);
+    }
+    for (size_t row = 0; row < kept; ++row) duplicates[row].samples = largest_first(heap, copies[row], samples);
+  }
   return duplicates;
 }
 

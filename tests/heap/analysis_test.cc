@@ -167,6 +167,34 @@ TEST(Analysis, DuplicateStringsAndMostReferenced) {
   EXPECT_EQ(a.most_referenced[0].second, 2u);
 }
 
+// Values longer than the head kept per String tie when their heads, counts and sizes do: such
+// rows come in the order of their first copy in the dump, the same on every run.
+TEST(Analysis, DuplicateStringsThatTieComeInDumpOrder) {
+  std::string text;
+  std::vector<uint64_t> copies;
+  for (int i = 0; i < 20; ++i) {
+    const std::string value = fmt::format("a head all the values share, then {}", i);
+    for (uint64_t base : {0x1000, 0x2000}) {
+      const uint64_t address = base + 0x10 * static_cast<uint64_t>(i);
+      text += object_line(address, "STRING", 0, {}, 40, R"(, "value":")" + value + R"(")");
+      copies.push_back(address);
+    }
+  }
+  Heap heap = load_text(root_line("vm", copies) + text);
+  Graph graph = Graph::build(heap);
+  DominatorTree tree = DominatorTree::compute(graph, heap);
+  Analysis a = analyze_heap(heap, graph, tree, AnalysisOptions{.top = 0, .samples = 2});
+  ASSERT_EQ(a.duplicate_strings.size(), 20u);
+  for (size_t row = 0; row < 20; ++row) {
+    SCOPED_TRACE(row);
+    EXPECT_TRUE(a.duplicate_strings[row].cut);
+    EXPECT_EQ(a.duplicate_strings[row].wasted, 40u);
+    ASSERT_EQ(a.duplicate_strings[row].samples.size(), 2u);
+    EXPECT_EQ(heap.address[a.duplicate_strings[row].samples[0]], 0x1000 + 0x10 * row);
+    EXPECT_EQ(heap.address[a.duplicate_strings[row].samples[1]], 0x2000 + 0x10 * row);
+  }
+}
+
 TEST(Analysis, FiltersSelectTheObjectsTheReportCovers) {
   Heap heap = load_text(sample_dump());
   Graph graph = Graph::build(heap);
