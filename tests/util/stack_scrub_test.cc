@@ -13,12 +13,6 @@ namespace {
 // pointer.
 constexpr uintptr_t kStaleWord = 0x5afe5afe5afe5afeULL;
 
-[[gnu::always_inline]] inline uintptr_t stack_pointer() {
-  uintptr_t sp;
-  asm volatile("mov %%rsp, %0" : "=r"(sp));
-  return sp;
-}
-
 // Fills `bytes` of stack below its caller with kStaleWord, then returns.
 __attribute__((noinline)) void leave_stale_words(size_t bytes) {
   auto* words = static_cast<volatile uintptr_t*>(alloca(bytes));

@@ -12,6 +12,13 @@
 
 namespace memprof::util {
 
+// The stack pointer of the function this is inlined into.
+[[gnu::always_inline]] inline uintptr_t stack_pointer() noexcept {
+  uintptr_t sp;
+  asm volatile("mov %%rsp, %0" : "=r"(sp));
+  return sp;
+}
+
 // How many bytes below the caller's frame may be zeroed: up to `bytes`, never closer than
 // 16 KB to the end of the thread's stack (0 when its bounds are unknown); a multiple of 8.
 size_t clearable_stack_below(size_t bytes) noexcept;
@@ -25,9 +32,7 @@ size_t clearable_stack_below(size_t bytes) noexcept;
 [[gnu::always_inline]] inline void clear_stack_below(size_t bytes = 64 * 1024) noexcept {
   size_t words = clearable_stack_below(bytes) / 8;
   if (words == 0) return;
-  uintptr_t start;
-  asm volatile("mov %%rsp, %0" : "=r"(start));
-  start -= words * 8;
+  uintptr_t start = stack_pointer() - words * 8;
   asm volatile("rep stosq" : "+D"(start), "+c"(words) : "a"(uint64_t{0}) : "memory");
 }
 
