@@ -329,28 +329,28 @@ Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
   analysis.by_gem = std::move(rows[kByGem]);
   analysis.by_generation = std::move(rows[kByGeneration]);
 
-  std::vector<uint8_t> reachable(heap.size(), 0);
+  // Totals, reachable and machine_context-only, in one pass over the objects.
+  std::vector<uint8_t> only_machine_context(heap.size(), 0);  // reachable, but not without it
   for (ObjectId id = 0; id < heap.size(); ++id) {
-    reachable[id] = dominators.reachable(id);
+    const bool reachable = dominators.reachable(id);
+    only_machine_context[id] = reachable && !without_machine_context[id];
     if (!selected(id)) continue;
+    const uint64_t memsize = heap.memsize[id];
     ++analysis.count;
-    analysis.memsize += heap.memsize[id];
-    if (reachable[id]) {
+    analysis.memsize += memsize;
+    if (reachable) {
       ++analysis.reachable_count;
-      analysis.reachable_memsize += heap.memsize[id];
+      analysis.reachable_memsize += memsize;
     }
-  }
-  MachineContextOnly mc = machine_context_only(heap, reachable, without_machine_context);
-  for (ObjectId id = 0; id < heap.size(); ++id) {
-    if (mc.only[id] && selected(id)) {
+    if (only_machine_context[id]) {
       ++analysis.machine_context_only_count;
-      analysis.machine_context_only_memsize += heap.memsize[id];
+      analysis.machine_context_only_memsize += memsize;
     }
   }
   analysis.machine_context_only_objects = top_objects(heap, selection, options.top, [&](ObjectId id) {
-    return mc.only[id] ? dominators.retained[id] + 1 : 0;
+    return only_machine_context[id] ? dominators.retained[id] + 1 : 0;
   });
-  std::erase_if(analysis.machine_context_only_objects, [&](ObjectId id) { return !mc.only[id]; });
+  std::erase_if(analysis.machine_context_only_objects, [&](ObjectId id) { return !only_machine_context[id]; });
 
   std::vector<std::pair<StringId, uint64_t>> roots;
   for (const RootSet& root : heap.roots) {
