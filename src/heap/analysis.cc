@@ -330,11 +330,12 @@ Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
   analysis.by_generation = std::move(rows[kByGeneration]);
 
   // Totals, reachable and machine_context-only, in one pass over the objects.
-  std::vector<uint8_t> only_machine_context(heap.size(), 0);  // reachable, but not without it
+  auto only_machine_context = [&](ObjectId id) {
+    return dominators.reachable(id) && !without_machine_context[id];
+  };
   for (ObjectId id = 0; id < heap.size(); ++id) {
-    const bool reachable = dominators.reachable(id);
-    only_machine_context[id] = reachable && !without_machine_context[id];
     if (!selected(id)) continue;
+    const bool reachable = dominators.reachable(id);
     const uint64_t memsize = heap.memsize[id];
     ++analysis.count;
     analysis.memsize += memsize;
@@ -342,15 +343,15 @@ Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
       ++analysis.reachable_count;
       analysis.reachable_memsize += memsize;
     }
-    if (only_machine_context[id]) {
+    if (reachable && !without_machine_context[id]) {
       ++analysis.machine_context_only_count;
       analysis.machine_context_only_memsize += memsize;
     }
   }
   analysis.machine_context_only_objects = top_objects(heap, selection, options.top, [&](ObjectId id) {
-    return only_machine_context[id] ? dominators.retained[id] + 1 : 0;
+    return only_machine_context(id) ? dominators.retained[id] + 1 : 0;
   });
-  std::erase_if(analysis.machine_context_only_objects, [&](ObjectId id) { return !only_machine_context[id]; });
+  std::erase_if(analysis.machine_context_only_objects, [&](ObjectId id) { return !only_machine_context(id); });
 
   std::vector<std::pair<StringId, uint64_t>> roots;
   for (const RootSet& root : heap.roots) {

@@ -20,7 +20,7 @@ bool same_value(const StringValue& x, const StringValue& y) {
 
 // One distinct value: its first copy (an index into Heap::string_values) and running totals.
 struct Group {
-  uint64_t hash = 0;  // of the value, compared before the value itself
+  uint64_t hash = 0;  // the value's, here so that a probe reads no other record on a mismatch
   uint64_t memsize = 0;
   uint64_t largest = 0;
   uint32_t first = 0;
@@ -33,16 +33,15 @@ struct Group {
 std::vector<bool> maybe_copied(const Heap& heap, const ObjectSelection* selection) {
   const auto& all = heap.string_values;
   const size_t buckets = std::bit_ceil(std::max<size_t>(all.size() * 4, 64));
-  std::vector<bool> seen(buckets), twice(buckets), out(all.size());
-  for (const StringValue& value : all) {
-    if (selection != nullptr && !(*selection)(value.id)) continue;
-    const size_t bucket = value.hash & (buckets - 1);
+  std::vector<bool> seen(buckets), twice(buckets), out(all.size());  // out: selected, at first
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (selection != nullptr && !(*selection)(all[i].id)) continue;
+    out[i] = true;
+    const size_t bucket = all[i].hash & (buckets - 1);
     if (seen[bucket]) twice[bucket] = true;
     seen[bucket] = true;
   }
-  for (size_t i = 0; i < all.size(); ++i) {
-    out[i] = twice[all[i].hash & (buckets - 1)] && (selection == nullptr || (*selection)(all[i].id));
-  }
+  for (size_t i = 0; i < all.size(); ++i) out[i] = out[i] && twice[all[i].hash & (buckets - 1)];
   return out;
 }
 
@@ -126,7 +125,7 @@ std::vector<DuplicateString> duplicate_strings(const Heap& heap, const ObjectSel
     out.cut = first.length > StringValue::kHeadSize;
     out.count = g.count;
     out.memsize = g.memsize;
-    out.wasted = g.memsize - g.largest;
+    out.wasted = wasted(held_twice[row]);
     rank_of[held_twice[row]] = row;
   }
   if (samples > 0) {

@@ -50,11 +50,7 @@ std::vector<uint8_t> reachable_without_root_kind(const Graph& graph, const Heap&
 
 MachineContextOnly machine_context_only(const Graph& graph, const Heap& heap,
                                         const std::vector<uint8_t>& reachable) {
-  return machine_context_only(heap, reachable, reachable_without_root_kind(graph, heap, "machine_context"));
-}
-
-MachineContextOnly machine_context_only(const Heap& heap, const std::vector<uint8_t>& reachable,
-                                        const std::vector<uint8_t>& without) {
+  const std::vector<uint8_t> without = reachable_without_root_kind(graph, heap, "machine_context");
   MachineContextOnly result;
   result.only.assign(heap.size(), 0);
   for (ObjectId id = 0; id < heap.size(); ++id) {

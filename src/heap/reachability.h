@@ -27,9 +27,6 @@ struct MachineContextOnly {
 };
 MachineContextOnly machine_context_only(const Graph& graph, const Heap& heap,
                                         const std::vector<uint8_t>& reachable);
-// The same when reachable_without_root_kind(graph, heap, "machine_context") is already known.
-MachineContextOnly machine_context_only(const Heap& heap, const std::vector<uint8_t>& reachable,
-                                        const std::vector<uint8_t>& without_machine_context);
 
 // A shortest path from the roots to `target`: the root kind and the objects from the first one
 // a root references down to `target`. Empty `objects` when `target` is unreachable.
