@@ -35,7 +35,7 @@ sleep 1
 step "$memprof" attach -p "$server_pid"
 sleep 2
 step "$memprof" top -p "$server_pid" --once --rows 8
-step "$memprof" leaks -p "$server_pid" --interval 2s --rounds 3 --top 5
+step "$memprof" leaks -p "$server_pid" --interval 1s --rounds 6 --top 5
 step "$memprof" stats -p "$server_pid" --top 5
 step "$memprof" dump -p "$server_pid" -o "$work/shop.json"
 step "$memprof" analyze "$work/shop.json" --top 5

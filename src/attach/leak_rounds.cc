@@ -1,6 +1,7 @@
 #include "attach/leak_rounds.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <unordered_map>
 
@@ -37,6 +38,15 @@ std::vector<LeakSuspect> find_leak_suspects(const std::vector<LiveSnapshot>& sna
                                                 : a.key < b.key;
   });
   return suspects;
+}
+
+uint64_t fluctuation_odds(size_t rounds) {
+  uint64_t odds = 1;
+  for (uint64_t readings = 2; readings <= rounds + 1; ++readings) {
+    if (odds > UINT64_MAX / readings) return UINT64_MAX;
+    odds *= readings;
+  }
+  return odds;
 }
 
 }  // namespace memprof::attach

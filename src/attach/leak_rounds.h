@@ -20,4 +20,11 @@ struct LeakSuspect {
 // `snapshots` in time order (at least two); suspects sorted by total growth, largest first.
 std::vector<LeakSuspect> find_leak_suspects(const std::vector<LiveSnapshot>& snapshots);
 
+// How strong "grew in every round" is: a site whose live count only fluctuates (the objects
+// of requests in flight, stale words on a stack) does so by chance. Its rounds + 1 readings,
+// when any order of them is as likely as another, come in increasing order once in
+// (rounds + 1)! -- 1 in 24 for 3 rounds, 1 in 5,040 for 6 -- and less often when counts tie.
+// Returns that N of "1 in N", at most UINT64_MAX.
+uint64_t fluctuation_odds(size_t rounds);
+
 }  // namespace memprof::attach

@@ -14,11 +14,13 @@
 namespace memprof::cli {
 namespace {
 
+constexpr size_t kDefaultRounds = 6;
+
 struct LeaksOptions {
   pid_t pid = 0;
   bool children = false;
   std::string interval = "10s";
-  size_t rounds = 6;
+  size_t rounds = kDefaultRounds;
   size_t top = 20;
   bool json = false;
 };
@@ -37,11 +39,19 @@ void print_text(const std::vector<attach::LeakSuspect>& suspects, const LeaksOpt
     fmt::print("{:>10} {:>11} {:>11}  {}\n", "+" + heap::count_text(suspect.total_growth()),
                heap::count_text(suspect.live), heap::bytes_text(suspect.bytes), suspect.key);
   }
+  if (options.rounds < kDefaultRounds) {
+    fmt::print("note: a site whose count only fluctuates grows in all {} rounds 1 time in {};\n"
+               "      more rounds make that rarer ({}: 1 in {}), a longer interval does not\n",
+               options.rounds, heap::count_text(attach::fluctuation_odds(options.rounds)), kDefaultRounds,
+               heap::count_text(attach::fluctuation_odds(kDefaultRounds)));
+  }
 }
 
-void print_json(const std::vector<attach::LeakSuspect>& suspects) {
+void print_json(const std::vector<attach::LeakSuspect>& suspects, const LeaksOptions& options) {
   heap::JsonWriter json;
   json.begin_object();
+  // "1 in N": how often a site whose count only fluctuates grows in every round by chance.
+  json.field("fluctuation_odds", attach::fluctuation_odds(options.rounds));
   json.key("suspects");
   json.begin_array();
   for (const attach::LeakSuspect& suspect : suspects) {
@@ -75,7 +85,7 @@ int run_leaks(const LeaksOptions& options) {
       fmt::print(stderr, "round {}/{} done\n", round, options.rounds);
   }
   auto suspects = attach::find_leak_suspects(snapshots);
-  options.json ? print_json(suspects) : print_text(suspects, options);
+  options.json ? print_json(suspects, options) : print_text(suspects, options);
   return 0;
 }
 
@@ -94,7 +104,10 @@ MEMPROF_COMMAND("leaks", "Sites whose live objects grew in every round (live, no
                       "Reads the live tracked objects rounds+1 times, --interval apart, and\n"
                       "lists the groups (file:line and class) whose count grew in every round:\n"
                       "the three-dump leak technique without dumps. Temporary objects and\n"
-                      "caches that fill up do not grow every time; what leaks does.\n"
+                      "caches that fill up do not grow every time; what leaks does. A count\n"
+                      "that only fluctuates grows in all N rounds by chance 1 time in (N+1)!\n"
+                      "(3 rounds: 1 in 24, 6: 1 in 5,040): more rounds, not a longer interval,\n"
+                      "tell a leak from noise.\n"
                       "Each reading runs a full GC in the target first (as a heap dump\n"
                       "would), so that garbage not yet collected is not counted as live.");
                   return [options] { return run_leaks(*options); };

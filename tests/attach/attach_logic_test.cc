@@ -2,6 +2,9 @@
 // extension goes into which Ruby, and how readings of several processes add up.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "attach/installation.h"
 #include "attach/leak_rounds.h"
 #include "attach/live_snapshot.h"
@@ -39,6 +42,27 @@ TEST(LeakRounds, AGroupThatAppearsCountsFromZero) {
   auto suspects = find_leak_suspects({reading({}), reading({{"new.rb", 7, "String", 3, 120}})});
   ASSERT_EQ(suspects.size(), 1u);
   EXPECT_EQ(suspects[0].growth_per_round, (std::vector<int64_t>{3}));
+}
+
+TEST(LeakRounds, ACountThatOnlyFluctuatesGrowsInEveryRoundOnceInTheFactorialOfItsReadings) {
+  // Every order of four distinct readings (3 rounds) of one site: only the increasing one makes
+  // it a suspect, which is the 1 in 24 that `leaks` prints.
+  std::vector<uint64_t> counts = {5, 6, 7, 8};
+  size_t orders = 0;
+  size_t suspected = 0;
+  do {
+    std::vector<LiveSnapshot> rounds;
+    for (uint64_t count : counts) rounds.push_back(reading({{"app.rb", 36, "String", count, 40 * count}}));
+    ++orders;
+    suspected += find_leak_suspects(rounds).size();
+  } while (std::next_permutation(counts.begin(), counts.end()));
+  EXPECT_EQ(orders, 24u);
+  EXPECT_EQ(suspected, 1u);
+  EXPECT_EQ(fluctuation_odds(3), 24u);
+  EXPECT_EQ(fluctuation_odds(1), 2u);
+  EXPECT_EQ(fluctuation_odds(6), 5040u);
+  EXPECT_EQ(fluctuation_odds(19), 2432902008176640000u);  // 20!
+  EXPECT_EQ(fluctuation_odds(20), UINT64_MAX);             // 21! does not fit in 64 bits
 }
 
 TEST(LiveRows, GrowthIsAgainstTheEarlierReadingAndZeroWithoutOne) {
