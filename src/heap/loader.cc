@@ -7,14 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <future>
 #include <limits>
-#include <memory>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
 
+#include "heap/block_pipeline.h"
 #include "heap/block_reader.h"
 #include "heap/byte_source.h"
 #include "heap/chunk_parser.h"
@@ -24,17 +22,6 @@
 
 namespace memprof::heap {
 namespace {
-
-// Blocks in work at once (one worker thread each): with two cores, two parse while the main
-// thread prepares the next block and merges the oldest one in file order.
-constexpr size_t kBlocksInFlight = 3;
-
-struct Block {
-  FileBlock data;
-  bool file_start = false;  // the block begins the input
-  ParsedChunk parsed;
-  std::future<Status> done;
-};
 
 // Reads blocks of lines, parses them on worker threads, and merges the results into a Heap in
 // file order; references stay raw addresses until every object is known (a reference may point
@@ -52,14 +39,14 @@ class Loader {
   Result<Heap> run(ByteSource& source, size_t block_size, uint64_t expected_bytes) {
     if (expected_bytes > 0) reserve(expected_bytes);
     BlockReader reader(source, block_size);
-    MEMPROF_TRY_STATUS(pipeline(
+    MEMPROF_TRY_STATUS(run_block_pipeline(
         [&](Block& block, bool& last) -> Result<bool> {
           block.data.offset = 0;
           MEMPROF_TRY(more, reader.next(block.data.bytes, block.data.size));
           last = reader.at_end();
           return more;
         },
-        [](Block&) { return ok_status(); }));
+        [](Block&) { return ok_status(); }, [this](const ParsedChunk& chunk) { return merge(chunk); }));
     heap_.input_bytes = reader.bytes_read();
     return finish();
   }
@@ -69,7 +56,7 @@ class Loader {
   Result<Heap> run_file(int fd, uint64_t file_size, uint64_t block_size) {
     reserve(file_size);
     uint64_t next = 0;
-    MEMPROF_TRY_STATUS(pipeline(
+    MEMPROF_TRY_STATUS(run_block_pipeline(
         [&](Block& block, bool& last) -> Result<bool> {
           if (next >= file_size) return false;
           block.data.offset = next;  // the worker's start position until it reads the block
@@ -80,64 +67,13 @@ class Loader {
         [this, fd, file_size, block_size](Block& block) {
           uint64_t begin = block.data.offset;
           return read_file_block(fd, file_size, begin, begin + block_size, name_, block.data);
-        }));
+        },
+        [this](const ParsedChunk& chunk) { return merge(chunk); }));
     heap_.input_bytes = file_size;
     return finish();
   }
 
  private:
-  // Keeps up to kBlocksInFlight blocks in work: `next` (main thread) prepares a block and says
-  // whether there was one, and whether it is the last; `read` (worker) completes it before it
-  // is parsed; blocks are merged in file order.
-  template <typename Next, typename Read>
-  Status pipeline(Next next, Read read) {
-    std::deque<std::unique_ptr<Block>> in_flight;
-    std::vector<std::unique_ptr<Block>> spare;
-    for (bool first = true;; first = false) {
-      std::unique_ptr<Block> block;
-      if (spare.empty()) {
-        block = std::make_unique<Block>();
-      } else {
-        block = std::move(spare.back());
-        spare.pop_back();
-        block->parsed.clear();
-      }
-      bool last = false;
-      block->file_start = first;
-      auto more = next(*block, last);
-      if (!more.ok()) return more.error();  // in-flight futures finish in their destructors
-      if (!*more) break;
-      start(*block, read, /*inline_work=*/in_flight.empty() && last);
-      in_flight.push_back(std::move(block));
-      if (in_flight.size() >= kBlocksInFlight) MEMPROF_TRY_STATUS(merge_front(in_flight, spare));
-    }
-    while (!in_flight.empty()) MEMPROF_TRY_STATUS(merge_front(in_flight, spare));
-    return ok_status();
-  }
-
-  // Reads and parses `block` on a worker thread; on this one for a lone block (small inputs).
-  template <typename Read>
-  static void start(Block& block, Read read, bool inline_work) {
-    auto work = [&block, read]() -> Status {
-      MEMPROF_TRY_STATUS(read(block));
-      const FileBlock& data = block.data;
-      parse_chunk(data.data() + data.offset, data.size, data.capacity() - data.offset,
-                  block.file_start, block.parsed);
-      return ok_status();
-    };
-    if (!inline_work) {
-      try {
-        block.done = std::async(std::launch::async, work);
-        return;
-      } catch (const std::system_error&) {
-        // No thread available: do it here.
-      }
-    }
-    std::promise<Status> ready;
-    ready.set_value(work());
-    block.done = ready.get_future();
-  }
-
   Result<Heap> finish() {
     if (non_blank_lines_ == 0) return err("{}: empty file", name_);
     if (!seen_record_) {
@@ -194,16 +130,6 @@ class Loader {
     raw_classes_.reserve(objects);
     raw_references_.reserve(references);
     heap_.string_values.reserve(objects / 4);  // about a quarter of the objects are Strings
-  }
-
-  Status merge_front(std::deque<std::unique_ptr<Block>>& in_flight,
-                     std::vector<std::unique_ptr<Block>>& spare) {
-    std::unique_ptr<Block> block = std::move(in_flight.front());
-    in_flight.pop_front();
-    Status status = block->done.get();
-    if (status.ok()) status = merge(block->parsed);
-    spare.push_back(std::move(block));
-    return status;
   }
 
   Status merge(const ParsedChunk& chunk) {

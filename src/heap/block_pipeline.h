@@ -1,0 +1,121 @@
+// Parses blocks of dump lines on worker threads and hands the parsed chunks over in file order,
+// keeping both cores busy: the loader's scheduling, apart from what it reads and merges.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <system_error>
+#include <vector>
+
+#include "core/util/result.h"
+#include "heap/chunk_parser.h"
+#include "heap/file_blocks.h"
+
+namespace memprof::heap {
+
+// Blocks being read and parsed at once (one worker thread each): with two cores, two parse
+// while the main thread prepares the next block and merges the oldest one in file order.
+inline constexpr size_t kBlocksInWork = 3;
+// Blocks parsed and waiting to be merged count too, up to this many: a block that grew around
+// a line of megabytes (an Array of 650,000 references is 12 MB) takes tens of ms to parse, the
+// blocks behind it that started inside that line are empty, and the other core would wait for
+// it with nothing to do; instead it parses the blocks after those.
+inline constexpr size_t kMaxBlocksInFlight = 8;
+
+struct Block {
+  FileBlock data;
+  bool file_start = false;  // the block begins the input
+  ParsedChunk parsed;
+  std::future<Status> done;
+  std::atomic<bool> finished{false};  // read and parsed (or failed): done.get() will not wait long
+};
+
+// Runs the pipeline until `next` has no more blocks and every block is merged, or until the
+// first error, which it returns (blocks still in work finish before it returns).
+//   next(Block&, bool& last) -> Result<bool>  this thread, in file order: prepares a block; false
+//                                             when there is none; `last` when it is the last
+//   read(Block&) -> Status                    a worker thread: completes the block's bytes
+//   merge(const ParsedChunk&) -> Status       this thread, in file order
+template <typename Next, typename Read, typename Merge>
+Status run_block_pipeline(Next next, Read read, Merge merge) {
+  // Blocks read and parsed so far, for this thread to wait on. Declared before the blocks, so
+  // that it outlives the workers, which the blocks' futures join when they are destroyed.
+  std::atomic<uint32_t> blocks_finished{0};
+  std::deque<std::unique_ptr<Block>> in_flight;
+  std::vector<std::unique_ptr<Block>> spare;
+
+  // Reads and parses `block` on a worker thread; on this one for a lone block (small inputs).
+  auto start = [&](Block& block, bool inline_work) {
+    auto work = [&blocks_finished, &block, read]() -> Status {
+      Status status = read(block);
+      if (status.ok()) {
+        const FileBlock& data = block.data;
+        parse_chunk(data.data() + data.offset, data.size, data.capacity() - data.offset,
+                    block.file_start, block.parsed);
+      }
+      block.finished.store(true, std::memory_order_release);
+      blocks_finished.fetch_add(1, std::memory_order_release);
+      blocks_finished.notify_one();
+      return status;
+    };
+    if (!inline_work) {
+      try {
+        block.done = std::async(std::launch::async, work);
+        return;
+      } catch (const std::system_error&) {
+        // No thread available: do it here.
+      }
+    }
+    std::promise<Status> ready;
+    ready.set_value(work());
+    block.done = ready.get_future();
+  };
+
+  bool first = true, more = true;
+  for (;;) {
+    // Read before looking at the blocks: a block finishing after this changes it, and the wait
+    // below returns at once.
+    const uint32_t finished_before = blocks_finished.load(std::memory_order_acquire);
+    while (!in_flight.empty() && in_flight.front()->finished.load(std::memory_order_acquire)) {
+      std::unique_ptr<Block> block = std::move(in_flight.front());
+      in_flight.pop_front();
+      MEMPROF_TRY_STATUS(block->done.get());
+      MEMPROF_TRY_STATUS(merge(block->parsed));
+      spare.push_back(std::move(block));
+    }
+    const auto in_work = static_cast<size_t>(std::count_if(in_flight.begin(), in_flight.end(), [](const auto& block) {
+      return !block->finished.load(std::memory_order_acquire);
+    }));
+    if (more && in_work < kBlocksInWork && in_flight.size() < kMaxBlocksInFlight) {
+      std::unique_ptr<Block> block;
+      if (spare.empty()) {
+        block = std::make_unique<Block>();
+      } else {
+        block = std::move(spare.back());
+        spare.pop_back();
+        block->parsed.clear();
+        block->finished.store(false, std::memory_order_relaxed);
+      }
+      bool last = false;
+      block->file_start = first;
+      first = false;
+      auto got = next(*block, last);
+      if (!got.ok()) return got.error();
+      more = *got && !last;
+      if (*got) {
+        start(*block, /*inline_work=*/in_flight.empty() && last);
+        in_flight.push_back(std::move(block));
+      }
+      continue;
+    }
+    if (in_flight.empty()) return ok_status();
+    blocks_finished.wait(finished_before, std::memory_order_acquire);
+  }
+}
+
+}  // namespace memprof::heap
