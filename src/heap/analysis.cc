@@ -306,35 +306,31 @@ std::string gem_of_file(std::string_view file) {
 
 namespace {
 
-// `without_machine_context`: reachable_without_root_kind(graph, heap, "machine_context").
-Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
-                              const AnalysisOptions& options, Groupings groupings,
-                              const std::vector<uint8_t>& without_machine_context) {
-  Analysis analysis;
-  const ObjectSelection* selection = options.selection;
-  auto selected = [&](ObjectId id) { return selection == nullptr || (*selection)(id); };
-  // The top lists need only the heap and the retained sizes: sorted on another thread while this
-  // one walks the dominator tree.
-  auto tops = run_async([&] {
-    analysis.biggest = top_objects(heap, selection, options.top, [&](ObjectId id) { return heap.memsize[id]; });
-    analysis.top_retained = top_retained_subtrees(heap, dominators, selection, options.top);
-    analysis.most_referenced = most_referenced(heap, selection, options.top);
-    analysis.duplicate_strings = duplicate_strings(heap, selection, options.top, options.samples);
-  });
-  if (options.samples > 0) add_samples(heap, dominators, groupings, options.samples, selection);
-  auto rows = rollup(dominators, std::move(groupings));
-  analysis.by_type = std::move(rows[kByType]);
-  analysis.by_class = std::move(rows[kByClass]);
-  analysis.by_location = std::move(rows[kByLocation]);
-  analysis.by_gem = std::move(rows[kByGem]);
-  analysis.by_generation = std::move(rows[kByGeneration]);
+// The lists that need only the heap, not the dominator tree: `analyze` makes them on the second
+// core while the first computes the tree.
+struct HeapOnlyLists {
+  std::vector<ObjectId> biggest;
+  std::vector<std::pair<ObjectId, uint64_t>> most_referenced;
+  std::vector<DuplicateString> duplicate_strings;
+};
 
-  // Totals, reachable and machine_context-only, in one pass over the objects.
+HeapOnlyLists heap_only_lists(const Heap& heap, const AnalysisOptions& options) {
+  const ObjectSelection* selection = options.selection;
+  return {top_objects(heap, selection, options.top, [&](ObjectId id) { return heap.memsize[id]; }),
+          most_referenced(heap, selection, options.top),
+          duplicate_strings(heap, selection, options.top, options.samples)};
+}
+
+// Counts, memsizes and the machine_context-only objects, in one pass over the objects.
+// `without_machine_context`: reachable_without_root_kind(graph, heap, "machine_context").
+void add_totals(const Heap& heap, const DominatorTree& dominators, const AnalysisOptions& options,
+                const std::vector<uint8_t>& without_machine_context, Analysis& analysis) {
+  const ObjectSelection* selection = options.selection;
   auto only_machine_context = [&](ObjectId id) {
     return dominators.reachable(id) && !without_machine_context[id];
   };
   for (ObjectId id = 0; id < heap.size(); ++id) {
-    if (!selected(id)) continue;
+    if (selection != nullptr && !(*selection)(id)) continue;
     const bool reachable = dominators.reachable(id);
     const uint64_t memsize = heap.memsize[id];
     ++analysis.count;
@@ -352,6 +348,28 @@ Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
     return only_machine_context(id) ? dominators.retained[id] + 1 : 0;
   });
   std::erase_if(analysis.machine_context_only_objects, [&](ObjectId id) { return !only_machine_context(id); });
+}
+
+Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
+                              const AnalysisOptions& options, Groupings groupings,
+                              const std::vector<uint8_t>& without_machine_context, HeapOnlyLists lists) {
+  Analysis analysis;
+  analysis.biggest = std::move(lists.biggest);
+  analysis.most_referenced = std::move(lists.most_referenced);
+  analysis.duplicate_strings = std::move(lists.duplicate_strings);
+  // What needs the dominator tree but not the rollup: on another thread while this one and a
+  // helper walk the tree for the rollup (they write different fields of `analysis`).
+  auto rest = run_async([&] {
+    analysis.top_retained = top_retained_subtrees(heap, dominators, options.selection, options.top);
+    add_totals(heap, dominators, options, without_machine_context, analysis);
+  });
+  if (options.samples > 0) add_samples(heap, dominators, groupings, options.samples, options.selection);
+  auto rows = rollup(dominators, std::move(groupings));
+  analysis.by_type = std::move(rows[kByType]);
+  analysis.by_class = std::move(rows[kByClass]);
+  analysis.by_location = std::move(rows[kByLocation]);
+  analysis.by_gem = std::move(rows[kByGem]);
+  analysis.by_generation = std::move(rows[kByGeneration]);
 
   std::vector<std::pair<StringId, uint64_t>> roots;
   for (const RootSet& root : heap.roots) {
@@ -360,7 +378,7 @@ Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
     found->second += root.targets.size();
   }
   for (auto& [kind, count] : roots) analysis.roots.push_back({std::string(heap.str(kind)), count});
-  tops.get();
+  rest.get();
   return analysis;
 }
 
@@ -371,19 +389,22 @@ constexpr std::string_view kMachineContext = "machine_context";
 Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
                       const AnalysisOptions& options) {
   return analyze_grouped_heap(heap, dominators, options, group_objects(heap, options.selection),
-                              reachable_without_root_kind(graph, heap, kMachineContext));
+                              reachable_without_root_kind(graph, heap, kMachineContext),
+                              heap_only_lists(heap, options));
 }
 
 AnalyzedHeap analyze_loaded_heap(const Heap& heap, const AnalysisOptions& options) {
-  // The second core: groupings need only the heap, the reachability without machine_context
-  // only the graph; both run while this thread computes the dominator tree.
+  // The second core: the groupings and the heap-only lists need only the heap, the
+  // reachability without machine_context only the graph; they run while this thread builds
+  // the graph and computes the dominator tree.
   auto groupings = run_async([&] { return group_objects(heap, options.selection); });
   Graph graph = Graph::build(heap);
   auto without_machine_context =
       run_async([&] { return reachable_without_root_kind(graph, heap, kMachineContext); });
+  auto lists = run_async([&] { return heap_only_lists(heap, options); });
   DominatorTree dominators = DominatorTree::compute(graph, heap);
-  Analysis analysis =
-      analyze_grouped_heap(heap, dominators, options, groupings.get(), without_machine_context.get());
+  Analysis analysis = analyze_grouped_heap(heap, dominators, options, groupings.get(),
+                                           without_machine_context.get(), lists.get());
   return {std::move(graph), std::move(dominators), std::move(analysis)};
 }
 
