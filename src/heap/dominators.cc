@@ -62,8 +62,14 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
 
   std::vector<uint32_t> path;
   for (uint32_t w = n - 1; w >= 1; --w) {
+    const ObjectId node = order.node[w];
+    if (graph.pred_begin[node + 1] - graph.pred_begin[node] == 1) {
+      // Its DFS parent is its only way in: its semidominator (most objects of a heap).
+      semi[w] = label[w] = ancestor[w] = order.parent[w];
+      continue;
+    }
     uint32_t best = semi[w];
-    for (ObjectId pred_node : graph.predecessors(order.node[w])) {
+    for (ObjectId pred_node : graph.predecessors(node)) {
       uint32_t v = order.number[pred_node];
       if (v == kUnvisited) continue;  // an unreachable object pointing in
       if (v > w && ancestor[ancestor[v]] != kUnvisited) {
