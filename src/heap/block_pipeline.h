@@ -2,7 +2,6 @@
 // keeping both cores busy: the loader's scheduling, apart from what it reads and merges.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +47,14 @@ Status run_block_pipeline(Next next, Read read, Merge merge) {
   std::atomic<uint32_t> blocks_finished{0};
   std::deque<std::unique_ptr<Block>> in_flight;
   std::vector<std::unique_ptr<Block>> spare;
+  std::vector<BigVector<char>> spare_bytes;  // buffers of blocks parsed
+
+  // A parsed block's bytes go to the next block to start: the chunk holds copies of what it
+  // needs, and a block waiting behind a slow one need not keep its 4 MB meanwhile.
+  auto release_bytes = [&](Block& block) {
+    if (block.data.bytes.capacity() > 0) spare_bytes.push_back(std::move(block.data.bytes));
+    block.data.mapped.reset();
+  };
 
   // Reads and parses `block` on a worker thread; on this one for a lone block (small inputs).
   auto start = [&](Block& block, bool inline_work) {
@@ -86,11 +93,17 @@ Status run_block_pipeline(Next next, Read read, Merge merge) {
       in_flight.pop_front();
       MEMPROF_TRY_STATUS(block->done.get());
       MEMPROF_TRY_STATUS(merge(block->parsed));
+      release_bytes(*block);
       spare.push_back(std::move(block));
     }
-    const auto in_work = static_cast<size_t>(std::count_if(in_flight.begin(), in_flight.end(), [](const auto& block) {
-      return !block->finished.load(std::memory_order_acquire);
-    }));
+    size_t in_work = 0;
+    for (const auto& block : in_flight) {
+      if (!block->finished.load(std::memory_order_acquire)) {
+        ++in_work;
+      } else {
+        release_bytes(*block);
+      }
+    }
     if (more && in_work < kBlocksInWork && in_flight.size() < kMaxBlocksInFlight) {
       std::unique_ptr<Block> block;
       if (spare.empty()) {
@@ -100,6 +113,10 @@ Status run_block_pipeline(Next next, Read read, Merge merge) {
         spare.pop_back();
         block->parsed.clear();
         block->finished.store(false, std::memory_order_relaxed);
+      }
+      if (!spare_bytes.empty()) {
+        block->data.bytes = std::move(spare_bytes.back());
+        spare_bytes.pop_back();
       }
       bool last = false;
       block->file_start = first;
