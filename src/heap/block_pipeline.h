@@ -30,8 +30,9 @@ struct Block {
   FileBlock data;
   bool file_start = false;  // the block begins the input
   ParsedChunk parsed;
-  std::future<Status> done;
   std::atomic<bool> finished{false};  // read and parsed (or failed): done.get() will not wait long
+  // Last: destroyed first, it waits for the worker, which writes to the members above.
+  std::future<Status> done;
 };
 
 // Runs the pipeline until `next` has no more blocks and every block is merged, or until the
