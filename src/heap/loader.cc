@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <limits>
 #include <unordered_map>
@@ -46,7 +47,8 @@ class Loader {
           last = reader.at_end();
           return more;
         },
-        [](Block&) { return ok_status(); }, [this](const ParsedChunk& chunk) { return merge(chunk); }));
+        [](Block&) { return ok_status(); },  // the main thread read the block
+        std::bind_front(&Loader::merge, this)));
     heap_.input_bytes = reader.bytes_read();
     return finish();
   }
@@ -68,7 +70,7 @@ class Loader {
           uint64_t begin = block.data.offset;
           return read_file_block(fd, file_size, begin, begin + block_size, name_, block.data);
         },
-        [this](const ParsedChunk& chunk) { return merge(chunk); }));
+        std::bind_front(&Loader::merge, this)));
     heap_.input_bytes = file_size;
     return finish();
   }
