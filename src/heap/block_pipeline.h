@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/util/result.h"
+#include "core/util/huge_page_allocator.h"
 #include "heap/chunk_parser.h"
-#include "heap/file_blocks.h"
 
 namespace memprof::heap {
 
@@ -27,7 +27,11 @@ inline constexpr size_t kBlocksInWork = 3;
 inline constexpr size_t kMaxBlocksInFlight = 8;
 
 struct Block {
-  FileBlock data;
+  // What `next` prepares: bytes it read (`size` of them, whole lines, and kLinePadding spare
+  // ones after them), or where in the input the block begins, for the worker to read it.
+  BigVector<char> bytes;
+  size_t size = 0;
+  uint64_t begin = 0;
   bool file_start = false;  // the block begins the input
   ParsedChunk parsed;
   std::atomic<bool> finished{false};  // read and parsed (or failed): done.get() will not wait long
@@ -39,10 +43,10 @@ struct Block {
 // first error, which it returns (blocks still in work finish before it returns).
 //   next(Block&, bool& last) -> Result<bool>  this thread, in file order: prepares a block; false
 //                                             when there is none; `last` when it is the last
-//   read(Block&) -> Status                    a worker thread: completes the block's bytes
+//   parse(Block&) -> Status                   a worker thread: parses the block into its `parsed`
 //   merge(const ParsedChunk&) -> Status       this thread, in file order
-template <typename Next, typename Read, typename Merge>
-Status run_block_pipeline(Next next, Read read, Merge merge) {
+template <typename Next, typename Parse, typename Merge>
+Status run_block_pipeline(Next next, Parse parse, Merge merge) {
   // Blocks read and parsed so far, for this thread to wait on. Declared before the blocks, so
   // that it outlives the workers, which the blocks' futures join when they are destroyed.
   std::atomic<uint32_t> blocks_finished{0};
@@ -53,19 +57,13 @@ Status run_block_pipeline(Next next, Read read, Merge merge) {
   // A parsed block's bytes go to the next block to start: the chunk holds copies of what it
   // needs, and a block waiting behind a slow one need not keep its 4 MB meanwhile.
   auto release_bytes = [&](Block& block) {
-    if (block.data.bytes.capacity() > 0) spare_bytes.push_back(std::move(block.data.bytes));
-    block.data.mapped.reset();
+    if (block.bytes.capacity() > 0) spare_bytes.push_back(std::move(block.bytes));
   };
 
-  // Reads and parses `block` on a worker thread; on this one for a lone block (small inputs).
+  // Parses `block` on a worker thread; on this one for a lone block (small inputs).
   auto start = [&](Block& block, bool inline_work) {
-    auto work = [&blocks_finished, &block, read]() -> Status {
-      Status status = read(block);
-      if (status.ok()) {
-        const FileBlock& data = block.data;
-        parse_chunk(data.data() + data.offset, data.size, data.capacity() - data.offset,
-                    block.file_start, block.parsed);
-      }
+    auto work = [&blocks_finished, &block, parse]() -> Status {
+      Status status = parse(block);
       block.finished.store(true, std::memory_order_release);
       blocks_finished.fetch_add(1, std::memory_order_release);
       blocks_finished.notify_one();
@@ -116,7 +114,7 @@ Status run_block_pipeline(Next next, Read read, Merge merge) {
         block->finished.store(false, std::memory_order_relaxed);
       }
       if (!spare_bytes.empty()) {
-        block->data.bytes = std::move(spare_bytes.back());
+        block->bytes = std::move(spare_bytes.back());
         spare_bytes.pop_back();
       }
       bool last = false;

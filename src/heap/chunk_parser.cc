@@ -33,9 +33,11 @@ void keep_capped(std::vector<BadLine>& list, uint64_t& count, BadLine line) {
   if (count++ < Heap::kMaxBadLinesKept) list.push_back(std::move(line));
 }
 
-class ChunkBuilder {
+}  // namespace
+
+class ChunkParser::Builder {
  public:
-  explicit ChunkBuilder(ParsedChunk& chunk) : chunk_(chunk) {}
+  explicit Builder(ParsedChunk& chunk) : chunk_(chunk) {}
 
   void line(const Line& line) {
     ++chunk_.lines;
@@ -151,8 +153,6 @@ class ChunkBuilder {
   std::unordered_map<uint64_t, uint32_t> site_ids_;
 };
 
-}  // namespace
-
 void ParsedChunk::clear() {
   address.clear();
   type.clear();
@@ -177,11 +177,18 @@ void ParsedChunk::clear() {
   bad_values.clear();
 }
 
-void parse_chunk(const char* data, size_t size, size_t capacity, bool file_start, ParsedChunk& out) {
-  ChunkBuilder builder(out);
+ChunkParser::ChunkParser(ParsedChunk& out, bool file_start)
+    : builder_(std::make_unique<Builder>(out)), at_file_start_(file_start) {}
+
+ChunkParser::~ChunkParser() = default;
+
+void ChunkParser::parse(const char* data, size_t size, size_t capacity) {
+  size_t offset = 0;
+  if (at_file_start_) {
+    at_file_start_ = false;
+    if (std::string_view(data, size).starts_with(kByteOrderMark)) offset = kByteOrderMark.size();
+  }
   Line line;
-  size_t offset = file_start && std::string_view(data, size).starts_with(kByteOrderMark) ? kByteOrderMark.size() : 0;
-  uint64_t number = 0;
   while (offset < size) {
     const void* newline = std::memchr(data + offset, '\n', size - offset);
     size_t end = newline ? static_cast<size_t>(static_cast<const char*>(newline) - data) : size;
@@ -189,11 +196,18 @@ void parse_chunk(const char* data, size_t size, size_t capacity, bool file_start
     line.size = end - offset;
     if (line.size > 0 && line.data[line.size - 1] == '\r') --line.size;
     line.capacity = capacity - offset;
-    line.number = ++number;
-    builder.line(line);
+    line.number = ++line_number_;
+    builder_->line(line);
     offset = end + 1;
   }
-  builder.finish();
+}
+
+void ChunkParser::finish() { builder_->finish(); }
+
+void parse_chunk(const char* data, size_t size, size_t capacity, bool file_start, ParsedChunk& out) {
+  ChunkParser parser(out, file_start);
+  parser.parse(data, size, capacity);
+  parser.finish();
 }
 
 }  // namespace memprof::heap

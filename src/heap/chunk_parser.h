@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -56,9 +57,32 @@ struct ParsedChunk {
   void clear();
 };
 
-// Parses `size` bytes at `data` (complete lines; the last may lack its '\n'). `capacity` bytes
-// from `data` must be readable, capacity >= size + kLinePadding. `file_start`: the bytes begin
-// the file, where a UTF-8 byte order mark (which some editors and tools add) is skipped.
+// Parses a block's lines into `out`, given in one or more pieces in order: a block read in
+// slices is parsed slice by slice while each is in the cache.
+class ChunkParser {
+ public:
+  // `file_start`: the first piece begins the file, where a UTF-8 byte order mark (which some
+  // editors and tools add) is skipped.
+  ChunkParser(ParsedChunk& out, bool file_start);
+  ~ChunkParser();
+  ChunkParser(const ChunkParser&) = delete;
+  ChunkParser& operator=(const ChunkParser&) = delete;
+
+  // Parses `size` bytes at `data`: complete lines, the last may lack its '\n'. `capacity` bytes
+  // from `data` must be readable; a line with fewer than kLinePadding readable bytes after it
+  // is copied before it is parsed.
+  void parse(const char* data, size_t size, size_t capacity);
+  // After the last piece.
+  void finish();
+
+ private:
+  class Builder;
+  std::unique_ptr<Builder> builder_;
+  bool at_file_start_;
+  uint64_t line_number_ = 0;
+};
+
+// Parses one piece: ChunkParser's parse() and finish().
 void parse_chunk(const char* data, size_t size, size_t capacity, bool file_start, ParsedChunk& out);
 
 }  // namespace memprof::heap

@@ -6,15 +6,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <string>
 
 #include "core/util/page_size.h"
+#include "core/util/scoped_fd.h"
 #include "heap/line.h"
 
 namespace memprof::heap {
 namespace {
 
-// Reads [position, position + length) of the file into `out`, fewer bytes at the end of file.
+// Reads [position, position + length) of the file into `out`; fewer bytes only at the end of
+// the file.
 Result<size_t> pread_all(int fd, char* out, size_t length, uint64_t position, const std::string& name) {
   size_t total = 0;
   while (total < length) {
@@ -45,74 +46,96 @@ Result<uint64_t> find_line_end(int fd, uint64_t file_size, uint64_t position, co
   return file_size;
 }
 
-// Maps the file from `start` (rounded down to a page) to its end and makes it the block, whose
-// lines begin at `first` and end at the first '\n' at or after `unread` (the caller read up to
-// there without finding it). false when the file cannot be mapped.
-bool map_block(int fd, uint64_t file_size, uint64_t start, uint64_t first, uint64_t unread, FileBlock& block) {
+// Parses the line at file offset `start`, longer than a slice, from a mapping of the file from
+// there to its end: a String of 100 MB is one line, and reading it into memory would cost a
+// page fault per 4 KB of it, where a mapping of the page cache faults in 16 pages at a time and
+// copies nothing. When the file cannot be mapped the line is read into `buffer`. Returns the
+// file offset after the line.
+Result<uint64_t> parse_long_line(int fd, uint64_t file_size, uint64_t start, const std::string& name,
+                                 BigVector<char>& buffer, ChunkParser& parser) {
   const uint64_t page = page_size();
   const uint64_t base = start / page * page;
   const auto length = static_cast<size_t>(file_size - base);
   void* address = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(base));
-  if (address == MAP_FAILED) return false;
-  ::madvise(address, length, MADV_SEQUENTIAL);
-  block.mapped = ScopedMmap(address, length);
-  block.mapped_readable = static_cast<size_t>((length + page - 1) / page * page);
-  const char* data = block.data();
-  const auto search = static_cast<size_t>(unread - base);
-  const void* newline = std::memchr(data + search, '\n', length - search);
-  const size_t stop = newline ? static_cast<size_t>(static_cast<const char*>(newline) - data) + 1 : length;
-  block.offset = static_cast<size_t>(first - base);
-  block.size = stop - block.offset;
-  return true;
+  if (address != MAP_FAILED) {
+    ::madvise(address, length, MADV_SEQUENTIAL);
+    ScopedMmap mapped(address, length);
+    const char* data = static_cast<const char*>(address);
+    const auto offset = static_cast<size_t>(start - base);
+    const void* newline = std::memchr(data + offset, '\n', length - offset);
+    const size_t stop = newline ? static_cast<size_t>(static_cast<const char*>(newline) - data) + 1 : length;
+    // Readable: whole pages; the bytes after the file's end in its last page read as zeros.
+    const size_t readable = static_cast<size_t>((length + page - 1) / page * page);
+    parser.parse(data + offset, stop - offset, readable - offset);
+    return base + stop;
+  }
+  MEMPROF_TRY(line_end, find_line_end(fd, file_size, start, name));
+  const auto size = static_cast<size_t>(line_end - start);
+  buffer.resize(size + kLinePadding);
+  MEMPROF_TRY(n, pread_all(fd, buffer.data(), size, start, name));
+  parser.parse(buffer.data(), n, buffer.size());
+  BigVector<char>(kSliceBytes + kLinePadding).swap(buffer);  // not megabytes for every later slice
+  return start + n;
 }
 
 }  // namespace
 
-Status read_file_block(int fd, uint64_t file_size, uint64_t begin, uint64_t end,
-                       const std::string& name, FileBlock& block) {
-  block.offset = 0;
-  block.size = 0;
-  block.mapped.reset();
+Status parse_file_block(int fd, uint64_t file_size, uint64_t begin, uint64_t end,
+                        const std::string& name, BigVector<char>& buffer, ChunkParser& parser) {
   end = std::min(end, file_size);
   if (begin >= end) return ok_status();
-  // One byte before `begin` tells whether a line starts exactly at `begin`; the slack after
-  // `end` usually holds the rest of the last line.
-  const uint64_t start = begin == 0 ? 0 : begin - 1;
-  const size_t wanted = static_cast<size_t>(end - start) + (64 << 10);
-  if (block.bytes.size() < wanted + kLinePadding) block.bytes.resize(wanted + kLinePadding);
-  MEMPROF_TRY(n, pread_all(fd, block.bytes.data(), wanted, start, name));
-  size_t filled = n;
-  const char* data = block.bytes.data();
-  // The first owned line starts after the first '\n' at or after begin - 1, before `end`: a
-  // block inside one long line owns nothing (and reads no more of it).
-  uint64_t first = 0;
-  if (begin != 0) {
-    const size_t scan = std::min(filled, static_cast<size_t>(end - start));
-    const void* newline = std::memchr(data, '\n', scan);
-    if (newline == nullptr) return ok_status();
-    first = start + static_cast<uint64_t>(static_cast<const char*>(newline) - data) + 1;
-    if (first >= end) return ok_status();
+  buffer.resize(kSliceBytes + kLinePadding);
+  // data[0, filled) holds the file from `position` on; the next line to parse starts at
+  // data[line_start]. One byte before `begin` tells whether a line starts exactly at `begin`.
+  uint64_t position = begin == 0 ? 0 : begin - 1;
+  size_t filled = 0, line_start = 0;
+  bool found_first_line = begin == 0;
+  for (;;) {
+    if (filled == kSliceBytes) {  // one line fills the slice
+      MEMPROF_TRY(after, parse_long_line(fd, file_size, position, name, buffer, parser));
+      if (after >= end) return ok_status();
+      position = after;
+      filled = 0;
+    }
+    char* data = buffer.data();
+    MEMPROF_TRY(n, pread_all(fd, data + filled, kSliceBytes - filled, position + filled, name));
+    const bool at_file_end = n < kSliceBytes - filled;  // or the file shrank: keep what is there
+    filled += n;
+    if (!found_first_line) {
+      // The first owned line starts after the first '\n' at or after begin - 1, before `end`:
+      // a block inside one long line owns nothing.
+      const auto scan = static_cast<size_t>(std::min<uint64_t>(filled, end - position));
+      const void* newline = std::memchr(data, '\n', scan);
+      if (newline == nullptr) {
+        if (at_file_end || position + filled >= end) return ok_status();
+        position += filled;
+        filled = 0;
+        continue;
+      }
+      line_start = static_cast<size_t>(static_cast<const char*>(newline) - data) + 1;
+      if (position + line_start >= end) return ok_status();
+      found_first_line = true;
+    }
+    // The last owned line ends at the first '\n' at or after end - 1 (every line kept from an
+    // earlier slice started before `end`).
+    const auto search = static_cast<size_t>(std::max<uint64_t>(end - 1, position + line_start) - position);
+    const void* last = search < filled ? std::memchr(data + search, '\n', filled - search) : nullptr;
+    bool done = true;
+    size_t parse_to = filled;
+    if (last != nullptr) {
+      parse_to = static_cast<size_t>(static_cast<const char*>(last) - data) + 1;
+    } else if (!at_file_end) {  // parse the whole lines, keep the one cut by the slice's end
+      done = false;
+      const void* newline = ::memrchr(data + line_start, '\n', filled - line_start);
+      parse_to = newline ? static_cast<size_t>(static_cast<const char*>(newline) - data) + 1 : line_start;
+    }
+    if (parse_to > line_start) parser.parse(data + line_start, parse_to - line_start, buffer.size() - line_start);
+    if (done) return ok_status();
+    filled -= parse_to;
+    std::memmove(data, data + parse_to, filled);
+    position += parse_to;
+    line_start = 0;
   }
-  // The last owned line ends at the first '\n' at or after end - 1.
-  uint64_t stop = start + filled;  // the file shrank while being read: keep what is there
-  const size_t search_from = static_cast<size_t>(std::max<uint64_t>(end - 1, first) - start);
-  const void* newline =
-      search_from < filled ? std::memchr(data + search_from, '\n', filled - search_from) : nullptr;
-  if (newline != nullptr) {
-    stop = start + static_cast<uint64_t>(static_cast<const char*>(newline) - data) + 1;
-  } else if (start + filled < file_size && filled == wanted) {
-    if (map_block(fd, file_size, start, first, start + filled, block)) return ok_status();
-    // A line longer than the slack and no mapping: find its end, then read the rest of it at once.
-    MEMPROF_TRY(line_end, find_line_end(fd, file_size, start + filled, name));
-    const size_t need = static_cast<size_t>(line_end - start);
-    block.bytes.resize(need + kLinePadding);
-    MEMPROF_TRY(more, pread_all(fd, block.bytes.data() + filled, need - filled, start + filled, name));
-    filled += more;
-    stop = start + filled;
-  }
-  block.offset = static_cast<size_t>(first - start);
-  block.size = static_cast<size_t>(stop - first);
-  return ok_status();
 }
 
 }  // namespace memprof::heap

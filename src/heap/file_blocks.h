@@ -2,38 +2,29 @@
 // threads read and parse different parts of the file at once: the kernel's copy from the page
 // cache, a large share of the work, is then parallel too. Block k holds the lines that START in
 // [k * block_size, (k + 1) * block_size); the line crossing the end belongs to it entirely.
+//
+// A worker reads its block in slices of 256 KB and parses each slice while it is still in the
+// cache (1 MB of L2 per core where we measure): copying into a small buffer that stays cached
+// and parsing from it costs 5% less CPU than reading the block into a buffer of 4 MB, and the
+// buffers take 0.8 MB instead of 13 (Rails dump: peak RSS 41 -> 31 MB).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <string>
 
 #include "core/util/huge_page_allocator.h"
 #include "core/util/result.h"
-#include "core/util/scoped_fd.h"
+#include "heap/chunk_parser.h"
 
 namespace memprof::heap {
 
-struct FileBlock {
-  BigVector<char> bytes;  // what was read, plus kLinePadding spare bytes at the end
-  // Instead of `bytes`, for a block whose last line is longer than 64 KB (a String of 100 MB
-  // is one line): the file from the block's first page to its end, mapped. Reading such a line
-  // into memory would cost a page fault per 4 KB of it; a mapping of the page cache faults in
-  // 16 pages at a time and copies nothing.
-  ScopedMmap mapped;
-  size_t mapped_readable = 0;  // bytes of `mapped` that may be read (whole pages)
-  size_t offset = 0;        // where the block's first line starts in data()
-  size_t size = 0;          // bytes of whole lines from `offset`
+inline constexpr size_t kSliceBytes = size_t{256} << 10;
 
-  const char* data() const { return mapped.valid() ? reinterpret_cast<const char*>(mapped.bytes()) : bytes.data(); }
-  // Readable bytes from data() on; the lines' last one may have fewer than kLinePadding after it
-  // when the block is mapped.
-  size_t capacity() const { return mapped.valid() ? mapped_readable : bytes.size(); }
-};
-
-// Reads the lines starting in [begin, end) of the file `fd` (of `file_size` bytes) into `block`.
-// `name` is used in error messages.
-Status read_file_block(int fd, uint64_t file_size, uint64_t begin, uint64_t end,
-                       const std::string& name, FileBlock& block);
+// Parses the lines starting in [begin, end) of the file `fd` (of `file_size` bytes) into
+// `parser`, read slice by slice into `buffer` (resized to kSliceBytes + kLinePadding). `name`
+// is used in error messages.
+Status parse_file_block(int fd, uint64_t file_size, uint64_t begin, uint64_t end,
+                        const std::string& name, BigVector<char>& buffer, ChunkParser& parser);
 
 }  // namespace memprof::heap

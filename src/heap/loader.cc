@@ -42,33 +42,38 @@ class Loader {
     BlockReader reader(source, block_size);
     MEMPROF_TRY_STATUS(run_block_pipeline(
         [&](Block& block, bool& last) -> Result<bool> {
-          block.data.offset = 0;
-          MEMPROF_TRY(more, reader.next(block.data.bytes, block.data.size));
+          MEMPROF_TRY(more, reader.next(block.bytes, block.size));
           last = reader.at_end();
           return more;
         },
-        [](Block&) { return ok_status(); },  // the main thread read the block
+        [](Block& block) {  // the main thread read the block
+          parse_chunk(block.bytes.data(), block.size, block.bytes.size(), block.file_start, block.parsed);
+          return ok_status();
+        },
         std::bind_front(&Loader::merge, this)));
     heap_.input_bytes = reader.bytes_read();
     return finish();
   }
 
   // A plain regular file: each worker reads (pread) and parses its own block, so the copying
-  // out of the page cache happens on all cores too.
+  // out of the page cache happens on all cores too (file_blocks.h).
   Result<Heap> run_file(int fd, uint64_t file_size, uint64_t block_size) {
     reserve(file_size);
     uint64_t next = 0;
     MEMPROF_TRY_STATUS(run_block_pipeline(
         [&](Block& block, bool& last) -> Result<bool> {
           if (next >= file_size) return false;
-          block.data.offset = next;  // the worker's start position until it reads the block
+          block.begin = next;
           next += block_size;
           last = next >= file_size;
           return true;
         },
         [this, fd, file_size, block_size](Block& block) {
-          uint64_t begin = block.data.offset;
-          return read_file_block(fd, file_size, begin, begin + block_size, name_, block.data);
+          ChunkParser parser(block.parsed, block.file_start);
+          Status status = parse_file_block(fd, file_size, block.begin, block.begin + block_size,
+                                           name_, block.bytes, parser);
+          parser.finish();
+          return status;
         },
         std::bind_front(&Loader::merge, this)));
     heap_.input_bytes = file_size;

@@ -20,25 +20,25 @@ namespace {
 
 uint64_t address_of_block(size_t index) { return 0x1000 + 8 * uint64_t{index}; }
 
-// `next` for `count` blocks: each block's offset carries its index to `read`, as the loader's
-// offset carries its file position.
+// `next` for `count` blocks: each block's `begin` carries its index to `parse`, as the loader's
+// carries its file position.
 auto numbered_blocks(size_t count) {
   return [count, index = size_t{0}](Block& block, bool& last) mutable -> Result<bool> {
     if (index == count) return false;
-    block.data.offset = index++;
+    block.begin = index++;
     last = index == count;
     return true;
   };
 }
 
-// Makes the block one object line whose address tells the block's index.
+// Makes the block one object line whose address tells the block's index, and parses it.
 void fill(Block& block, size_t index) {
   const std::string line = fmt::format("{{\"address\":\"0x{:x}\", \"type\":\"STRING\", \"memsize\":40}}\n",
                                        address_of_block(index));
-  block.data.bytes.assign(line.begin(), line.end());
-  block.data.bytes.resize(line.size() + kLinePadding);
-  block.data.offset = 0;
-  block.data.size = line.size();
+  block.bytes.assign(line.begin(), line.end());
+  block.bytes.resize(line.size() + kLinePadding);
+  block.size = line.size();
+  parse_chunk(block.bytes.data(), block.size, block.bytes.size(), index == 0, block.parsed);
 }
 
 TEST(BlockPipeline, MergesInFileOrderWhateverOrderTheWorkersFinishIn) {
@@ -47,7 +47,7 @@ TEST(BlockPipeline, MergesInFileOrderWhateverOrderTheWorkersFinishIn) {
   Status status = run_block_pipeline(
       numbered_blocks(kBlocks),
       [](Block& block) {
-        const size_t index = block.data.offset;
+        const size_t index = block.begin;
         // Earlier blocks take longer: workers finish out of file order.
         std::this_thread::sleep_for(std::chrono::microseconds(300 * ((kBlocks - index) % 4)));
         fill(block, index);
@@ -78,10 +78,10 @@ TEST(BlockPipeline, ASlowBlockDoesNotStopTheBlocksBehindIt) {
   Status status = run_block_pipeline(
       numbered_blocks(kBlocks),
       [&](Block& block) -> Status {
-        const size_t index = block.data.offset;
+        const size_t index = block.begin;
         std::unique_lock lock(mutex);
         most_waiting = std::max(most_waiting, ++waiting_to_merge);
-        if (block.data.bytes.capacity() == 0) ++buffers_made;
+        if (block.bytes.capacity() == 0) ++buffers_made;
         if (index == 0) {
           if (!changed.wait_for(lock, std::chrono::seconds(5), [&] { return read_after_first >= kReadBehind; })) {
             return err("the first block waited 5 s: {} blocks behind it were read", read_after_first);
@@ -110,7 +110,7 @@ TEST(BlockPipeline, TheFirstErrorEndsThePipeline) {
   Status status = run_block_pipeline(
       numbered_blocks(30),
       [](Block& block) -> Status {
-        const size_t index = block.data.offset;
+        const size_t index = block.begin;
         if (index == 3) return err("dump.json: Input/output error");
         fill(block, index);
         return ok_status();

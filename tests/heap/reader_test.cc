@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "heap/byte_source.h"
+#include "heap/file_blocks.h"
 #include "heap/loader.h"
 #include "heap/object_type.h"
 #include "heap/record_parser.h"
@@ -388,16 +389,18 @@ TEST(Reader, PlainFilesReadInParallelBlocksGiveTheSameHeap) {
   std::remove(path.c_str());
 }
 
-TEST(Reader, LinesLongerThanTheReadAheadAreReadFromAMapping) {
-  // Lines of ~90 KB (more than the 64 KB a block reads past its end) are read from a mapping of
-  // the file; the last one ends the file, which is a whole number of pages: no byte after it is
-  // readable, so it is parsed from a padded copy.
+TEST(Reader, LinesLongerThanASliceAreParsedFromAMapping) {
+  // Lines longer than the slice a worker reads at a time (file_blocks.h) are parsed from a
+  // mapping of the file; the last one ends the file, which is a whole number of pages: no byte
+  // after it is readable, so it is parsed from a padded copy.
+  const size_t long_refs = kSliceBytes / 8;  // each reference takes 10 bytes or more
   std::string text = root_line("vm", {0x1000});
   for (int i = 0; i < 40; ++i) {
-    std::vector<uint64_t> refs(static_cast<size_t>(i % 3 == 0 ? 5000 : 2), 0x1000 + 40 * static_cast<uint64_t>(i / 2));
+    std::vector<uint64_t> refs(i % 3 == 0 ? long_refs : 2, 0x1000 + 40 * static_cast<uint64_t>(i / 2));
     text += object_line(0x1000 + 40 * static_cast<uint64_t>(i), "ARRAY", 0, refs, 40 + static_cast<uint64_t>(i));
   }
-  std::string last = object_line(0x9000, "ARRAY", 0, std::vector<uint64_t>(5000, 0x1000), 40);
+  std::string last = object_line(0x9000, "ARRAY", 0, std::vector<uint64_t>(long_refs, 0x1000), 40);
+  ASSERT_GT(last.size(), kSliceBytes);
   last.pop_back();  // no final newline
   text += last;
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
