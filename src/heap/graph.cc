@@ -35,9 +35,11 @@ Graph Graph::build(const Heap& heap) {
   }
   graph.pred.resize(graph.succ.size());
   std::vector<uint32_t> cursor(graph.pred_begin.begin(), graph.pred_begin.end() - 1);
-  for (uint32_t node = 0; node < graph.node_count; ++node) {
+  auto place = [&](uint32_t node) {
     for (ObjectId target : graph.successors(node)) graph.pred[cursor[target]++] = node;
-  }
+  };
+  place(graph.super_root);
+  for (ObjectId id = 0; id < objects; ++id) place(id);
   return graph;
 }
 

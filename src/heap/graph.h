@@ -29,6 +29,8 @@ struct Graph {
   std::span<const ObjectId> successors(ObjectId node) const {
     return {succ.data() + succ_begin[node], succ.data() + succ_begin[node + 1]};
   }
+  // The super-root first when it is one (the dominator tree stops looking at a node's
+  // predecessors there), then objects in id order.
   std::span<const ObjectId> predecessors(ObjectId node) const {
     return {pred.data() + pred_begin[node], pred.data() + pred_begin[node + 1]};
   }

@@ -83,6 +83,19 @@ TEST(Dominators, UnreachableObjectsAndSharedRoots) {
   EXPECT_EQ(a.tree.retained[a.graph.super_root], 1u + 2u + 4u + 8u);
 }
 
+TEST(Graph, PredecessorsListTheSuperRootFirst) {
+  // The dominator tree stops scanning an object's predecessors at the super-root: with the
+  // roots' edges last, objects the roots point to (most of a heap's classes and constants)
+  // would be scanned in full.
+  auto a = analyze(graph_dump(4, {{0, 3}, {1, 3}, {2, 3}}, {3, 1}));
+  EXPECT_EQ(std::vector<ObjectId>(a.graph.predecessors(3).begin(), a.graph.predecessors(3).end()),
+            (std::vector<ObjectId>{a.graph.super_root, 0, 1, 2}));
+  EXPECT_EQ(std::vector<ObjectId>(a.graph.predecessors(1).begin(), a.graph.predecessors(1).end()),
+            (std::vector<ObjectId>{a.graph.super_root}));
+  EXPECT_EQ(a.tree.idom[3], a.graph.super_root);
+  EXPECT_EQ(a.tree.idom[0], kNoObject);
+}
+
 TEST(Dominators, ClassEdgesKeepSingletonClassesAlive) {
   // The object's class is not in "references" but the GC marks it: the singleton class is
   // dominated by its only instance.
