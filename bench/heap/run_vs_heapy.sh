@@ -1,7 +1,8 @@
 #!/bin/sh
 # Side-by-side benchmark of `memprof analyze` against heapy (Debian's ruby-heapy) on heap dumps
 # this script generates with real Ruby: two synthetic processes (~1.3M and ~1.9M objects,
-# allocation tracing on), the larger one also zstd-compressed, and a Rails 6.1 app. Prints one
+# allocation tracing on), the larger one also zstd-compressed, and a Rails 6.1 app booted as in
+# development (ActionController, lazy) and as in production (rails/all, eager_load). Prints one
 # table row per dump: size, objects, wall time and peak RSS of each tool, throughput, speedup;
 # then the heap shapes of make_shape_dump.rb (a 330,000-node chain among small objects, tiny
 # arrays and hashes, one 100 MB String) with memprof alone, in MB/s and objects/s; then
@@ -32,6 +33,7 @@ make_dump ruby-1.3M.json ruby "$here/make_dump.rb" "$work/ruby-1.3M.json" 137000
 make_dump ruby-1.9M.json ruby "$here/make_dump.rb" "$work/ruby-1.9M.json" 200000
 make_dump ruby-1.9M.json.zst zstd -q -3 "$work/ruby-1.9M.json" -o "$work/ruby-1.9M.json.zst"
 make_dump rails.json ruby "$here/make_rails_dump.rb" "$work/rails.json" 2000
+make_dump rails-production.json ruby "$here/make_rails_dump.rb" "$work/rails-production.json" 2000 --production
 for shape in chain tiny bigstring; do
   make_dump "$shape.json" ruby "$here/make_shape_dump.rb" "$shape" "$work/$shape.json"
 done
@@ -60,7 +62,7 @@ cell() {
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| %-18s | %7s | %9s | %-31s | %-31s | %-13s |\n' dump "JSON MB" objects "memprof analyze" "heapy read" "speedup"
 printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------" "---------" "-----------" "---------------------------------" "---------------------------------" "---------------"
-for name in rails.json ruby-1.3M.json ruby-1.9M.json ruby-1.9M.json.zst; do
+for name in rails.json rails-production.json ruby-1.3M.json ruby-1.9M.json ruby-1.9M.json.zst; do
   dump="$work/$name"
   # Throughput counts the JSON read: for a compressed dump, the size of the plain one.
   mb=$(du -m --apparent-size "${dump%.zst}" | cut -f1)
@@ -81,15 +83,15 @@ for name in rails.json ruby-1.3M.json ruby-1.9M.json ruby-1.9M.json.zst; do
 done
 echo "(cells: wall s, CPU s, JSON MB per wall second, peak RSS; memprof: best of 3 runs, heapy: 1 run)"
 echo
-printf '| %-15s | %7s | %9s | %-33s | %-14s |\n' shape "JSON MB" objects "memprof analyze (best of 3)" "objects/s"
-printf '|%s|%s|%s|%s|%s|\n' "-----------------" "---------" "-----------" "-----------------------------------" "----------------"
-for shape in rails chain tiny bigstring; do
+printf '| %-16s | %7s | %9s | %-33s | %-14s |\n' shape "JSON MB" objects "memprof analyze (best of 3)" "objects/s"
+printf '|%s|%s|%s|%s|%s|\n' "------------------" "---------" "-----------" "-----------------------------------" "----------------"
+for shape in rails rails-production chain tiny bigstring; do
   dump="$work/$shape.json"
   mb=$(du -m --apparent-size "$dump" | cut -f1)
   objects=$("$memprof" analyze "$dump" --json --top 1 | sed 's/.*"total":{"count":\([0-9]*\).*/\1/')
   set -- $(best_of_3 "$memprof" analyze "$dump" --json)
   rate=$(awk -v o="$objects" -v t="$1" 'BEGIN{printf "%.2fM", o/t/1e6}')
-  printf '| %-15s | %7s | %9s | %-33s | %-14s |\n' "$shape" "$mb" "$objects" "$(cell "$1" "$3" "$2" "$mb")" "$rate"
+  printf '| %-16s | %7s | %9s | %-33s | %-14s |\n' "$shape" "$mb" "$objects" "$(cell "$1" "$3" "$2" "$mb")" "$rate"
 done
 echo
 echo "heap_phases $work/ruby-1.3M.json:"
