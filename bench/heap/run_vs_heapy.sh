@@ -60,8 +60,8 @@ cell() {
 }
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| %-18s | %7s | %9s | %-31s | %-31s | %-13s |\n' dump "JSON MB" objects "memprof analyze" "heapy read" "speedup"
-printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------" "---------" "-----------" "---------------------------------" "---------------------------------" "---------------"
+printf '| %-21s | %7s | %9s | %-31s | %-31s | %-13s |\n' dump "JSON MB" objects "memprof analyze" "heapy read" "speedup"
+printf '|%s|%s|%s|%s|%s|%s|\n' "-----------------------" "---------" "-----------" "---------------------------------" "---------------------------------" "---------------"
 for name in rails.json rails-production.json ruby-1.3M.json ruby-1.9M.json ruby-1.9M.json.zst; do
   dump="$work/$name"
   # Throughput counts the JSON read: for a compressed dump, the size of the plain one.
@@ -79,7 +79,7 @@ for name in rails.json rails-production.json ruby-1.3M.json ruby-1.9M.json ruby-
   else
     h_cell="(no compressed input)" speed="-"
   fi
-  printf '| %-18s | %7s | %9s | %-31s | %-31s | %-13s |\n' "$name" "$mb" "$objects" "$m_cell" "$h_cell" "$speed"
+  printf '| %-21s | %7s | %9s | %-31s | %-31s | %-13s |\n' "$name" "$mb" "$objects" "$m_cell" "$h_cell" "$speed"
 done
 echo "(cells: wall s, CPU s, JSON MB per wall second, peak RSS; memprof: best of 3 runs, heapy: 1 run)"
 echo
