@@ -11,8 +11,8 @@
 #include <system_error>
 #include <vector>
 
-#include "core/util/result.h"
 #include "core/util/huge_page_allocator.h"
+#include "core/util/result.h"
 #include "heap/chunk_parser.h"
 
 namespace memprof::heap {
