@@ -305,8 +305,8 @@ std::string_view RecordParser::parse_object(const Line& given, DumpRecord& recor
   record = kEmpty;
   Line line = given;
   if (line.capacity < line.size + kLinePadding) {
-    // The last line of a block mapped from the file (file_blocks.h) may end where the file
-    // does: simdjson gets a padded copy.
+    // A caller may give a line without kLinePadding readable bytes after it (ChunkParser's
+    // contract allows it): simdjson gets a padded copy.
     padded_.assign(line.data, line.size);
     padded_.append(kLinePadding, '\0');
     line = {padded_.data(), line.size, padded_.size(), line.number};

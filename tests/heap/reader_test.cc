@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "heap/byte_source.h"
+#include "heap/chunk_parser.h"
 #include "heap/file_blocks.h"
 #include "heap/loader.h"
 #include "heap/object_type.h"
@@ -389,10 +390,9 @@ TEST(Reader, PlainFilesReadInParallelBlocksGiveTheSameHeap) {
   std::remove(path.c_str());
 }
 
-TEST(Reader, LinesLongerThanASliceAreParsedFromAMapping) {
-  // Lines longer than the slice a worker reads at a time (file_blocks.h) are parsed from a
-  // mapping of the file; the last one ends the file, which is a whole number of pages: no byte
-  // after it is readable, so it is parsed from a padded copy.
+TEST(Reader, LinesLongerThanASliceAreReadWhole) {
+  // Lines longer than the slice a worker reads at a time (file_blocks.h) are read whole; the
+  // last one ends the file, on a page boundary, with no final newline.
   const size_t long_refs = kSliceBytes / 8;  // each reference takes 10 bytes or more
   std::string text = root_line("vm", {0x1000});
   for (int i = 0; i < 40; ++i) {
@@ -421,6 +421,18 @@ TEST(Reader, LinesLongerThanASliceAreParsedFromAMapping) {
     EXPECT_TRUE(heap->bad_lines.empty()) << block_size;
   }
   std::remove(path.c_str());
+}
+
+TEST(Reader, ParsesALineWithoutPaddingAfterIt) {
+  // ChunkParser accepts lines with fewer than kLinePadding readable bytes after them (simdjson
+  // needs them): such a line is parsed from a padded copy, not rejected as invalid JSON.
+  const std::string line = object_line(0x10, "ARRAY", 0, {0x20, 0x30}, 40);
+  const std::vector<char> exact(line.begin(), line.end());  // nothing readable after it
+  ParsedChunk chunk;
+  parse_chunk(exact.data(), exact.size(), exact.size(), true, chunk);
+  EXPECT_TRUE(chunk.bad_lines.empty());
+  EXPECT_EQ(chunk.address, (std::vector<uint64_t>{0x10}));
+  EXPECT_EQ(chunk.references, (std::vector<uint64_t>{0x20, 0x30}));
 }
 
 TEST(Reader, KeepsTheFirstOfDuplicateAddresses) {
