@@ -55,7 +55,7 @@ Status run_block_pipeline(Next next, Parse parse, Merge merge) {
   std::vector<BigVector<char>> spare_bytes;  // buffers of blocks parsed
 
   // A parsed block's bytes go to the next block to start: the chunk holds copies of what it
-  // needs, and a block waiting behind a slow one need not keep its 4 MB meanwhile.
+  // needs, and a block waiting behind a slow one need not keep its buffer meanwhile.
   auto release_bytes = [&](Block& block) {
     if (block.bytes.capacity() > 0) spare_bytes.push_back(std::move(block.bytes));
   };

@@ -45,20 +45,22 @@ Result<uint64_t> find_line_end(int fd, uint64_t file_size, uint64_t position, co
   return file_size;
 }
 
-// Parses the line at file offset `start`, which fills a slice without ending: found to its
-// end in small reads, then read whole into `buffer` (2 MB pages from 2 MB on: a 100 MB String
-// costs 50 page faults) and parsed. A mapping of the file, used before, was slower (the 100 MB
-// String: 117 -> 93 ms without it) and a file truncated while mapped would have killed the
-// process with SIGBUS. Returns the file offset after the line.
+// Parses the line at file offset `start`, whose first kSliceBytes fill `buffer` without ending
+// it: the rest is found to its end in small reads, then read whole after them (2 MB pages from
+// 2 MB on: a 100 MB String costs 50 page faults) and the line parsed. A mapping of the file,
+// used before, was slower (the 100 MB String: 117 -> 93 ms without it) and a file truncated
+// while mapped would have killed the process with SIGBUS. Returns the file offset after the line.
 Result<uint64_t> parse_long_line(int fd, uint64_t file_size, uint64_t start, const std::string& name,
                                  BigVector<char>& buffer, ChunkParser& parser) {
   MEMPROF_TRY(line_end, find_line_end(fd, file_size, start + kSliceBytes, name));
-  const auto size = static_cast<size_t>(line_end - start);
-  buffer.resize(size + kLinePadding);
-  MEMPROF_TRY(n, pread_all(fd, buffer.data(), size, start, name));
-  parser.parse(buffer.data(), n, buffer.size());
+  // At least the slice: a file that grew past its size at open time may have filled it.
+  const auto size = static_cast<size_t>(std::max<uint64_t>(line_end, start + kSliceBytes) - start);
+  buffer.resize(size + kLinePadding);  // keeps the slice read already
+  MEMPROF_TRY(rest, pread_all(fd, buffer.data() + kSliceBytes, size - kSliceBytes, start + kSliceBytes, name));
+  const size_t read = kSliceBytes + rest;  // less than `size` if the file shrank meanwhile
+  parser.parse(buffer.data(), read, buffer.size());
   BigVector<char>(kSliceBytes + kLinePadding).swap(buffer);  // not megabytes for every later slice
-  return start + n;
+  return start + read;
 }
 
 }  // namespace

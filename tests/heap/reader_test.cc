@@ -391,8 +391,9 @@ TEST(Reader, PlainFilesReadInParallelBlocksGiveTheSameHeap) {
 }
 
 TEST(Reader, LinesLongerThanASliceAreReadWhole) {
-  // Lines longer than the slice a worker reads at a time (file_blocks.h) are read whole; the
-  // last one ends the file, on a page boundary, with no final newline.
+  // Lines longer than the slice a worker reads at a time (file_blocks.h) are read whole, the
+  // slice already read kept; the last one ends the file, with no final newline (on a page
+  // boundary, which mattered when such lines were parsed from a mapping).
   const size_t long_refs = kSliceBytes / 8;  // each reference takes 10 bytes or more
   std::string text = root_line("vm", {0x1000});
   for (int i = 0; i < 40; ++i) {
