@@ -95,21 +95,23 @@ MEMPROF_COMMAND("leaks", "Sites whose live objects grew in every round (live, no
                   sub.add_option("-p,--pid", options->pid, "Attached process")->required();
                   sub.add_option("--interval", options->interval,
                                  "Time between readings (default 10s)");
-                  sub.add_option("--rounds", options->rounds, "Rounds (default 6)");
+                  sub.add_option("--rounds", options->rounds, fmt::format("Rounds (default {})", kDefaultRounds));
                   sub.add_option("--top", options->top, "Suspects shown (0: all; default 20)");
                   sub.add_flag("--children", options->children,
                                "Add up the process and all its descendants (workers)");
                   sub.add_flag("--json", options->json, "Print the suspects as JSON");
-                  sub.footer(
+                  sub.footer(fmt::format(
                       "Reads the live tracked objects rounds+1 times, --interval apart, and\n"
                       "lists the groups (file:line and class) whose count grew in every round:\n"
                       "the three-dump leak technique without dumps. Temporary objects and\n"
                       "caches that fill up do not grow every time; what leaks does. A count\n"
                       "that only fluctuates grows in all N rounds by chance 1 time in (N+1)!\n"
-                      "(3 rounds: 1 in 24, 6: 1 in 5,040): more rounds, not a longer interval,\n"
+                      "(3 rounds: 1 in {}, {}: 1 in {}): more rounds, not a longer interval,\n"
                       "tell a leak from noise.\n"
                       "Each reading runs a full GC in the target first (as a heap dump\n"
-                      "would), so that garbage not yet collected is not counted as live.");
+                      "would), so that garbage not yet collected is not counted as live.",
+                      heap::count_text(attach::fluctuation_odds(3)), kDefaultRounds,
+                      heap::count_text(attach::fluctuation_odds(kDefaultRounds))));
                   return [options] { return run_leaks(*options); };
                 });
 
