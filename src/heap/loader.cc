@@ -326,7 +326,10 @@ Result<Heap> load_heap(const std::string& path, const LoadOptions& options) {
     if (!fd.valid()) return err("{}: {}", path, std::strerror(errno));
     struct stat info {};
     unsigned char head[4] = {};
-    ssize_t n = ::fstat(fd.get(), &info) == 0 && S_ISREG(info.st_mode) ? ::pread(fd.get(), head, 4, 0) : -1;
+    // A regular file of size 0 may still have contents (/proc files): streamed to its end.
+    ssize_t n = ::fstat(fd.get(), &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0
+                    ? ::pread(fd.get(), head, 4, 0)
+                    : -1;
     if (n >= 0 && detect_compression({head, static_cast<size_t>(n)}) == Compression::kNone) {
       ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
       return Loader(path, options).run_file(fd.get(), static_cast<uint64_t>(info.st_size), options.block_size);

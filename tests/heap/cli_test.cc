@@ -220,6 +220,8 @@ TEST(Cli, BadInputIsOneLineAndExitOne) {
   } cases[] = {
       {"analyze missing.json", "memprof: missing.json: No such file or directory\n"},
       {"analyze /dev/null", "memprof: /dev/null: empty file\n"},
+      // A regular file whose size says 0 but which has contents: read, not called empty.
+      {"analyze /proc/self/status", "memprof: /proc/self/status: not a heap dump (line 1: invalid JSON)\n"},
       {"analyze make_fixtures.rb", "memprof: make_fixtures.rb: not a heap dump (line 1: invalid JSON)\n"},
       {"analyze addresses.txt --json", "memprof: addresses.txt: not a heap dump (line 1: invalid JSON)\n"},
       {"path leak_a.json.zst 0x1", "memprof: 0x1: no object at this address in leak_a.json.zst\n"},
