@@ -26,7 +26,7 @@ Gem::Specification.new do |s|
   s.executables = ["memprof"]
   s.requirements << "rack, for Memprof::Middleware (not needed otherwise)"
   s.requirements << "to build: g++ with C++20, libzydis-dev, libfmt-dev; " \
-                    "for the memprof command: cmake, libsimdjson-dev, libpng-dev, libzstd-dev, zlib1g-dev, libcli11-dev"
+                    "for the memprof command: cmake, libsimdjson-dev, libpng-dev, libzstd-dev, liblzma-dev, zlib1g-dev, libcli11-dev"
   root = __dir__
   # The sources of the extension (src/ruby and what it links) and of the command-line tool, which
   # extconf.rb builds with CMake; no tests, benchmarks or build products.

@@ -1,6 +1,7 @@
 #include "heap/byte_source.h"
 
 #include <fcntl.h>
+#include <lzma.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -210,6 +211,64 @@ class ZstdSource final : public ByteSource {
   bool frame_done_ = true;
 };
 
+class XzSource final : public ByteSource {
+ public:
+  explicit XzSource(HeadThenRaw input)
+      : ByteSource(Compression::kXz, input.size_hint()), input_(std::move(input)), in_(input_.chunk_size()) {}
+  ~XzSource() override { lzma_end(&stream_); }
+  XzSource(const XzSource&) = delete;
+  XzSource& operator=(const XzSource&) = delete;
+
+  Status init() {
+    // No memory limit (the dump's own size bounds the dictionary); concatenated streams
+    // (xz a >> b) form one, as gzip members do.
+    if (lzma_stream_decoder(&stream_, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) {
+      return err("{}: cannot start xz decoder", input_.name());
+    }
+    return ok_status();
+  }
+
+  Result<size_t> read(std::span<char> buffer) override {
+    if (buffer.empty() || ended_) return size_t{0};
+    stream_.next_out = reinterpret_cast<uint8_t*>(buffer.data());
+    stream_.avail_out = buffer.size();
+    while (stream_.avail_out == buffer.size()) {
+      if (stream_.avail_in == 0 && !input_done_) {
+        MEMPROF_TRY(n, input_.read({in_.data(), in_.size()}));
+        stream_.next_in = reinterpret_cast<const uint8_t*>(in_.data());
+        stream_.avail_in = n;
+        input_done_ = n == 0;
+      }
+      // LZMA_FINISH once the input is all in: the decoder then says whether the stream ended.
+      const lzma_ret rc = lzma_code(&stream_, input_done_ ? LZMA_FINISH : LZMA_RUN);
+      if (rc == LZMA_STREAM_END) {
+        ended_ = true;
+        break;
+      }
+      if (rc == LZMA_BUF_ERROR) return err("{}: truncated xz stream", input_.name());
+      if (rc != LZMA_OK) return err("{}: corrupt xz stream ({})", input_.name(), problem(rc));
+    }
+    return buffer.size() - stream_.avail_out;
+  }
+
+ private:
+  static const char* problem(lzma_ret rc) {
+    switch (rc) {
+      case LZMA_FORMAT_ERROR: return "not the xz format";
+      case LZMA_OPTIONS_ERROR: return "unsupported options";
+      case LZMA_DATA_ERROR: return "bad data";
+      case LZMA_MEM_ERROR: return "out of memory";
+      default: return "decoder error";
+    }
+  }
+
+  HeadThenRaw input_;
+  std::vector<char> in_;
+  lzma_stream stream_ = LZMA_STREAM_INIT;
+  bool input_done_ = false;
+  bool ended_ = false;
+};
+
 Result<std::unique_ptr<ByteSource>> make_source(RawInput raw) {
   std::vector<char> head(4);
   MEMPROF_TRY(n, raw.read_full(head));
@@ -228,6 +287,15 @@ Result<std::unique_ptr<ByteSource>> make_source(RawInput raw) {
       MEMPROF_TRY_STATUS(source->init());
       return std::unique_ptr<ByteSource>(std::move(source));
     }
+    case Compression::kXz: {
+      auto source = std::make_unique<XzSource>(std::move(input));
+      MEMPROF_TRY_STATUS(source->init());
+      return std::unique_ptr<ByteSource>(std::move(source));
+    }
+    case Compression::kBzip2:
+      return err("{}: bzip2-compressed; memprof reads plain, gzip, zstd and xz dumps "
+                 "(bzip2 -dc {} | memprof analyze /dev/stdin)",
+                 input.name(), input.name());
     case Compression::kNone:
       break;
   }
@@ -240,6 +308,13 @@ Compression detect_compression(std::span<const unsigned char> head) {
   if (head.size() >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Compression::kGzip;
   if (head.size() >= 4 && head[0] == 0x28 && head[1] == 0xb5 && head[2] == 0x2f && head[3] == 0xfd) {
     return Compression::kZstd;
+  }
+  if (head.size() >= 4 && head[0] == 0xfd && head[1] == '7' && head[2] == 'z' && head[3] == 'X') {
+    return Compression::kXz;
+  }
+  // "BZh" and the block size, '1' to '9'.
+  if (head.size() >= 4 && head[0] == 'B' && head[1] == 'Z' && head[2] == 'h' && head[3] >= '1' && head[3] <= '9') {
+    return Compression::kBzip2;
   }
   return Compression::kNone;
 }

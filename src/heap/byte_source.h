@@ -1,5 +1,6 @@
 // Byte streams a dump is read from: a file descriptor or a memory span, decompressed on the fly
-// when it starts with the gzip (1f 8b) or zstd (28 b5 2f fd) magic. Chunked: nothing holds more
+// when it starts with the gzip (1f 8b), zstd (28 b5 2f fd) or xz (fd 37 7a 58) magic; bzip2
+// ("BZh") is recognized and refused with a way around. Chunked: nothing holds more
 // than one input buffer of the compressed data at a time.
 #pragma once
 
@@ -13,7 +14,7 @@
 
 namespace memprof::heap {
 
-enum class Compression { kNone, kGzip, kZstd };
+enum class Compression { kNone, kGzip, kZstd, kXz, kBzip2 };
 
 class ByteSource {
  public:

@@ -22,6 +22,7 @@ using testing::gzip;
 using testing::load_text;
 using testing::object_line;
 using testing::root_line;
+using testing::xz;
 using testing::zstd;
 
 Result<Heap> load_bytes(const std::string& bytes) {
@@ -304,11 +305,12 @@ TEST(Reader, HandlesCrlfMissingFinalNewlineAndLinesLongerThanTheBuffer) {
   EXPECT_EQ(heap.memsize[3], 40u);
 }
 
-TEST(Reader, DetectsGzipAndZstdByMagicAndReadsTheSameHeap) {
+TEST(Reader, DetectsGzipZstdAndXzByMagicAndReadsTheSameHeap) {
   std::string text = kRuby31;
   for (int i = 0; i < 2000; ++i) text += object_line(0x100000 + 40 * i, "STRING", 0x1000, {0x1000}, 40);
   Heap plain = load_text(text);
-  for (const std::string& packed : {gzip(text), zstd(text), gzip(text.substr(0, 1000)) + gzip(text.substr(1000))}) {
+  for (const std::string& packed : {gzip(text), zstd(text), xz(text), gzip(text.substr(0, 1000)) + gzip(text.substr(1000)),
+                                    xz(text.substr(0, 1000)) + xz(text.substr(1000))}) {
     auto heap = load_bytes(packed);
     ASSERT_TRUE(heap.ok()) << heap.message();
     EXPECT_EQ(heap->size(), plain.size());
@@ -339,6 +341,22 @@ TEST(Reader, RejectsBrokenCompressedStreams) {
   auto cut = load_bytes(zstd(text).substr(0, 10));
   ASSERT_FALSE(cut.ok());
   EXPECT_EQ(cut.message(), "test.json: truncated zstd stream");
+
+  std::string packed_xz = xz(text);
+  auto cut_xz = load_bytes(packed_xz.substr(0, packed_xz.size() / 2));
+  ASSERT_FALSE(cut_xz.ok());
+  EXPECT_EQ(cut_xz.message(), "test.json: truncated xz stream");
+  packed_xz[packed_xz.size() / 2] ^= 0x55;  // the compressed data, past the stream header
+  auto corrupt_xz = load_bytes(packed_xz);
+  ASSERT_FALSE(corrupt_xz.ok());
+  EXPECT_TRUE(corrupt_xz.message().starts_with("test.json: corrupt xz stream (")) << corrupt_xz.message();
+}
+
+TEST(Reader, RefusesBzip2WithTheCommandThatDecompressesIt) {
+  auto bzip2 = load_bytes("BZh91AY&SY this would be bzip2 data");
+  ASSERT_FALSE(bzip2.ok());
+  EXPECT_EQ(bzip2.message(), "test.json: bzip2-compressed; memprof reads plain, gzip, zstd and xz dumps "
+                             "(bzip2 -dc test.json | memprof analyze /dev/stdin)");
 }
 
 TEST(Reader, RejectsEmptyInputAndNonDumps) {

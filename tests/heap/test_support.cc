@@ -1,6 +1,7 @@
 #include "test_support.h"
 
 #include <gtest/gtest.h>
+#include <lzma.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -40,6 +41,16 @@ std::string zstd(const std::string& data) {
   size_t n = ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3);
   EXPECT_FALSE(ZSTD_isError(n));
   out.resize(n);
+  return out;
+}
+
+std::string xz(const std::string& data) {
+  std::string out(lzma_stream_buffer_bound(data.size()), '\0');
+  size_t written = 0;
+  EXPECT_EQ(lzma_easy_buffer_encode(3, LZMA_CHECK_CRC64, nullptr, reinterpret_cast<const uint8_t*>(data.data()),
+                                    data.size(), reinterpret_cast<uint8_t*>(out.data()), &written, out.size()),
+            LZMA_OK);
+  out.resize(written);
   return out;
 }
 

@@ -15,6 +15,7 @@ Heap load_text(const std::string& text);
 
 std::string gzip(const std::string& data);
 std::string zstd(const std::string& data);
+std::string xz(const std::string& data);
 std::string unzstd(const std::string& data);  // whole-file decompression of a fixture
 
 std::string read_file(const std::string& path);
