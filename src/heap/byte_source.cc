@@ -220,9 +220,9 @@ class XzSource final : public ByteSource {
   XzSource& operator=(const XzSource&) = delete;
 
   Status init() {
-    // No memory limit (the dump's own size bounds the dictionary); concatenated streams
-    // (xz a >> b) form one, as gzip members do.
-    if (lzma_stream_decoder(&stream_, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK) {
+    // The decoder allocates the dictionary the stream declares: xz -9 needs 65 MB, a forged
+    // header could ask for 1.5 GB. Concatenated streams (xz a >> b) form one, as gzip members do.
+    if (lzma_stream_decoder(&stream_, kMemoryLimit, LZMA_CONCATENATED) != LZMA_OK) {
       return err("{}: cannot start xz decoder", input_.name());
     }
     return ok_status();
@@ -258,9 +258,12 @@ class XzSource final : public ByteSource {
       case LZMA_OPTIONS_ERROR: return "unsupported options";
       case LZMA_DATA_ERROR: return "bad data";
       case LZMA_MEM_ERROR: return "out of memory";
+      case LZMA_MEMLIMIT_ERROR: return "needs more than 256 MB of memory to decode";
       default: return "decoder error";
     }
   }
+
+  static constexpr uint64_t kMemoryLimit = uint64_t{256} << 20;
 
   HeadThenRaw input_;
   std::vector<char> in_;
@@ -294,7 +297,7 @@ Result<std::unique_ptr<ByteSource>> make_source(RawInput raw) {
     }
     case Compression::kBzip2:
       return err("{}: bzip2-compressed; memprof reads plain, gzip, zstd and xz dumps "
-                 "(bzip2 -dc {} | memprof analyze /dev/stdin)",
+                 "(bzip2 -dk {} writes the plain one)",
                  input.name(), input.name());
     case Compression::kNone:
       break;
