@@ -104,10 +104,38 @@ class PlainSource final : public ByteSource {
   HeadThenRaw input_;
 };
 
+// The compressed bytes a decoder has not consumed yet, refilled from the input a chunk at a time.
+class CompressedInput {
+ public:
+  explicit CompressedInput(HeadThenRaw raw) : raw_(std::move(raw)), buffer_(raw_.chunk_size()) {}
+  const std::string& name() const { return raw_.name(); }
+
+  // The bytes not consumed yet, read from the input when none are left; empty at its end.
+  Result<std::span<const char>> pending() {
+    if (position_ == size_ && !ended_) {
+      MEMPROF_TRY(n, raw_.read({buffer_.data(), buffer_.size()}));
+      position_ = 0;
+      size_ = n;
+      ended_ = n == 0;
+    }
+    return std::span<const char>(buffer_.data() + position_, size_ - position_);
+  }
+  void consume(size_t n) { position_ += n; }
+  // True once the input is read to its end (what is pending is all there will be).
+  bool ended() const { return ended_; }
+
+ private:
+  HeadThenRaw raw_;
+  std::vector<char> buffer_;
+  size_t position_ = 0;
+  size_t size_ = 0;
+  bool ended_ = false;
+};
+
 class GzipSource final : public ByteSource {
  public:
   explicit GzipSource(HeadThenRaw input)
-      : ByteSource(Compression::kGzip, input.size_hint()), input_(std::move(input)), in_(input_.chunk_size()) {}
+      : ByteSource(Compression::kGzip, input.size_hint()), input_(std::move(input)) {}
   ~GzipSource() override {
     if (initialized_) inflateEnd(&stream_);
   }
@@ -127,15 +155,18 @@ class GzipSource final : public ByteSource {
     stream_.next_out = reinterpret_cast<Bytef*>(buffer.data());
     stream_.avail_out = capacity;
     while (capacity > 0 && stream_.avail_out == capacity) {
-      MEMPROF_TRY_STATUS(refill_if_empty());
+      MEMPROF_TRY(in, input_.pending());
       if (member_ended_) {
-        if (stream_.avail_in == 0) return size_t{0};  // clean end after the last member
+        if (in.empty()) return size_t{0};  // clean end after the last member
         // Concatenated gzip members (gzip a >> b) form one stream.
         if (inflateReset(&stream_) != Z_OK) return err("{}: corrupt gzip stream", input_.name());
         member_ended_ = false;
       }
-      if (stream_.avail_in == 0) return err("{}: truncated gzip stream", input_.name());
+      if (in.empty()) return err("{}: truncated gzip stream", input_.name());
+      stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+      stream_.avail_in = static_cast<uInt>(in.size());
       int rc = inflate(&stream_, Z_NO_FLUSH);
+      input_.consume(in.size() - stream_.avail_in);
       if (rc == Z_STREAM_END) {
         member_ended_ = true;
       } else if (rc != Z_OK) {
@@ -147,26 +178,16 @@ class GzipSource final : public ByteSource {
   }
 
  private:
-  HeadThenRaw input_;
-  std::vector<char> in_;
+  CompressedInput input_;
   z_stream stream_{};
   bool initialized_ = false;
   bool member_ended_ = false;
-
-  Status refill_if_empty() {
-    if (stream_.avail_in != 0) return ok_status();
-    MEMPROF_TRY(n, input_.read({in_.data(), in_.size()}));
-    stream_.next_in = reinterpret_cast<Bytef*>(in_.data());
-    stream_.avail_in = static_cast<uInt>(n);
-    return ok_status();
-  }
 };
 
 class ZstdSource final : public ByteSource {
  public:
   explicit ZstdSource(HeadThenRaw input)
-      : ByteSource(Compression::kZstd, input.size_hint()),
-        input_(std::move(input)), in_(input_.chunk_size()), context_(ZSTD_createDCtx()) {}
+      : ByteSource(Compression::kZstd, input.size_hint()), input_(std::move(input)), context_(ZSTD_createDCtx()) {}
   ~ZstdSource() override { ZSTD_freeDCtx(context_); }
   ZstdSource(const ZstdSource&) = delete;
   ZstdSource& operator=(const ZstdSource&) = delete;
@@ -179,20 +200,15 @@ class ZstdSource final : public ByteSource {
   Result<size_t> read(std::span<char> buffer) override {
     ZSTD_outBuffer out{buffer.data(), buffer.size(), 0};
     while (out.pos == 0) {
-      if (in_pos_ == in_size_ && !input_done_) {
-        MEMPROF_TRY(n, input_.read({in_.data(), in_.size()}));
-        if (n == 0) input_done_ = true;
-        in_pos_ = 0;
-        in_size_ = n;
-      }
-      if (in_pos_ == in_size_ && input_done_) {
+      MEMPROF_TRY(pending, input_.pending());
+      if (pending.empty()) {
         // Every frame must be complete; the decoder says so by returning 0 ("frame done").
         if (!frame_done_) return err("{}: truncated zstd stream", input_.name());
         break;
       }
-      ZSTD_inBuffer in{in_.data(), in_size_, in_pos_};
+      ZSTD_inBuffer in{pending.data(), pending.size(), 0};
       size_t rc = ZSTD_decompressStream(context_, &out, &in);
-      in_pos_ = in.pos;
+      input_.consume(in.pos);
       if (ZSTD_isError(rc)) {
         return err("{}: corrupt zstd stream ({})", input_.name(), ZSTD_getErrorName(rc));
       }
@@ -202,19 +218,15 @@ class ZstdSource final : public ByteSource {
   }
 
  private:
-  HeadThenRaw input_;
-  std::vector<char> in_;
-  size_t in_pos_ = 0;
-  size_t in_size_ = 0;
+  CompressedInput input_;
   ZSTD_DCtx* context_;
-  bool input_done_ = false;
   bool frame_done_ = true;
 };
 
 class XzSource final : public ByteSource {
  public:
   explicit XzSource(HeadThenRaw input)
-      : ByteSource(Compression::kXz, input.size_hint()), input_(std::move(input)), in_(input_.chunk_size()) {}
+      : ByteSource(Compression::kXz, input.size_hint()), input_(std::move(input)) {}
   ~XzSource() override { lzma_end(&stream_); }
   XzSource(const XzSource&) = delete;
   XzSource& operator=(const XzSource&) = delete;
@@ -233,14 +245,12 @@ class XzSource final : public ByteSource {
     stream_.next_out = reinterpret_cast<uint8_t*>(buffer.data());
     stream_.avail_out = buffer.size();
     while (stream_.avail_out == buffer.size()) {
-      if (stream_.avail_in == 0 && !input_done_) {
-        MEMPROF_TRY(n, input_.read({in_.data(), in_.size()}));
-        stream_.next_in = reinterpret_cast<const uint8_t*>(in_.data());
-        stream_.avail_in = n;
-        input_done_ = n == 0;
-      }
+      MEMPROF_TRY(in, input_.pending());
+      stream_.next_in = reinterpret_cast<const uint8_t*>(in.data());
+      stream_.avail_in = in.size();
       // LZMA_FINISH once the input is all in: the decoder then says whether the stream ended.
-      const lzma_ret rc = lzma_code(&stream_, input_done_ ? LZMA_FINISH : LZMA_RUN);
+      const lzma_ret rc = lzma_code(&stream_, input_.ended() ? LZMA_FINISH : LZMA_RUN);
+      input_.consume(in.size() - stream_.avail_in);
       if (rc == LZMA_STREAM_END) {
         ended_ = true;
         break;
@@ -265,12 +275,18 @@ class XzSource final : public ByteSource {
 
   static constexpr uint64_t kMemoryLimit = uint64_t{256} << 20;
 
-  HeadThenRaw input_;
-  std::vector<char> in_;
+  CompressedInput input_;
   lzma_stream stream_ = LZMA_STREAM_INIT;
-  bool input_done_ = false;
   bool ended_ = false;
 };
+
+// A decoder over `input`, started (its library state allocated) or the reason it could not be.
+template <class Decoder>
+Result<std::unique_ptr<ByteSource>> start(HeadThenRaw input) {
+  auto source = std::make_unique<Decoder>(std::move(input));
+  MEMPROF_TRY_STATUS(source->init());
+  return std::unique_ptr<ByteSource>(std::move(source));
+}
 
 Result<std::unique_ptr<ByteSource>> make_source(RawInput raw) {
   std::vector<char> head(4);
@@ -280,21 +296,9 @@ Result<std::unique_ptr<ByteSource>> make_source(RawInput raw) {
       {reinterpret_cast<const unsigned char*>(head.data()), head.size()});
   HeadThenRaw input(std::move(head), std::move(raw));
   switch (compression) {
-    case Compression::kGzip: {
-      auto source = std::make_unique<GzipSource>(std::move(input));
-      MEMPROF_TRY_STATUS(source->init());
-      return std::unique_ptr<ByteSource>(std::move(source));
-    }
-    case Compression::kZstd: {
-      auto source = std::make_unique<ZstdSource>(std::move(input));
-      MEMPROF_TRY_STATUS(source->init());
-      return std::unique_ptr<ByteSource>(std::move(source));
-    }
-    case Compression::kXz: {
-      auto source = std::make_unique<XzSource>(std::move(input));
-      MEMPROF_TRY_STATUS(source->init());
-      return std::unique_ptr<ByteSource>(std::move(source));
-    }
+    case Compression::kGzip: return start<GzipSource>(std::move(input));
+    case Compression::kZstd: return start<ZstdSource>(std::move(input));
+    case Compression::kXz: return start<XzSource>(std::move(input));
     case Compression::kBzip2:
       return err("{}: bzip2-compressed; memprof reads plain, gzip, zstd and xz dumps "
                  "(bzip2 -dk {} writes the plain one)",
