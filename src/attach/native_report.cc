@@ -17,14 +17,9 @@ using heap::bytes_text;
 using heap::count_text;
 using native::SiteRow;
 
+// The sites' peak copies were taken at one moment, so they add up as the counts do.
 void add_counts(SiteRow& sum, const SiteRow& row) {
-  sum.allocations += row.allocations;
-  sum.allocated_bytes += row.allocated_bytes;
-  sum.frees += row.frees;
-  sum.freed_bytes += row.freed_bytes;
-  sum.temporaries += row.temporaries;
-  sum.live_blocks += row.live_blocks;
-  sum.live_bytes += row.live_bytes;
+  sum += row;
   sum.peak_live_bytes += row.peak_live_bytes;
 }
 

@@ -75,14 +75,7 @@ NativeSnapshot NativeSession::snapshot() const {
     if (counters == nullptr) continue;
     SiteRow row = read_row(*counters, sites.key(id));
     if (row.allocations == 0) continue;
-    NativeTotals& t = out.totals;
-    t.allocations += row.allocations;
-    t.allocated_bytes += row.allocated_bytes;
-    t.frees += row.frees;
-    t.freed_bytes += row.freed_bytes;
-    t.temporaries += row.temporaries;
-    t.live_blocks += row.live_blocks;
-    t.live_bytes += row.live_bytes;
+    out.totals += row;
     out.sites.push_back(row);
   }
   out.ruby_files = {"", "(other files)"};

@@ -29,13 +29,8 @@ struct NativeOptions {
   bool track_mmap = false;  // also anonymous mmap/munmap/mremap (engine.h)
 };
 
-// One site: the stack of the call to the allocator (its return address first) and the Ruby line
-// of the thread, and its counts since the start.
-struct SiteRow {
-  uintptr_t return_address = 0;  // 0: the sites beyond the table's capacity, together
-  std::vector<uintptr_t> frames;  // return_address first; empty for the sites beyond capacity
-  uint32_t ruby_file = 0;         // index into NativeSnapshot::ruby_files; 0: no Ruby line
-  uint32_t ruby_line = 0;
+// What a site, or the whole session, allocated and freed since the start.
+struct AllocationCounts {
   uint64_t allocations = 0;
   uint64_t allocated_bytes = 0;
   uint64_t frees = 0;
@@ -43,18 +38,32 @@ struct SiteRow {
   uint64_t temporaries = 0;       // see engine.h
   uint64_t live_blocks = 0;       // allocations - frees
   uint64_t live_bytes = 0;        // allocated_bytes - freed_bytes
+
+  AllocationCounts& operator+=(const AllocationCounts& other) {
+    allocations += other.allocations;
+    allocated_bytes += other.allocated_bytes;
+    frees += other.frees;
+    freed_bytes += other.freed_bytes;
+    temporaries += other.temporaries;
+    live_blocks += other.live_blocks;
+    live_bytes += other.live_bytes;
+    return *this;
+  }
+};
+
+// One site: the stack of the call to the allocator (its return address first) and the Ruby line
+// of the thread, and its counts since the start.
+struct SiteRow : AllocationCounts {
+  uintptr_t return_address = 0;  // 0: the sites beyond the table's capacity, together
+  std::vector<uintptr_t> frames;  // return_address first; empty for the sites beyond capacity
+  uint32_t ruby_file = 0;         // index into NativeSnapshot::ruby_files; 0: no Ruby line
+  uint32_t ruby_line = 0;
   uint64_t peak_live_bytes = 0;   // live bytes near the moment of the peak (peak_tracker.h)
 };
 
-struct NativeTotals {
-  uint64_t allocations = 0;
-  uint64_t allocated_bytes = 0;
-  uint64_t frees = 0;
-  uint64_t freed_bytes = 0;
-  uint64_t temporaries = 0;
+// The sum of every site's counts, and what belongs to the session as a whole.
+struct NativeTotals : AllocationCounts {
   uint64_t unknown_frees = 0;   // frees/reallocs of blocks allocated before the start
-  uint64_t live_blocks = 0;
-  uint64_t live_bytes = 0;
   uint64_t peak_live_bytes = 0;         // the maximum of live_bytes since the start
   uint64_t peak_copy_live_bytes = 0;    // live bytes when the sites' peak_live_bytes were taken
   uint64_t missed_frees = 0;    // addresses allocated again while recorded live (a free not seen)
