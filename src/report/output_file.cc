@@ -49,6 +49,27 @@ mode_t new_file_mode() {
   return 0644 & ~mask;
 }
 
+bool write_all(int fd, std::span<const unsigned char> bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Writes into `path` itself, through a symlink, into a device or a FIFO: for what must keep
+// being what it is (/dev/null, /dev/stdout, a link), and files whose directory is not ours.
+bool write_in_place(const std::string& path, std::span<const unsigned char> bytes) {
+  ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (!fd.valid() || !write_all(fd.get(), bytes)) return false;
+  return ::close(fd.release()) == 0;
+}
+
 }  // namespace
 
 Status check_output_is_not_an_input(const std::string& output, std::span<const std::string> inputs) {
@@ -65,24 +86,32 @@ Status check_output_is_not_an_input(const std::string& output, std::span<const s
 
 Status write_output_file(const std::string& path, std::span<const unsigned char> bytes) {
   auto failed = [&path] { return err("cannot write {}: {}", path, std::strerror(errno)); };
+  struct stat link {};
   struct stat existing {};
-  if (::stat(path.c_str(), &existing) == 0 && S_ISDIR(existing.st_mode)) {
+  const bool is_link = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+  const bool exists = ::stat(path.c_str(), &existing) == 0;
+  if (exists && S_ISDIR(existing.st_mode)) {
     errno = EISDIR;
     return failed();
   }
-  TemporaryFile file(path);
-  if (!file.valid()) return failed();
-  if (::fchmod(file.fd(), new_file_mode()) != 0) return failed();
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(file.fd(), bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return failed();
-    }
-    done += static_cast<size_t>(n);
+  // Replacing these would turn /dev/null into a file, /dev/stdout's pipe into nothing, a link
+  // into a copy: they are written through.
+  if (is_link || (exists && !S_ISREG(existing.st_mode))) {
+    return write_in_place(path, bytes) ? ok_status() : failed();
   }
-  if (!file.close_and_rename(path)) return failed();
+  TemporaryFile file(path);
+  // An existing file keeps its mode and owner, or, when they cannot be given to the new file
+  // (another user's file, a directory we may not write to), is rewritten in place.
+  const bool kept = file.valid() &&
+                    (exists ? ::fchmod(file.fd(), existing.st_mode & 07777) == 0 &&
+                                  ((existing.st_uid == ::geteuid() && existing.st_gid == ::getegid()) ||
+                                   ::fchown(file.fd(), existing.st_uid, existing.st_gid) == 0)
+                            : ::fchmod(file.fd(), new_file_mode()) == 0);
+  if (!kept) {
+    if (exists) return write_in_place(path, bytes) ? ok_status() : failed();
+    return failed();
+  }
+  if (!write_all(file.fd(), bytes) || !file.close_and_rename(path)) return failed();
   return ok_status();
 }
 

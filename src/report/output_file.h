@@ -1,6 +1,7 @@
 // Writing a finished report (PNG or HTML bytes) to the path the user gave with -o, without ever
 // destroying a dump: an output that is one of the inputs is refused, and the bytes go to a
-// temporary file that replaces the output only once it is complete.
+// temporary file that replaces the output only once it is complete (devices, FIFOs and links
+// are written through).
 #pragma once
 
 #include <span>
@@ -17,8 +18,11 @@ Status check_output_is_not_an_input(const std::string& output, std::span<const s
 
 // Writes all of `bytes` to a new temporary file next to `path` and renames it over `path`: a
 // reader never sees a half-written file, a failed write leaves an existing `path` as it was,
-// and the file another hard link of `path` names is not touched. Fails with "cannot write PATH:
-// <reason>" (the temporary file removed).
+// and the file another hard link of `path` names is not touched. An existing file keeps its
+// mode and owner. What is not a regular file, or is reached through a symlink (/dev/null,
+// /dev/stdout, a FIFO, a link), is written through, never replaced; so is an existing file
+// whose directory we may not write to or whose owner we cannot give the new file. Fails with
+// "cannot write PATH: <reason>" (the temporary file removed).
 Status write_output_file(const std::string& path, std::span<const unsigned char> bytes);
 
 }  // namespace memprof::report

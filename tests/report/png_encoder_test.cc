@@ -2,11 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
 
 #include "png_decode.h"
-#include "report/output_file.h"
 
 namespace memprof::report {
 namespace {
@@ -32,24 +30,6 @@ TEST(PngEncoder, RoundTripsExactPixels) {
 
 TEST(PngEncoder, RefusesAnEmptyImage) {
   EXPECT_EQ(encode_png(Image(0, 5, {})).message(), "cannot encode an empty 0x5 image as PNG");
-}
-
-TEST(OutputFile, WritesAllBytesAndReportsUnwritablePaths) {
-  const std::string path = ::testing::TempDir() + "/memprof_output_file_test.bin";
-  const std::vector<unsigned char> bytes = {'a', 0, 'b'};
-  ASSERT_TRUE(write_output_file(path, bytes));
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  ASSERT_NE(f, nullptr);
-  unsigned char back[8];
-  EXPECT_EQ(std::fread(back, 1, sizeof(back), f), 3u);
-  std::fclose(f);
-  EXPECT_EQ(back[0], 'a');
-  EXPECT_EQ(back[1], 0);
-  EXPECT_EQ(back[2], 'b');
-  std::remove(path.c_str());
-
-  EXPECT_EQ(write_output_file("/nonexistent-dir/heap.png", bytes).message(),
-            "cannot write /nonexistent-dir/heap.png: No such file or directory");
 }
 
 }  // namespace
