@@ -1,6 +1,7 @@
 // memprof: the command-line front end. Subcommands register themselves (see command.h).
 #include <algorithm>
 #include <cstdio>
+#include <new>
 
 #include "cli/command.h"
 #include "core/util/malloc_policy.h"
@@ -51,5 +52,11 @@ int main(int argc, char** argv) {
     return fail(fmt::format("{} (see memprof --help)", e.what()));
   }
   if (!chosen) return fail("no command given (see memprof --help)");
-  return chosen();
+  // What an input asks for can exceed the memory there is (a line of gigabytes, a ulimit -v):
+  // one line and exit 1, not an abort.
+  try {
+    return chosen();
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory");
+  }
 }

@@ -8,6 +8,7 @@
 #include <deque>
 #include <future>
 #include <memory>
+#include <new>
 #include <system_error>
 #include <vector>
 
@@ -63,7 +64,14 @@ Status run_block_pipeline(Next next, Parse parse, Merge merge) {
   // Parses `block` on a worker thread; on this one for a lone block (small inputs).
   auto start = [&](Block& block, bool inline_work) {
     auto work = [&blocks_finished, &block, parse]() -> Status {
-      Status status = parse(block);
+      Status status = ok_status();
+      // A line of gigabytes can exhaust memory (or a ulimit -v): an error, never a worker that
+      // ends without finishing its block and leaves this thread waiting for it.
+      try {
+        status = parse(block);
+      } catch (const std::bad_alloc&) {
+        status = err("out of memory while parsing the dump");
+      }
       block.finished.store(true, std::memory_order_release);
       blocks_finished.fetch_add(1, std::memory_order_release);
       blocks_finished.notify_one();

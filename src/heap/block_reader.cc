@@ -32,6 +32,10 @@ Result<bool> BlockReader::next(BigVector<char>& block, size_t& size) {
       }
     }
     scanned = size;
+    // This block holds all the input read so far: its first line is the input's.
+    if (bytes_read_ == size && !may_start_a_record({block.data(), size})) {
+      return first_line_is_not_a_record(name_, size).error();
+    }
     // One line fills the block: grow it and read on.
     block.resize(usable * 2 + kLinePadding);
     usable = block.size() - kLinePadding;

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/util/huge_page_allocator.h"
@@ -15,7 +17,9 @@ namespace memprof::heap {
 
 class BlockReader {
  public:
-  BlockReader(ByteSource& source, size_t block_size) : source_(source), block_size_(block_size) {}
+  // `name`: the input's, for errors.
+  BlockReader(ByteSource& source, size_t block_size, std::string name)
+      : source_(source), block_size_(block_size), name_(std::move(name)) {}
 
   // Fills `block` (resized as needed, capacity = block.size()) with the next lines; `size` is
   // their byte count. false at the end of the input.
@@ -26,6 +30,7 @@ class BlockReader {
  private:
   ByteSource& source_;
   size_t block_size_;
+  std::string name_;
   std::vector<char> carry_;  // the partial line after the previous block's last '\n'
   bool eof_ = false;
   uint64_t bytes_read_ = 0;

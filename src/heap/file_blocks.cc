@@ -52,6 +52,9 @@ Result<uint64_t> find_line_end(int fd, uint64_t file_size, uint64_t position, co
 // while mapped would have killed the process with SIGBUS. Returns the file offset after the line.
 Result<uint64_t> parse_long_line(int fd, uint64_t file_size, uint64_t start, const std::string& name,
                                  BigVector<char>& buffer, ChunkParser& parser) {
+  if (start == 0 && !may_start_a_record({buffer.data(), kSliceBytes})) {
+    return first_line_is_not_a_record(name, kSliceBytes).error();
+  }
   MEMPROF_TRY(line_end, find_line_end(fd, file_size, start + kSliceBytes, name));
   // At least the slice: a file that grew past its size at open time may have filled it.
   const auto size = static_cast<size_t>(std::max<uint64_t>(line_end, start + kSliceBytes) - start);

@@ -4,6 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/util/result.h"
+#include "heap/units.h"
 
 namespace memprof::heap {
 
@@ -15,5 +20,20 @@ struct Line {
   size_t capacity = 0;   // readable bytes from data on: size + kLinePadding or more
   uint64_t number = 0;   // 1-based, within the block
 };
+
+// False when `start`, the first bytes of a line, cannot begin a dump record: after an optional
+// UTF-8 byte-order mark and blanks, a record's first byte is '{'.
+inline bool may_start_a_record(std::string_view start) {
+  if (start.starts_with("\xEF\xBB\xBF")) start.remove_prefix(3);
+  const size_t first = start.find_first_not_of(" \t\r");
+  return first == std::string_view::npos || start[first] == '{';
+}
+
+// The error for an input whose first line is no record and runs past `bytes` without a line
+// end (a binary file, /dev/zero): refused before it is read whole.
+inline Status first_line_is_not_a_record(const std::string& name, size_t bytes) {
+  return err("{}: not a heap dump (line 1: not a JSON object, and no line end in its first {})", name,
+             bytes_text(bytes));
+}
 
 }  // namespace memprof::heap

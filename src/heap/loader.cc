@@ -40,7 +40,7 @@ class Loader {
   // reserved but unused pages cost no memory.
   Result<Heap> run(ByteSource& source, size_t block_size, uint64_t expected_bytes) {
     expected_bytes_ = expected_bytes;
-    BlockReader reader(source, block_size);
+    BlockReader reader(source, block_size, name_);
     MEMPROF_TRY_STATUS(run_block_pipeline(
         [&](Block& block, bool& last) -> Result<bool> {
           MEMPROF_TRY(more, reader.next(block.bytes, block.size));

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,6 +123,21 @@ TEST(BlockPipeline, TheFirstErrorEndsThePipeline) {
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message(), "dump.json: Input/output error");
   EXPECT_EQ(merged, (std::vector<uint64_t>{address_of_block(0), address_of_block(1), address_of_block(2)}));
+}
+
+TEST(BlockPipeline, AWorkerOutOfMemoryEndsThePipelineWithAnError) {
+  // Before: the worker's exception ended its thread without marking the block finished, and
+  // this thread waited for it forever.
+  Status status = run_block_pipeline(
+      numbered_blocks(30),
+      [](Block& block) -> Status {
+        if (block.begin == 5) throw std::bad_alloc();
+        fill(block, block.begin);
+        return ok_status();
+      },
+      [](const ParsedChunk&) { return ok_status(); });
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(), "out of memory while parsing the dump");
 }
 
 }  // namespace

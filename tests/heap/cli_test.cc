@@ -238,5 +238,19 @@ TEST(Cli, BadInputIsOneLineAndExitOne) {
   }
 }
 
+// Before: read whole (a 3 GB file of zeros: 13 s and 3 GB of memory before "invalid JSON"), or
+// without end (/dev/zero, until malloc failed and the process aborted).
+TEST(Cli, AFirstLineThatIsNoRecordAndHasNoEndIsRefusedAtOnce) {
+  memprof::testing::TempDir dir;
+  memprof::testing::write_file(dir.file("zeros.bin"), std::string(size_t{3} << 20, '\0'));
+  CommandResult file = run_memprof("analyze " + dir.file("zeros.bin"));
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_EQ(file.err, "memprof: " + dir.file("zeros.bin") +
+                          ": not a heap dump (line 1: not a JSON object, and no line end in its first 262.1 kB)\n");
+  CommandResult endless = run_memprof("analyze /dev/zero");
+  EXPECT_EQ(endless.exit_code, 1);
+  EXPECT_EQ(endless.err, "memprof: /dev/zero: not a heap dump (line 1: not a JSON object, and no line end in its first 4.1 MB)\n");
+}
+
 }  // namespace
 }  // namespace memprof::heap
