@@ -45,9 +45,7 @@ MEMPROF_COMMAND("analyze",
                   sub.add_option("dump", options->dump, "ObjectSpace.dump_all file (plain, gzip, zstd or xz)")
                       ->required();
                   sub.add_flag("--json", options->json, "One JSON object instead of text");
-                  sub.add_option("--top", options->top, "Rows per list (0: all)")
-                      ->check(CLI::Range(0, 100000000))
-                      ->capture_default_str();
+                  add_count_option(sub, "--top", options->top, "Rows per list (0: all)")->capture_default_str();
                   add_object_filter_options(sub, options->filter, options->samples);
                   sub.footer(
                       "With --class/--site/--type the totals, groups and lists cover the selected "

@@ -62,8 +62,7 @@ MEMPROF_COMMAND("diff", "Objects allocated after dump A and still alive in B (an
                       ->required()
                       ->expected(2, 3);
                   sub.add_flag("--json", options->json, "One JSON object instead of text");
-                  sub.add_option("--top", options->top, "Rows to show (0: all)")
-                      ->check(CLI::Range(0, 100000000))
+                  add_count_option(sub, "--top", options->top, "Rows to show (0: all)")
                       ->capture_default_str();
                   add_object_filter_options(sub, options->filter, options->samples);
                   return [options] { return run_diff(*options); };

@@ -38,7 +38,7 @@ MEMPROF_COMMAND(
     [](CLI::App& sub) -> std::function<int()> {
       auto options = std::make_shared<FramesOptions>();
       sub.add_option("FILE", options->file, "ELF executable or shared library")->required();
-      sub.add_option("--top", options->top, "Show the N largest frames (0: all)")
+      add_count_option(sub, "--top", options->top, "Show the N largest frames (0: all)")
           ->default_val(20);
       sub.add_flag("--no-debug-files", options->no_debug_files,
                    "Do not merge symbols from separate debug files under /usr/lib/debug");

@@ -51,7 +51,7 @@ MEMPROF_COMMAND(
     [](CLI::App& sub) {
       auto args = std::make_shared<HtmlArguments>();
       add_heap_map_command_arguments(sub, args->common, "HTML file to write", [&sub, args] {
-        sub.add_option("--top", args->top,
+        add_count_option(sub, "--top", args->top,
                        "Rows in the class, site and retained lists (0: all; at least 28)")
             ->capture_default_str();
       });

@@ -95,8 +95,9 @@ MEMPROF_COMMAND("leaks", "Sites whose live objects grew in every round (live, no
                   sub.add_option("-p,--pid", options->pid, "Attached process")->required();
                   sub.add_option("--interval", options->interval,
                                  "Time between readings (default 10s)");
-                  sub.add_option("--rounds", options->rounds, fmt::format("Rounds (default {})", kDefaultRounds));
-                  sub.add_option("--top", options->top, "Suspects shown (0: all; default 20)");
+                  add_count_option(sub, "--rounds", options->rounds, fmt::format("Rounds (default {})", kDefaultRounds),
+                                   /*least=*/1);
+                  add_count_option(sub, "--top", options->top, "Suspects shown (0: all; default 20)");
                   sub.add_flag("--children", options->children,
                                "Add up the process and all its descendants (workers)");
                   sub.add_flag("--json", options->json, "Print the suspects as JSON");

@@ -158,7 +158,7 @@ MEMPROF_COMMAND(
       auto options = std::make_shared<NativeOptions>();
       sub.add_option("-p,--pid", options->pid, "Process to track");
       sub.add_option("--duration", options->duration, "Stop after this long (20s, 2m); default: until Ctrl-C");
-      sub.add_option("--top", options->top, "Rows per section (default 20)");
+      add_count_option(sub, "--top", options->top, "Rows per section (default 20)");
       sub.add_option("--stack", options->stack_depth,
                      "Frames per site, 1 to 32 (default 1: the allocator's caller alone); deeper stacks "
                      "need libunwind.so.8")

@@ -89,7 +89,7 @@ MEMPROF_COMMAND("report", "Allocated and retained in an attached process during 
                   sub.add_option("-p,--pid", options->pid, "Attached process");
                   sub.add_option("--duration", options->duration,
                                  "How long the window stays open (default 30s)");
-                  sub.add_option("--top", options->top, "Lines per section (default 50)");
+                  add_count_option(sub, "--top", options->top, "Lines per section (default 50)");
                   sub.add_flag("--json", options->json,
                                "Print {seconds, closing_pause_ms, text, report: {allocated, "
                                "retained}}");

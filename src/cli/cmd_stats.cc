@@ -65,7 +65,7 @@ MEMPROF_COMMAND("stats", "Live tracked objects of an attached process, by file:l
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<StatsOptions>();
                   sub.add_option("-p,--pid", options->pid, "Attached process")->required();
-                  sub.add_option("--top", options->top, "Only the N largest groups (0: all)");
+                  add_count_option(sub, "--top", options->top, "Only the N largest groups (0: all)");
                   sub.add_flag("--children", options->children,
                                "Add up the process and all its descendants (workers)");
                   sub.add_flag("--json", options->json, "Print {\"lines\": [...]}");

@@ -204,7 +204,7 @@ MEMPROF_COMMAND(
       sub.add_option("--interval", options->interval, "Refresh interval (default 1s)");
       sub.add_option("--group", options->group, "class, line or both (default both)");
       sub.add_option("--sort", options->sort, "count, bytes or growth (default count)");
-      sub.add_option("--rows", options->rows, "Rows with --once/--json (default: the screen)");
+      add_count_option(sub, "--rows", options->rows, "Rows with --once/--json (default: the screen)");
       sub.footer(
           "Rows are groups of live tracked objects: LIVE objects, their BYTES (memsize), and\n"
           "their GROWTH since the previous refresh. The header shows objects allocated per\n"

@@ -31,6 +31,14 @@ struct CommandRegistration {
 // Prints "memprof: <message>" on stderr and returns exit code 1.
 int fail(const std::string& message);
 
+// A count option (rows, rounds): CLI11 reads "-1" into a size_t as 18446744073709551615, so
+// every count is checked against a range and "-1" is a usage error.
+inline constexpr size_t kMostRows = 100'000'000;
+inline CLI::Option* add_count_option(CLI::App& sub, const std::string& name, size_t& value,
+                                     const std::string& help, size_t least = 0) {
+  return sub.add_option(name, value, help)->check(CLI::Range(least, kMostRows));
+}
+
 }  // namespace memprof::cli
 
 // __COUNTER__, not __LINE__: command files are compiled several to a unit (src/cli/CMakeLists.txt),

@@ -38,6 +38,19 @@ if "$memprof" --help | grep -q "^  analyze "; then
   fi
 fi
 expect "version" 0 "" "$memprof" --version
+# Counts are size_t: CLI11 alone read "-1" as 18446744073709551615 (leaks ran "round
+# 1/18446744073709551615", stats sent it to the target's Ruby). Each is checked before any
+# process is touched (and the PID, above pid_max, names none).
+for command in "leaks -p 99999999 --rounds" "leaks -p 99999999 --top" "stats -p 99999999 --top" "top -p 99999999 --once --rows" \
+               "report -p 99999999 --top" "native -p 99999999 --top" "analyze x.json --top" "diff a b --top" \
+               "html x.json -o x.html --top" "frames /bin/true --top" "trace -p 99999999 -x malloc -s"; do
+  name=${command##* }
+  if "$memprof" --help | grep -q "^  ${command%% *} "; then
+    # shellcheck disable=SC2086
+    expect "$command -1" 1 "memprof: $name: Value -1 not in range $([ "$name" = --rounds ] && echo 1 || echo 0) to 100000000 (see memprof --help)" \
+      "$memprof" $command -1
+  fi
+done
 
 echo "$failures failed"
 [ "$failures" -eq 0 ]
