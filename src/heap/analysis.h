@@ -55,7 +55,7 @@ struct Analysis {
   std::vector<ObjectId> biggest;       // top N by memsize, then address
   std::vector<ObjectId> top_retained;  // top N by retained size, none inside another's subtree
   std::vector<ObjectId> machine_context_only_objects;  // top N of them by retained size
-  std::vector<std::pair<ObjectId, uint64_t>> most_referenced;  // top N by references to them
+  std::vector<std::pair<ObjectId, uint64_t>> most_referenced;  // top N by distinct referrers
   std::vector<DuplicateString> duplicate_strings;               // top N by wasted bytes
 };
 

@@ -184,13 +184,13 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
   text_objects(out, "top retained sizes (one per dominator subtree)", context, analysis.top_retained);
   text_objects(out, "kept alive only through machine_context", context, analysis.machine_context_only_objects);
   std::vector<ObjectId> referenced;
-  std::unordered_map<ObjectId, uint64_t> references;
+  std::unordered_map<ObjectId, uint64_t> referrers;
   for (auto [id, count] : analysis.most_referenced) {
     referenced.push_back(id);
-    references[id] = count;
+    referrers[id] = count;
   }
-  text_objects(out, "most referenced objects", context, referenced, fmt::format("{:>12} ", "references"),
-               [&](ObjectId id) { return fmt::format("{:>12} ", count_text(references[id])); });
+  text_objects(out, "most referenced objects", context, referenced, fmt::format("{:>12} ", "referrers"),
+               [&](ObjectId id) { return fmt::format("{:>12} ", count_text(referrers[id])); });
   text_duplicates(out, context, analysis.duplicate_strings);
   return out;
 }
@@ -236,7 +236,7 @@ std::string render_analysis_json(const ReportContext& context, const Analysis& a
   for (auto [id, count] : analysis.most_referenced) {
     json.begin_object();
     json_object_fields(json, context, id);
-    json.field("references", count);
+    json.field("referrers", count);
     json.end_object();
   }
   json.end_array();

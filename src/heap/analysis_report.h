@@ -23,7 +23,7 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
 // [{kind, count}], by_type/by_class/by_location/by_gem/by_generation [{name, count, memsize,
 // retained, samples?}], biggest/top_retained/machine_context_only_objects [{address, type, class,
 // name, memsize, retained, location}] (name: Heap::object_label, a class or module's own name),
-// most_referenced [{...same, references}], duplicate_strings [{value, cut, length, count,
+// most_referenced [{...same, referrers}], duplicate_strings [{value, cut, length, count,
 // memsize, wasted, samples?}]; "filter" when a selection was made.
 std::string render_analysis_json(const ReportContext& context, const Analysis& analysis);
 

@@ -68,8 +68,16 @@ std::vector<ObjectId> top_retained_subtrees(const Heap& heap, const DominatorTre
 
 std::vector<std::pair<ObjectId, uint64_t>> most_referenced(const Heap& heap, const ObjectSelection* selection,
                                                            size_t top) {
+  // Distinct referrers: an Array holding one String 300,000 times is one, as `retainers` says.
   std::vector<uint32_t> count(heap.size(), 0);
-  for (ObjectId target : heap.ref_targets) ++count[target];
+  std::vector<ObjectId> last_referrer(heap.size(), kNoObject);
+  for (ObjectId source = 0; source < heap.size(); ++source) {
+    for (ObjectId target : heap.references(source)) {
+      if (last_referrer[target] == source) continue;
+      last_referrer[target] = source;
+      ++count[target];
+    }
+  }
   std::vector<ObjectId> ids = top_objects(heap, selection, top, [&](ObjectId id) { return count[id]; });
   std::vector<std::pair<ObjectId, uint64_t>> out;
   for (ObjectId id : ids) {

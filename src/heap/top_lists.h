@@ -27,8 +27,9 @@ std::vector<ObjectId> largest_first(const Heap& heap, std::vector<ObjectId>& ids
 std::vector<ObjectId> top_retained_subtrees(const Heap& heap, const DominatorTree& tree,
                                             const ObjectSelection* selection, size_t top);
 
-// The objects with the most references to them in the dump's "references" (not counting class
-// edges, which every instance has, nor roots), with that count.
+// The objects referenced by the most other objects in the dump's "references" (each referrer
+// once, however many of its slots hold the object; class edges, which every instance has, and
+// roots not counted), with that count.
 std::vector<std::pair<ObjectId, uint64_t>> most_referenced(const Heap& heap, const ObjectSelection* selection,
                                                            size_t top);
 

@@ -168,7 +168,7 @@ constexpr std::string_view kScript = R"js(<script>
   fillTable("top-retained", objectColumns, analysis.top_retained);
   fillTable("biggest", objectColumns, analysis.biggest);
   fillTable("machine-context-objects", objectColumns, analysis.machine_context_only_objects);
-  fillTable("most-referenced", [["references", r => r.references, "num"]].concat(objectColumns),
+  fillTable("most-referenced", [["referrers", r => r.referrers, "num"]].concat(objectColumns),
             analysis.most_referenced);
   fillTable("duplicate-strings",
             [["value", r => r.value + (r.cut ? "..." : ""), "text"], ["copies", r => r.count, "num"],
