@@ -106,6 +106,11 @@ constexpr std::string_view kBadNumber = "is not a non-negative integer";
 constexpr std::string_view kBadString = "is not a string";
 constexpr std::string_view kNotABoolean = "is not a boolean";
 constexpr std::string_view kNotAnObjectValue = "is not an object";
+constexpr std::string_view kImpossibleMemsize = "is larger than a process's address space";
+
+// No object is larger than the 128 TB of a process's address space: a memsize above that is a
+// corrupt value, and two of them would wrap every total.
+constexpr uint64_t kLargestMemsize = uint64_t{1} << 47;
 
 // simdjson errors that mean the value was of another kind than asked: the document is still
 // well-formed and the value can be skipped. Any other error means the line is not JSON.
@@ -194,6 +199,17 @@ std::string_view read_uint(od::value& value, std::string_view field, T& out,
   }
   out = number > std::numeric_limits<T>::max() ? std::numeric_limits<T>::max()
                                                 : static_cast<T>(number);
+  return {};
+}
+
+std::string_view read_memsize(od::value& value, uint64_t& out, std::vector<SkippedValue>& skipped) {
+  uint64_t number = 0;
+  if (std::string_view problem = read_uint(value, "memsize", number, skipped); !problem.empty()) return problem;
+  if (number > kLargestMemsize) {
+    // A well-formed number: skipped as a value of the wrong kind is.
+    return skip_value(value, simdjson::NUMBER_OUT_OF_RANGE, "memsize", kImpossibleMemsize, skipped);
+  }
+  out = number;
   return {};
 }
 
@@ -364,7 +380,7 @@ std::string_view RecordParser::parse_object(const Line& given, DumpRecord& recor
         }
         break;
       case 'm':
-        if (eq<"memsize">(key)) problem = read_uint(value, "memsize", record.memsize, skipped_);
+        if (eq<"memsize">(key)) problem = read_memsize(value, record.memsize, skipped_);
         break;
       case 'f':
         if (eq<"flags">(key)) {

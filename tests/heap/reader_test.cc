@@ -192,6 +192,19 @@ TEST(Reader, ReportsBadLinesWithNumbersAndGoesOn) {
   EXPECT_EQ(heap.ref_targets, (BigVector<ObjectId>{0}));
 }
 
+TEST(Reader, AMemsizeLargerThanAnAddressSpaceIsABadValueNotAWrappedTotal) {
+  // Before: 2^64-1 and 41 summed to 40 bytes.
+  std::string text = R"({"address":"0x10", "type":"STRING", "memsize":18446744073709551615})" "\n" +
+                     object_line(0x20, "STRING", 0, {}, 41) +
+                     R"({"address":"0x30", "type":"STRING", "memsize":140737488355328})" "\n";
+  Heap heap = load_text(text);
+  ASSERT_EQ(heap.bad_value_count, 1u);
+  EXPECT_EQ(heap.bad_values[0].message,
+            "object 0x10: memsize 18446744073709551615 is larger than a process's address space");
+  EXPECT_EQ(heap.memsize[heap.find(0x10)], 0u);
+  EXPECT_EQ(heap.memsize[heap.find(0x30)], uint64_t{1} << 47);  // 128 TB: the largest there can be
+}
+
 TEST(Reader, OneBadReferenceKeepsTheRestOfTheRootLine) {
   // A vm root with a reference that is not an address and one that is not a string: losing the
   // whole line would leave both objects unreachable.
