@@ -179,6 +179,7 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
 
   // 2. Which of them are still alive in C.
   std::vector<ObjectId> kept;
+  std::vector<ObjectId> undecided_in_c;
   if (c == nullptr) {
     kept = fresh;
   } else {
@@ -220,12 +221,13 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
           ++result.kept_by_generation;
           kept.push_back(id);
         } else if (take(without_generation, sig_b.class_of(id))) {
-          ++result.kept_by_class;
-          kept.push_back(id);
+          undecided_in_c.push_back(id);
+          result.undecided_in_c_memsize += b.memsize[id];
         }
       }
     }
     std::sort(kept.begin(), kept.end());
+    result.undecided_in_c_count = undecided_in_c.size();
   }
   for (ObjectId id : kept) {
     ++result.kept_count;
@@ -235,6 +237,7 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
   // 3. Rows.
   result.rows = group_rows(b, kept, options.samples, kNoSite);
   result.undecided_rows = group_rows(b, undecided, options.samples, kNoAllocationInfo);
+  result.undecided_in_c_rows = group_rows(b, undecided_in_c, options.samples, kNoSite);
   return result;
 }
 

@@ -67,10 +67,15 @@ struct DiffResult {
   uint64_t undecided_count = 0;     // no generation, and they may be old
   uint64_t undecided_memsize = 0;
   uint64_t kept_by_generation = 0;  // survivors into C found moved, by class, site, generation
-  uint64_t kept_by_class = 0;       // survivors into C among C's objects without generation
+  // New objects of B not found in C, for which C holds as many objects of their class without
+  // generation: moved by GC.compact (which drops it before Ruby 3.4) and kept, or freed, their
+  // class's objects in C allocated after B and moved. Neither kept nor gone: listed apart.
+  uint64_t undecided_in_c_count = 0;
+  uint64_t undecided_in_c_memsize = 0;
   uint64_t address_mismatches = 0;  // addresses present in both with different objects
   std::vector<DiffRow> rows;            // the kept objects by (location, class), memsize descending
   std::vector<DiffRow> undecided_rows;  // the undecided objects by class, memsize descending
+  std::vector<DiffRow> undecided_in_c_rows;  // by (location, class), memsize descending
 };
 
 DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOptions& options = {});

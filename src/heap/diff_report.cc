@@ -97,17 +97,30 @@ std::string render_diff_text(const DiffReportContext& context, const DiffResult&
     }
     out += "\n";
     if (diff.has_third) {
-      out += fmt::format("survivors found moved in {}: {} by class, site and generation, {} by class "
-                         "(no allocation generation)\n",
-                         names.c, count_text(diff.kept_by_generation), count_text(diff.kept_by_class));
+      out += fmt::format("survivors found moved in {}: {} (by class, site and generation)\n", names.c,
+                         count_text(diff.kept_by_generation));
+      out += fmt::format("could not be decided in {}: {}", names.c,
+                         objects_text(diff.undecided_in_c_count, diff.undecided_in_c_memsize));
+      if (diff.undecided_in_c_count > 0) {
+        out += fmt::format(" (not at their address in {0}, which has as many objects of their class "
+                           "without allocation generation: GC.compact moved them, which drops it "
+                           "before Ruby 3.4; they may be these, or objects allocated after {1})",
+                           names.c, names.b);
+      }
+      out += "\n";
     }
   } else {
     out += "allocation generations: absent (decided by address, class and site: objects moved by "
-           "GC.compact look new; see docs/heap.md)\n";
+           "GC.compact look new, and new objects in slots freed and reused by their class look old; "
+           "ObjectSpace.trace_object_allocations_start makes it exact; see docs/heap.md)\n";
   }
   out += fmt::format("addresses reused by a different object: {}\n", count_text(diff.address_mismatches));
   text_rows(out, "by location and class", context, diff.rows);
   if (!diff.undecided_rows.empty()) text_rows(out, "could not be decided, by class", context, diff.undecided_rows);
+  if (!diff.undecided_in_c_rows.empty()) {
+    text_rows(out, fmt::format("could not be decided in {}, by location and class", names.c), context,
+              diff.undecided_in_c_rows);
+  }
   return out;
 }
 
@@ -136,10 +149,11 @@ std::string render_diff_json(const DiffReportContext& context, const DiffResult&
   json.end_object();
   json_count(json, "undecided", diff.undecided_count, diff.undecided_memsize);
   json.field("kept_by_generation", diff.kept_by_generation);
-  json.field("kept_by_class", diff.kept_by_class);
+  if (diff.has_third) json_count(json, "undecided_in_c", diff.undecided_in_c_count, diff.undecided_in_c_memsize);
   json.field("address_mismatches", diff.address_mismatches);
   json_rows(json, "by_location_and_class", context, diff.rows);
   json_rows(json, "undecided_by_class", context, diff.undecided_rows);
+  if (diff.has_third) json_rows(json, "undecided_in_c_by_location_and_class", context, diff.undecided_in_c_rows);
   json.end_object();
   return json.str() + "\n";
 }

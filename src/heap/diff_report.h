@@ -24,9 +24,11 @@ std::string render_diff_text(const DiffReportContext& context, const DiffResult&
 // {"a","b","c"?,"filter"?,"new":{count,memsize},"kept":{count,memsize},"generations":bool,
 //  "max_generation":{"a","b","c"?} (null when absent),
 //  "decided":{"new_by_generation","old_by_generation","new_by_class_count"},
-//  "undecided":{count,memsize},"kept_by_generation","kept_by_class","address_mismatches",
+//  "undecided":{count,memsize},"kept_by_generation","undecided_in_c"?:{count,memsize},
+//  "address_mismatches",
 //  "by_location_and_class":[{"location","class","count","memsize","samples"?}],
-//  "undecided_by_class":[{"location","class","count","memsize","samples"?}]}
+//  "undecided_by_class":[{"location","class","count","memsize","samples"?}],
+//  "undecided_in_c_by_location_and_class"?:[...same]}
 std::string render_diff_json(const DiffReportContext& context, const DiffResult& diff);
 
 }  // namespace memprof::heap

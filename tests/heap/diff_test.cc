@@ -152,6 +152,32 @@ TEST(Diff, ClassCountsDecideObjectsThatLostTheirGeneration) {
   EXPECT_EQ(d.undecided_rows[0].location, "(no allocation info)");
 }
 
+TEST(Diff, NewObjectsMissingFromCWithObjectsOfTheirClassThatLostTheirGenerationAreUndecided) {
+  // B's three new Strings are gone from their addresses in C; C holds three Strings without
+  // generation (GC.compact on Ruby 3.1). They may be B's, moved, or others allocated after B
+  // and moved while B's were freed: before, all three were counted as leaks.
+  Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)));
+  Heap b = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)) +
+                     object_line(0x900, "STRING", 0x18, {}, 40, traced("churn.rb", 4, 6)) +
+                     object_line(0x940, "STRING", 0x18, {}, 40, traced("churn.rb", 4, 6)) +
+                     object_line(0x980, "STRING", 0x18, {}, 40, traced("churn.rb", 4, 6)) +
+                     object_line(0x9c0, "OBJECT", 0x10, {}, 40, traced("leak.rb", 7, 6)));
+  Heap c = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)) +
+                     object_line(0x9c0, "OBJECT", 0x10, {}, 40, traced("leak.rb", 7, 6)) +
+                     object_line(0x500, "STRING", 0x18, {}, 40) + object_line(0x540, "STRING", 0x18, {}, 40) +
+                     object_line(0x580, "STRING", 0x18, {}, 40));
+  DiffResult d = diff_heaps(a, b, &c);
+  EXPECT_EQ(d.new_count, 4u);
+  EXPECT_EQ(d.kept_count, 1u);  // the Leaky, at its address
+  EXPECT_EQ(d.undecided_in_c_count, 3u);
+  EXPECT_EQ(d.undecided_in_c_memsize, 120u);
+  ASSERT_EQ(d.rows.size(), 1u);
+  EXPECT_EQ(d.rows[0].location, "leak.rb:7");
+  ASSERT_EQ(d.undecided_in_c_rows.size(), 1u);
+  EXPECT_EQ(d.undecided_in_c_rows[0].location, "churn.rb:4");
+  EXPECT_EQ(d.undecided_in_c_rows[0].count, 3u);
+}
+
 TEST(Diff, RefusesDumpsInTheWrongOrderOrOfAnotherProcess) {
   Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)));
   Heap b = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 9)));
