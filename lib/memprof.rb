@@ -34,6 +34,7 @@ require(Memprof.instance_variable_get(:@agent_extension) || "memprof/memprof")
 require_relative "memprof/report"
 require_relative "memprof/compaction"
 require_relative "memprof/output"
+require_relative "memprof/ractors"
 
 module Memprof
   autoload :Middleware, File.expand_path("memprof/middleware", __dir__)
@@ -44,6 +45,16 @@ module Memprof
 
   MECHANISMS = %i[auto hooks tracepoint].freeze
   FORK_MODES = %i[keep reset].freeze
+
+  # One tracker per process: the checks and the state changes of start, stop, track, report and
+  # dump { } run under this lock, so that two threads cannot both find tracking off and both
+  # start it (starting releases the GVL while it decodes libruby). It is never held while a
+  # user's block runs: a second report must fail at once, not wait for the first one's block.
+  @lock = Thread::Mutex.new
+  # "track", "report" or "dump" while that block runs (its tracking is the block's own), and
+  # the thread running it.
+  @block_session = nil
+  @block_session_thread = nil
 
   class << self
     # Starts tracking every Ruby object allocated from now on, in every Ruby thread and Ractor.
@@ -59,14 +70,17 @@ module Memprof
         raise ArgumentError, "Memprof.start: unknown fork mode #{fork.inspect} (expected :keep or :reset)"
       end
 
-      Compaction.sync_auto_compact
-      Native.reset_on_fork = fork == :reset
-      Native.start(mechanism)
+      exclusively("Memprof.start") { start_tracking(mechanism, fork) }
     end
 
     # Stops tracking and forgets what was tracked. Returns true, or false when it was off.
+    # Raises Memprof::Error while a track, report or dump block runs (in any thread): its
+    # tracking ends with the block.
     def stop
-      Native.stop
+      exclusively("Memprof.stop") do
+        refuse_inside_block_session("stop")
+        Native.stop
+      end
     end
 
     def started?
@@ -83,15 +97,15 @@ module Memprof
     # of a file to write. "Live" means not yet freed by the GC: run GC.start first to see only
     # what is still reachable.
     def stats(out = $stderr)
-      ensure_started("stats")
-      lines = Native.stats_lines
-      Output.open(out, "Memprof.stats") { |io| lines.each { |line| io.puts(line) } }
-      nil
+      print_stats(out, "stats")
     end
 
-    # Prints like stats, then forgets every tracked object (tracking goes on).
+    # Prints like stats, then forgets every tracked object (tracking goes on). Raises
+    # Memprof::Error while a track, report or dump block runs: it would empty what the block
+    # measures.
     def stats!(out = $stderr)
-      stats(out)
+      refuse_inside_block_session("stats!")
+      print_stats(out, "stats!")
       Native.clear
       nil
     end
@@ -102,14 +116,13 @@ module Memprof
     def track(out = $stderr)
       raise ArgumentError, "Memprof.track needs a block" unless block_given?
 
-      ensure_not_started("track")
-      start
+      begin_block_session("track") { start_tracking(:auto, :keep) }
       begin
         result = yield
         stats(out)
         result
       ensure
-        stop
+        end_block_session("track") { Native.stop }
       end
     end
 
@@ -173,22 +186,50 @@ module Memprof
 
     private
 
+    def start_tracking(mechanism, fork)
+      Compaction.sync_auto_compact
+      Native.reset_on_fork = fork == :reset
+      Native.start(mechanism)
+    end
+
     # Memprof.report's engine. The block returns the objects its caller keeps on purpose (the
     # Rack middleware's response), which are left out of "retained", or nil.
+    #
+    # Native.report starts tracking, calls the block and stops, all in one call (the block must
+    # be called from the extension: docs/ruby.md, retained). So the lock is taken before it,
+    # released once the block is entered (tracking is on: another thread's report now fails
+    # fast), and taken again when the block leaves, for the stop.
     def profile(&block)
-      ensure_not_started("report")
-      Compaction.sync_auto_compact
-      allocated, retained = Native.report(&block)
+      lock_for("Memprof.report")
+      begin
+        ensure_not_started("report")
+        Compaction.sync_auto_compact
+        allocated, retained = Native.report do
+          @block_session = "report"
+          @block_session_thread = Thread.current
+          @lock.unlock
+          begin
+            block.call
+          ensure
+            lock_for("Memprof.report")
+            @block_session = nil
+          end
+        end
+      ensure
+        # (Not held only if the thread was killed while waiting for it at the block's end.)
+        @lock.unlock if @lock.owned?
+      end
       Report.new(allocated, retained)
     end
 
     def dump_block(out = $stdout)
-      ensure_not_started("dump")
       require "objspace"
-      Output.open(out, "Memprof.dump") do |io|
-        gc_was_disabled = GC.disable
-        begin
-          start
+      # Started before the output is opened, so that a dump refused while tracking is on leaves
+      # an existing file alone.
+      begin_block_session("dump") { start_tracking(:auto, :keep) }
+      begin
+        Output.open(out, "Memprof.dump") do |io|
+          gc_was_disabled = GC.disable
           begin
             result = yield
             Native.tracked_objects.each do |obj|
@@ -196,12 +237,77 @@ module Memprof
             end
             result
           ensure
-            stop
+            GC.enable unless gc_was_disabled
           end
-        ensure
-          GC.enable unless gc_was_disabled
         end
+      ensure
+        end_block_session("dump") { Native.stop }
       end
+    end
+
+    # Runs the block holding the lock.
+    def exclusively(api)
+      lock_for(api)
+      begin
+        yield
+      ensure
+        @lock.unlock
+      end
+    end
+
+    # A signal handler may not wait for a Mutex (Ruby raises ThreadError there: the code it
+    # interrupted may hold it), and trap("USR1") { Memprof.start } is memprof's classic use; so
+    # the lock is tried first, which Ruby allows there, and is waited for only elsewhere.
+    def lock_for(api)
+      return if @lock.try_lock
+
+      @lock.lock
+    rescue ThreadError
+      raise Error, "#{api}: memprof is being started or stopped by the code this signal handler (or finalizer) interrupted; try again later"
+    end
+
+    # Starts tracking (the block) for the block API `what` under the lock, or raises
+    # AlreadyStartedError when it is on.
+    def begin_block_session(what)
+      exclusively("Memprof.#{what}") do
+        ensure_not_started(what)
+        yield
+        @block_session = what
+        @block_session_thread = Thread.current
+      end
+    end
+
+    def end_block_session(what)
+      exclusively("Memprof.#{what}") do
+        @block_session = nil
+        yield
+      end
+    end
+
+    def refuse_inside_block_session(what)
+      session = @block_session
+      # (A thread that is gone without ending its block: one of the parent's, in a forked child.)
+      return unless session && @block_session_thread.alive?
+
+      raise Error, "Memprof.#{what}: a Memprof.#{session} block is running, and its tracking is that block's (it stops when the block ends)"
+    end
+
+    # Runs the block (Ractor.new) unless tracking goes through the NEWOBJ event: see Ractors.
+    def refusing_ractors_under_newobj_event
+      exclusively("Ractor.new") do
+        if Native.mechanism == :tracepoint
+          raise Error, "Ractor.new: memprof is tracking through Ruby's NEWOBJ event (mechanism :tracepoint), which Ruby fires only in the main Ractor (and Ruby 3.1 crashes when another Ractor allocates under it): stop tracking first, or track with the hooks (Memprof.start(mechanism: :hooks))"
+        end
+
+        yield
+      end
+    end
+
+    def print_stats(out, what)
+      ensure_started(what)
+      lines = Native.stats_lines
+      Output.open(out, "Memprof.#{what}") { |io| lines.each { |line| io.puts(line) } }
+      nil
     end
 
     def ensure_started(what)

@@ -20,8 +20,10 @@ module Memprof
   # retained.
   #
   # Requests that do not ask are passed to the app untouched: the env is not parsed or changed.
-  # While Memprof is already tracking (Memprof.start), requests are passed through too, with an
-  # `x-memprof-error` header. Response headers are lowercase, as Rack 3 requires.
+  # So are HEAD requests: a HEAD response has no body to carry the report. While Memprof is
+  # already tracking (Memprof.start, or another request being profiled: one tracker per
+  # process), requests are passed through too, with an `x-memprof-error` header. Response
+  # headers are lowercase, as Rack 3 requires.
   #
   #   use Memprof::Middleware                     # report in the response
   #   use Memprof::Middleware, logger: Logger.new($stderr), top: 20
@@ -34,6 +36,7 @@ module Memprof
     PARAM_PATTERN = /(?:\A|[&;])memprof=([^&;]*)/.freeze
 
     def initialize(app, logger: nil, top: 50)
+      Report.check_top(top, "Memprof::Middleware")
       @app = app
       @logger = logger
       @top = top
@@ -41,17 +44,21 @@ module Memprof
 
     def call(env)
       format = requested_format(env)
-      return @app.call(env) unless format
-      if Memprof.started?
-        status, headers, body = @app.call(env)
-        headers = headers.merge("x-memprof-error" => "memprof is already tracking; request not profiled")
-        return [status, headers, body]
-      end
+      return @app.call(env) if format.nil? || env["REQUEST_METHOD"] == "HEAD"
 
       response = nil
-      report = Memprof.send(:profile) do
-        response = buffered(@app.call(env))
-        parts_of(response)
+      app_called = false
+      begin
+        report = Memprof.send(:profile) do
+          app_called = true
+          response = buffered(@app.call(env))
+          parts_of(response)
+        end
+      rescue AlreadyStartedError
+        # Raised by the app itself: not ours to answer.
+        raise if app_called
+
+        return not_profiled(env)
       end
       return respond_with(report, format) unless @logger
 
@@ -69,11 +76,20 @@ module Memprof
       value == "json" ? "json" : "text"
     end
 
+    # Tracking is on already (Memprof.start, or a request profiled in another thread): the app
+    # answers, unprofiled.
+    def not_profiled(env)
+      status, headers, body = @app.call(env)
+      [status, headers.merge("x-memprof-error" => "memprof is already tracking; request not profiled"), body]
+    end
+
+    # Rack's contract: the body is closed once it has been read, even if reading it failed.
     def buffered((status, headers, body))
       chunks = []
       body.each { |chunk| chunks << chunk }
-      body.close if body.respond_to?(:close)
       [status, headers, chunks]
+    ensure
+      body.close if body.respond_to?(:close)
     end
 
     # The objects of a buffered response: what the middleware keeps on purpose.

@@ -79,6 +79,7 @@ module Memprof
     # memory_profiler-style text: totals, then memory and objects by gem, file, location and
     # class, allocated then retained, `top` lines each.
     def print(io = $stdout, top: 50)
+      Report.check_top(top, "Memprof::Report#print")
       io.puts "Total allocated: #{total_allocated_memsize} bytes (#{total_allocated} objects)"
       io.puts "Total retained:  #{total_retained_memsize} bytes (#{total_retained} objects)"
       %i[allocated retained].each do |kind|
@@ -95,6 +96,13 @@ module Memprof
         end
       end
       nil
+    end
+
+    # Lines per section: an Integer, 0 or more (0: the totals and the section titles only).
+    def self.check_top(top, api)
+      return if top.is_a?(Integer) && top >= 0
+
+      raise ArgumentError, "#{api}: top must be an Integer >= 0, not #{top.inspect}"
     end
 
     # Writes the report in pprof's heap-profile format to `path` (go tool pprof, Pyroscope,

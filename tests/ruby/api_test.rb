@@ -212,7 +212,7 @@ class ApiTest < Minitest::Test
     RUBY
       assert_equal <<~TEXT, out
         Memprof::NotStartedError: Memprof.stats: tracking is not started (call Memprof.start first, or use Memprof.track)
-        Memprof::NotStartedError: Memprof.stats: tracking is not started (call Memprof.start first, or use Memprof.track)
+        Memprof::NotStartedError: Memprof.stats!: tracking is not started (call Memprof.start first, or use Memprof.track)
         ArgumentError: Memprof.track needs a block
         ArgumentError: Memprof.report needs a block
         Memprof::AlreadyStartedError: Memprof.track: tracking is already started (Memprof.start or an enclosing Memprof.track/report); nested tracking is not supported
@@ -223,6 +223,96 @@ class ApiTest < Minitest::Test
         Memprof::UnsupportedRuntimeError: memprof needs x86-64 Linux; this is arm64-darwin22
         no error
       TEXT
+    end
+  end
+
+  # One tracker per process: two threads reporting at once get one exact report and one
+  # AlreadyStartedError, never a report of 0 objects, and GC is enabled again afterwards. (Both
+  # threads used to find tracking off while the first start had released the GVL: one report
+  # counted 0 objects, and GC was left disabled.)
+  def test_concurrent_reports_fail_fast_and_restore_gc
+    run_ruby(<<~'RUBY') do |out|
+      3.times do
+        results = 2.times.map do
+          Thread.new do
+            report = Memprof.report { sleep 0.3; $x = Array.new(10) { |i| "t#{i}" } }   # line 4
+            report.allocated.select { |r| r.file == __FILE__ }.sum(&:count)
+          rescue Memprof::Error => e
+            e.class
+          end
+        end.map(&:value)
+        puts "#{results.map(&:to_s).sort.join(' ')} started=#{Memprof.started?} gc_was_disabled=#{GC.enable}"
+      end
+    RUBY
+      assert_equal "11 Memprof::AlreadyStartedError started=false gc_was_disabled=false
+" * 3, out
+    end
+  end
+
+  # Two threads starting at once: one true, one false, and the hooks (the second start used
+  # to hook the same slots again, fail, and fall back to the NEWOBJ event). Two tracks at once:
+  # one runs, the other raises AlreadyStartedError.
+  def test_concurrent_starts_and_tracks_are_serialized
+    run_ruby(<<~'RUBY') do |out, err|
+      started = 2.times.map { Thread.new { Memprof.start } }.map(&:value)
+      info = Memprof.info
+      puts "#{started.map(&:to_s).sort.join(' ')} #{info[:mechanism]} #{info[:fallback_reason].inspect}"
+      Memprof.stop
+      tracked = 2.times.map do
+        Thread.new do
+          Memprof.track(File::NULL) { sleep 0.3; :tracked }
+        rescue Memprof::Error => e
+          e.class
+        end
+      end.map(&:value)
+      puts "#{tracked.map(&:to_s).sort.join(' ')} started=#{Memprof.started?}"
+    RUBY
+      assert_equal "false true hooks nil\nMemprof::AlreadyStartedError tracked started=false\n", out
+      assert_equal "", err
+    end
+  end
+
+  # Signal handlers may call the API (trap("USR1") { Memprof.start } is memprof's classic use),
+  # although Ruby forbids waiting for a Mutex there: the lock that serializes start and stop is
+  # only tried in them.
+  def test_start_stop_and_report_from_signal_handlers
+    run_ruby(<<~'RUBY') { |out| assert_equal "start=true\nstop=true\nreport=1\n", out }
+      trap("USR1") { $result = "start=#{Memprof.start}" }
+      trap("USR2") { $result = "stop=#{Memprof.stop}" }
+      trap("HUP") { $result = "report=#{Memprof.report { $kept = [1] }.total_allocated}" }
+      %w[USR1 USR2 HUP].each do |signal|
+        $result = nil
+        Process.kill(signal, Process.pid)
+        sleep 0.01 until $result
+        puts $result
+      end
+    RUBY
+  end
+
+  # While a report block runs, its tracking is the block's: Memprof.stop and Memprof.stats!
+  # (from the block or another thread) would end or empty what it counts, and are refused.
+  def test_stop_and_stats_bang_are_refused_while_a_report_block_runs
+    run_ruby(<<~'RUBY') do |out|
+      def show
+        yield
+        puts "no error"
+      rescue Memprof::Error => e
+        puts "#{e.class}: #{e.message}"
+      end
+      report = Memprof.report do
+        $kept = Array.new(3) { |i| "r#{i}" }          # line 8
+        show { Memprof.stop }
+        show { Memprof.stats!(File::NULL) }
+        Thread.new { show { Memprof.stop } }.join
+      end
+      # (Only line 8: the block's first puts also made $stdout's write lock, which stays.)
+      puts report.retained.select { |r| r.file == __FILE__ && r.line == 8 }.map { |r| "#{r.class_name}=#{r.count}" }.sort.join(" ")
+      puts "started=#{Memprof.started?}"
+      show { Memprof.stop }
+    RUBY
+      refused = "Memprof::Error: Memprof.%s: a Memprof.report block is running, and its tracking is that block's (it stops when the block ends)\n"
+      assert_equal format(refused, "stop") + format(refused, "stats!") + format(refused, "stop") +
+                   "Array=1 String=3\nstarted=false\nno error\n", out
     end
   end
 

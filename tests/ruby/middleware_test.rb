@@ -69,6 +69,87 @@ class MiddlewareTest < Minitest::Test
     end
   end
 
+  # Two profiled requests at once on a threaded server: one gets the report, the other the
+  # app's response with the x-memprof-error header (it used to get a report of 0 objects), and
+  # GC is enabled again afterwards.
+  def test_concurrent_profiled_requests_get_one_report_and_one_error_header
+    run_ruby(<<~'RUBY') do |out|
+      require "rack"
+      require "rack/mock"
+      app = lambda do |env|
+        sleep 0.3
+        [200, { "content-type" => "text/plain" }, ["hello #{env['PATH_INFO']}"]]
+      end
+      middleware = Memprof::Middleware.new(app)
+      3.times do
+        responses = %w[/a /b].map { |path| Thread.new { Rack::MockRequest.new(middleware).get("#{path}?memprof=1") } }.map(&:value)
+        lines = responses.map do |r|
+          objects = r.body[/\ATotal allocated: \d+ bytes \((\d+) objects\)/, 1]
+          objects ? "report of objects: #{Integer(objects).positive?}" : "#{r.body.sub(/\/[ab]\z/, '')} #{r.headers['x-memprof-error']}"
+        end
+        puts "#{lines.sort.join(', ')}; started=#{Memprof.started?} gc_was_disabled=#{GC.enable}"
+      end
+    RUBY
+      assert_equal "hello  memprof is already tracking; request not profiled, report of objects: true; " \
+                   "started=false gc_was_disabled=false\n" * 3, out
+    end
+  end
+
+  # A HEAD response has no body to carry the report: HEAD is passed through unprofiled (Rack's
+  # Lint used to raise "Response body was given for HEAD request"), in both modes.
+  def test_head_requests_are_passed_through
+    run_ruby(APP + <<~'RUBY') do |out|
+      require "rack/lint"
+      inner = Rack::Lint.new(lambda { |env| [200, { "content-type" => "text/plain" }, env["REQUEST_METHOD"] == "HEAD" ? [] : ["x"]] })
+      log = StringIO.new
+      [Memprof::Middleware.new(inner), Memprof::Middleware.new(inner, logger: Logger.new(log))].each do |middleware|
+        status, headers, body = Rack::Lint.new(middleware).call(Rack::MockRequest.env_for("/?memprof=1", method: "HEAD"))
+        chunks = []
+        body.each { |chunk| chunks << chunk }
+        body.close
+        puts "#{status} #{headers['content-type']} #{chunks.inspect} #{headers.key?('x-memprof-error')}"
+      end
+      puts "logged=#{log.string.inspect} started=#{Memprof.started?}"
+    RUBY
+      assert_equal "200 text/plain [] false\n200 text/plain [] false\nlogged=\"\" started=false\n", out
+    end
+  end
+
+  # Rack's contract: the app's body is closed even when iterating it raises; the error
+  # propagates, and tracking and GC are back as they were.
+  def test_the_app_body_is_closed_when_its_each_raises
+    run_ruby(APP + <<~'RUBY') do |out|
+      body = Object.new
+      def body.each
+        yield "first"
+        raise "broken body"
+      end
+      def body.close
+        puts "closed"
+      end
+      begin
+        Memprof::Middleware.new(->(_env) { [200, { "content-type" => "text/plain" }, body] })
+                           .call(Rack::MockRequest.env_for("/?memprof=1"))
+      rescue => e
+        puts "#{e.class}: #{e.message}"
+      end
+      puts "started=#{Memprof.started?} gc_was_disabled=#{GC.enable}"
+    RUBY
+      assert_equal "closed\nRuntimeError: broken body\nstarted=false gc_was_disabled=false\n", out
+    end
+  end
+
+  # A bad `top:` is refused when the middleware is set up, not on the first profiled request.
+  def test_a_negative_top_is_refused_at_setup
+    run_ruby(APP + <<~'RUBY') { |out| assert_equal "ArgumentError: Memprof::Middleware: top must be an Integer >= 0, not -1\n", out }
+      begin
+        Memprof::Middleware.new(app, top: -1)
+      rescue ArgumentError => e
+        puts "#{e.class}: #{e.message}"
+      end
+    RUBY
+  end
+
   # Requests that do not ask are the app's alone: no parsing (a malformed query string is the
   # app's business), no keys added to the env.
   def test_unprofiled_requests_pass_through_untouched

@@ -82,6 +82,32 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # `top:` is checked with a message that names it (a negative one used to raise "negative
+  # array size" from deep inside); 0 prints the totals and the section titles only.
+  def test_report_print_checks_top
+    run_ruby(<<~'RUBY') do |out|
+      require "stringio"
+      report = Memprof.report { Object.new }
+      [-1, 2.5, "5", nil].each do |top|
+        report.print(StringIO.new, top: top)
+        puts "no error"
+      rescue ArgumentError => e
+        puts "#{e.class}: #{e.message}"
+      end
+      io = StringIO.new
+      report.print(io, top: 0)
+      puts "top 0: #{io.string.lines.size} lines"
+    RUBY
+      assert_equal <<~TEXT, out
+        ArgumentError: Memprof::Report#print: top must be an Integer >= 0, not -1
+        ArgumentError: Memprof::Report#print: top must be an Integer >= 0, not 2.5
+        ArgumentError: Memprof::Report#print: top must be an Integer >= 0, not "5"
+        ArgumentError: Memprof::Report#print: top must be an Integer >= 0, not nil
+        top 0: 50 lines
+      TEXT
+    end
+  end
+
   def test_dump_adds_the_allocation_site
     run_ruby(<<~'RUBY') do |out, _err, path|
       Memprof.start
