@@ -142,15 +142,9 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
               place_trampoline({kEntryTrampoline, start, reinterpret_cast<uintptr_t>(replacement)},
                                {start, start + x86_64::kJumpRel32Size}, generate));
 
-  std::unique_ptr<EntryHook> hook(new EntryHook);
-  hook->target_ = target;
-  if (auto object = object_containing(target); object.ok()) hook->object_key_ = object->key();
-  hook->original_ = reinterpret_cast<void*>(trampoline + kThunkSlot);
-  hook->saved_.assign(at(start), at(start) + x86_64::kJumpRel32Size);
-  hook->displaced_bytes_ = prologue.bytes;
-  hook->displaced_instructions_ = prologue.instructions;
-  if (options.publish_original)
-    __atomic_store_n(options.publish_original, hook->original_, __ATOMIC_RELEASE);
+  void* original = reinterpret_cast<void*>(trampoline + kThunkSlot);
+  std::vector<uint8_t> saved(at(start), at(start) + x86_64::kJumpRel32Size);
+  if (options.publish_original) __atomic_store_n(options.publish_original, original, __ATOMIC_RELEASE);
 
   x86_64::CodeWriter jump(start);
   jump.jump(trampoline);
@@ -158,6 +152,16 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
     return err("the trampoline at {:#x} is out of rel32 reach of {:#x}", trampoline, start);
   MEMPROF_TRY_STATUS(options.park_threads ? patch_with_threads_parked(target, jump.code())
                                          : patch_memory(target, jump.code()));
+  // Made only once the jump is in: its destructor takes the registry lock (held here) and
+  // restores the bytes, so a hook object on a failure path above deadlocked the caller (a
+  // vdso function, whose page cannot be patched, hung the agent for good).
+  std::unique_ptr<EntryHook> hook(new EntryHook);
+  hook->target_ = target;
+  if (auto object = object_containing(target); object.ok()) hook->object_key_ = object->key();
+  hook->original_ = original;
+  hook->saved_ = std::move(saved);
+  hook->displaced_bytes_ = prologue.bytes;
+  hook->displaced_instructions_ = prologue.instructions;
   targets.push_back(start);
   return hook;
 }
