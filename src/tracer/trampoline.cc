@@ -5,7 +5,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -146,8 +145,25 @@ thread_local ThreadTrace* t_state __attribute__((tls_model("initial-exec"))) = n
 
 uint64_t exit_stub() { return reinterpret_cast<uint64_t>(&memprof_trace_exit); }
 
+// A system call without libc, for the code that runs before a thread's busy flag exists: any
+// libc function there (mmap, syscall, __errno_location for errno) may be one being traced, and
+// calling it re-entered the hook without end (tracing __errno_location overflowed the stack;
+// tracing mmap mapped 510 states of 3 MB). The kernel's result: a negative errno on failure;
+// errno is not touched.
+long raw_syscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0, long a5 = 0, long a6 = 0) {
+  long result;
+  register long r10 asm("r10") = a4;
+  register long r8 asm("r8") = a5;
+  register long r9 asm("r9") = a6;
+  asm volatile("syscall"
+               : "=a"(result)
+               : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+               : "rcx", "r11", "memory");
+  return result;
+}
+
 ThreadTrace* adopt(ThreadTrace* state) {
-  state->tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  state->tid = static_cast<uint32_t>(raw_syscall(SYS_gettid));
   state->busy = false;
   state->ignored = false;
   state->depth = 0;
@@ -158,27 +174,23 @@ ThreadTrace* adopt(ThreadTrace* state) {
 }
 
 // This thread's state: a free one left by an exited thread, else a new mapping. Called on a
-// thread's first traced call, from inside the hook: mmap, never malloc.
+// thread's first traced call, from inside the hook, before its busy flag exists: no libc call
+// (raw_syscall), never malloc.
 ThreadTrace* claim_state() {
-  int saved_errno = errno;
   uint32_t count = g_state_count.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < count; ++i) {
     ThreadTrace* state = g_states[i].load(std::memory_order_acquire);
     uint32_t free_state = 0;
-    if (state != nullptr && state->owned.compare_exchange_strong(free_state, 1)) {
-      errno = saved_errno;
-      return adopt(state);
-    }
+    if (state != nullptr && state->owned.compare_exchange_strong(free_state, 1)) return adopt(state);
   }
   uint32_t index = g_state_count.fetch_add(1);
   if (index >= kMaxThreads) {
     g_state_count.fetch_sub(1);
-    errno = saved_errno;
     return nullptr;
   }
-  void* memory = ::mmap(nullptr, sizeof(ThreadTrace), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  errno = saved_errno;
+  const long mapped = raw_syscall(SYS_mmap, 0, static_cast<long>(sizeof(ThreadTrace)), PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* memory = mapped < 0 && mapped > -4096 ? MAP_FAILED : reinterpret_cast<void*>(mapped);
   if (memory == MAP_FAILED) {
     g_states[index].store(nullptr, std::memory_order_release);  // a hole the reader skips
     return nullptr;
