@@ -65,7 +65,10 @@ Status check_no_branch_into(const Decoder& decoder, uintptr_t start, size_t disp
   for (uintptr_t address = start + displaced; address < end;) {
     auto insn = decoder.decode(at(address), 15, address);
     if (!insn.ok()) break;  // data or padding: nothing decodable branches from here
-    if (insn->relative_branch && insn->branch_target >= start &&
+    // A call of the function itself (recursion) enters through the jump like any other call;
+    // a jump to its first byte (a loop whose head is the entry) must not run the hook again.
+    const bool recursive_call = insn->flow == x86_64::Flow::kCall && insn->branch_target == start;
+    if (insn->relative_branch && !recursive_call && insn->branch_target >= start &&
         insn->branch_target < start + displaced)
       return err("the branch at {:#x} jumps into the first {} bytes of the function at {:#x}, "
                  "which the hook would overwrite",
