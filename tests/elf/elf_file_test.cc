@@ -1,6 +1,8 @@
 #include "core/elf/elf_file.h"
 
 #include <elf.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -116,6 +118,15 @@ TEST(ElfFileErrors, NotAnElfFile) {
 TEST(ElfFileErrors, Directory) {
   std::string dir = temp_dir("dir");
   EXPECT_EQ(ElfFile::open(dir).message(), dir + ": is a directory");
+}
+
+TEST(ElfFileErrors, AFifoIsRefusedWithoutWaitingForAWriter) {
+  // Before: open() of a FIFO blocked until some process opened it for writing (forever).
+  std::string fifo = temp_dir("fifo") + "/pipe";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ElfFile::open(fifo).message(), fifo + ": not a regular file");
+  ::unlink(fifo.c_str());
 }
 
 TEST(ElfFileErrors, WrongClassAndByteOrder) {

@@ -9,7 +9,9 @@
 namespace memprof {
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below like any other
+  // file that is not regular. Reads of a regular file ignore the flag.
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return err("{}: {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return err("{}: {}", path, std::strerror(errno));
