@@ -42,13 +42,13 @@ class Printer {
   explicit Printer(const std::optional<std::regex>& pattern) : pattern_(pattern) {}
 
   void print(const elf::ObjectSymbols::Entry& entry, uint64_t address, const std::string& object) {
-    // Matched against the raw versioned name ("_ZN3foo3barEv@@V1") and the printed, demangled one
-    // ("foo::bar()@@V1").
+    // Matched against the name ("malloc", so that '^malloc$' finds it), the versioned one
+    // ("malloc@@GLIBC_2.2.5") and both demangled ("foo::bar()", "foo::bar()@@V1").
     std::string name = entry.display_name();
-    std::string shown = elf::demangle(entry.name) + name.substr(entry.name.size());
-    if (pattern_ && !std::regex_search(name, *pattern_) && !std::regex_search(shown, *pattern_)) {
-      return;
-    }
+    std::string demangled = elf::demangle(entry.name);
+    std::string shown = demangled + name.substr(entry.name.size());
+    auto matches = [&](std::string_view text) { return std::regex_search(text.begin(), text.end(), *pattern_); };
+    if (pattern_ && !matches(entry.name) && !matches(name) && !matches(demangled) && !matches(shown)) return;
     if (matches_ == 0) fmt::print("{:<18}  {:>8}  {:<6}  {}  {}\n", "ADDRESS", "SIZE", "TYPE", "NAME", "OBJECT");
     ++matches_;
     fmt::print("{:#018x}  {:>8}  {:<6}  {}  {}\n", address, entry.size, type_name(entry.type), shown,

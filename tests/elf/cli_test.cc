@@ -72,6 +72,10 @@ TEST(CliSymbols, VersionedSymbolsOfAFile) {
   auto result = run_command({MEMPROF_CLI, "symbols", FIXTURE_LIB_LAZY, "^fixture_versioned@"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, expected);
+  // The plain name matches too (before: only the versioned one, so '^malloc$' found nothing).
+  auto plain = run_command({MEMPROF_CLI, "symbols", FIXTURE_LIB_LAZY, "^fixture_versioned$"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, expected);
 }
 
 TEST(CliSymbols, Errors) {
