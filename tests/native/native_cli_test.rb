@@ -84,6 +84,14 @@ class NativeCliTest < Minitest::Test
     assert_match(/memprof: process \d+ exited with status 0/, err)
   end
 
+  # Before: the report of a command that ended by abort() between two reads was an earlier
+  # snapshot (0 allocations for a short run), with no word that it was.
+  def test_a_command_that_ends_without_exit_is_reported_with_a_warning
+    _, err, status = memprof("native", "--", TARGET, "abort", 50, 1000)
+    assert_equal 134, status.exitstatus, err
+    assert_match(/memprof: warning: process \d+ ended without exit\(\) \(_exit or a signal\): the report is its last snapshot/, err)
+  end
+
   def test_errors_are_one_line_and_exit_non_zero
     dead = Process.spawn("true")
     Process.wait(dead)
