@@ -8,9 +8,13 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
   std::string unit(end);
-  double scale = unit.empty() || unit == "s" ? 1000 : unit == "ms" ? 1 : unit == "m" ? 60000 : -1;
+  double scale = unit.empty() || unit == "s" ? 1000
+                 : unit == "ms"                ? 1
+                 : unit == "m"                 ? 60'000
+                 : unit == "h"                 ? 3'600'000
+                                               : -1;
   if (end == text.c_str() || scale < 0 || value < 0)
-    return err("'{}' is not a duration (e.g. 500ms, 10s, 2m)", text);
+    return err("'{}' is not a duration (e.g. 500ms, 10s, 2m, 1h)", text);
   return std::chrono::milliseconds(static_cast<int64_t>(value * scale));
 }
 

@@ -146,7 +146,7 @@ std::string describe_object(const Heap& heap, const DominatorTree* dominators, O
   std::string out = fmt::format("{} {} {}, {} bytes", address_text(heap.address[id]),
                                 object_type_name(heap.type[id]), heap.object_label(id),
                                 count_text(heap.memsize[id]));
-  if (dominators != nullptr) out += fmt::format(" (retains {})", count_text(dominators->retained[id]));
+  if (dominators != nullptr) out += fmt::format(" (retains {} bytes)", count_text(dominators->retained[id]));
   std::string site = heap.site_label(id);
   if (!site.empty()) out += fmt::format(" @ {}", site);
   return out;
@@ -156,7 +156,9 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
   const Heap& heap = context.heap;
   std::string out;
   out += fmt::format("dump: {}\n", context.dump_name);
-  out += fmt::format("lines: {} ({} bad, skipped)\n", count_text(heap.lines), count_text(heap.bad_line_count));
+  out += fmt::format("lines: {}", count_text(heap.lines));
+  if (heap.bad_line_count > 0) out += fmt::format(" ({} bad, skipped)", count_text(heap.bad_line_count));
+  out += "\n";
   if (std::string problems = dump_problems_text(heap); !problems.empty()) {
     out += fmt::format("dump problems: {}\n", problems);
   }

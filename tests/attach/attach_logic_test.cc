@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "attach/duration.h"
 #include "attach/installation.h"
 #include "attach/leak_rounds.h"
 #include "attach/live_snapshot.h"
@@ -135,6 +136,16 @@ TEST(NativeSnapshotJson, RubyFileNamesThatAreNotUtf8AreKept) {
   ASSERT_EQ(view->snapshot.sites.size(), 1u);
   EXPECT_EQ(view->snapshot.sites[0].ruby_line, 7u);
   EXPECT_EQ(view->snapshot.sites[0].frames, (std::vector<uintptr_t>{0x1000, 0x2000}));
+}
+
+TEST(Duration, UnitsFromMillisecondsToHours) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(*parse_duration("500ms"), milliseconds(500));
+  EXPECT_EQ(*parse_duration("10"), milliseconds(10'000));
+  EXPECT_EQ(*parse_duration("1.5m"), milliseconds(90'000));
+  EXPECT_EQ(*parse_duration("1h"), milliseconds(3'600'000));  // before: "not a duration"
+  EXPECT_EQ(parse_duration("2d").message(), "'2d' is not a duration (e.g. 500ms, 10s, 2m, 1h)");
+  EXPECT_EQ(parse_duration("-1s").message(), "'-1s' is not a duration (e.g. 500ms, 10s, 2m, 1h)");
 }
 
 }  // namespace

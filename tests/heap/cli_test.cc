@@ -116,7 +116,7 @@ TEST(Cli, RetainersOfAClassCollapseToCountsByClass) {
   // The String class is retained by every String (as its class): 2,972 objects.
   CommandResult r = run_memprof("retainers leak_b.json.zst 0x7f9255b3e428");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(r.out.starts_with("0x7f9255b3e428 CLASS String, 5,248 bytes (retains 12,480)\n")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("0x7f9255b3e428 CLASS String, 5,248 bytes (retains 12,480 bytes)\n")) << r.out;
   EXPECT_NE(r.out.find("retained by 1 root kind and 2,972 objects\n"), std::string::npos);
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4 + 1 + 20 + 1);
   EXPECT_NE(r.out.find("\n  ... 2,952 more: 2,815 String, 130 (IMEMO:ment), 3 (IMEMO:callcache), "),
