@@ -42,7 +42,7 @@ MEMPROF_COMMAND("analyze",
                 "objects; duplicate strings",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<AnalyzeOptions>();
-                  sub.add_option("dump", options->dump, "ObjectSpace.dump_all file (plain, gzip, zstd or xz)")
+                  sub.add_option("dump", options->dump, "ObjectSpace.dump_all file (plain, gzip, zstd or xz; - for stdin)")
                       ->required();
                   sub.add_flag("--json", options->json, "One JSON object instead of text");
                   add_count_option(sub, "--top", options->top, "Rows per list (0: all)")->capture_default_str();

@@ -28,7 +28,7 @@ inline std::function<int()> setup_dump_object_command(CLI::App& sub, DumpObjectR
     heap::QueryOptions options;
   };
   auto args = std::make_shared<Arguments>();
-  sub.add_option("dump", args->dump, "ObjectSpace.dump_all file (plain, gzip, zstd or xz)")->required();
+  sub.add_option("dump", args->dump, "ObjectSpace.dump_all file (plain, gzip, zstd or xz; - for stdin)")->required();
   sub.add_option("address", args->address, "Object address, e.g. 0x7f35c85e0010")->required();
   sub.add_flag("--json", args->options.json, "One JSON object instead of text");
   sub.add_flag("--full", args->options.full,

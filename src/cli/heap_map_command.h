@@ -28,7 +28,7 @@ struct HeapMapCommandArguments {
 inline void add_heap_map_command_arguments(CLI::App& sub, HeapMapCommandArguments& args,
                                            const std::string& output_description,
                                            const std::function<void()>& add_own_options = {}) {
-  sub.add_option("dump", args.dump, "ObjectSpace.dump_all file (plain, gzip, zstd or xz)")->required();
+  sub.add_option("dump", args.dump, "ObjectSpace.dump_all file (plain, gzip, zstd or xz; - for stdin)")->required();
   sub.add_option("-o,--output", args.output,
                  output_description + " (written through a temporary file and a rename; the dump "
                                       "itself, by any path or link, is refused)")

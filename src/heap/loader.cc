@@ -325,7 +325,9 @@ class Loader {
 
 }  // namespace
 
-Result<Heap> load_heap(const std::string& path, const LoadOptions& options) {
+Result<Heap> load_heap(const std::string& given, const LoadOptions& options) {
+  // "-" is standard input, as for most tools (a pipe: the streaming path below).
+  const std::string path = given == "-" ? "/dev/stdin" : given;
   {
     ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return err("{}: {}", path, std::strerror(errno));

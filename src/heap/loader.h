@@ -32,6 +32,7 @@ struct LoadOptions {
   size_t block_size = (size_t{4} << 20) - (size_t{128} << 10);
 };
 
+// `path` "-" reads standard input.
 Result<Heap> load_heap(const std::string& path, const LoadOptions& options = {});
 
 // The same from bytes already in memory (tests, the fuzzer). `name` is used in messages.

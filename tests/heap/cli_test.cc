@@ -63,6 +63,7 @@ TEST(Cli, PlainGzipAndZstdDumpsGiveTheSameReport) {
   std::string expected = report("leak_b.json.zst");
   EXPECT_EQ(report(plain), expected);
   EXPECT_EQ(report("leak_b.json.gz"), expected);
+  EXPECT_EQ(report("- < leak_b.json.zst"), expected);  // "-": standard input (before: no such file)
   std::remove(plain.c_str());
 }
 
