@@ -52,5 +52,12 @@ for command in "leaks -p 99999999 --rounds" "leaks -p 99999999 --top" "stats -p 
   fi
 done
 
+# An empty filter was taken for no filter at all.
+if "$memprof" --help | grep -q "^  analyze "; then
+  for option in --class --site --type; do
+    expect "analyze $option ''" 1 "memprof: $option: must not be empty (see memprof --help)" "$memprof" analyze x.json "$option" ""
+  done
+fi
+
 echo "$failures failed"
 [ "$failures" -eq 0 ]
