@@ -39,8 +39,11 @@ attach::LaunchedCommand::Environment tracking_environment() {
 void announce(const attach::LaunchedCommand& command, bool track) {
   if (!command.wait_for_agent().ok()) return;
   pid_t pid = command.pid();
+  // The agent answers before the command's own code runs: a Ruby program is tracked from its
+  // first line, anything else only carries the agent (trace and native work on it).
   if (track)
-    fmt::print(stderr, "memprof: tracking process {} (memprof top -p {})\n", pid, pid);
+    fmt::print(stderr, "memprof: agent loaded in process {}; a Ruby program is tracked from its first line "
+               "(memprof top -p {})\n", pid, pid);
   else
     fmt::print(stderr, "memprof: agent loaded in process {} (memprof attach -p {})\n", pid, pid);
 }
