@@ -1,7 +1,8 @@
 // The agent's life: loaded into a process (LD_PRELOAD by `memprof run`, or dlopen by the
-// injector for `memprof attach`), its constructor only starts one thread -- no Ruby call, no
-// hook -- which serves the control socket until a `detach` request ends it. Nothing here may
-// end or crash the host process: no exception leaves the thread, no exit/abort/assert.
+// injector for `memprof attach`), its constructor only looks up Ruby's C API (dlsym) and starts
+// one thread -- no Ruby call, no hook -- which serves the control socket until a `detach`
+// request ends it. Nothing here may end or crash the host process: no exception leaves the
+// thread, no exit/abort/assert.
 //
 // Fork: only the forking thread survives in the child, so the agent's thread and socket do not;
 // a pthread_atfork child handler starts fresh ones for the child (puma and unicorn workers get
@@ -11,6 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -28,21 +30,30 @@ namespace {
 
 // The Ruby runtime's job slot is registered with Ruby once per process and must outlive every
 // agent thread (a forked child inherits the registration): never destroyed.
-RubyRuntime* ruby_runtime() {
-  static RubyRuntime* runtime = []() -> RubyRuntime* {
-    auto api = find_ruby_api();
-    return api ? new (std::nothrow) RubyRuntime(*api) : nullptr;
-  }();
-  return runtime;
+//
+// Both are made by the agent's constructor (make_ruby_objects), before it registers the fork
+// handler and before it starts its thread, and never change after; reading them is one atomic
+// load. They were function-local statics made by the agent thread on first use: a fork while
+// that thread was inside the initialisation left the static's guard "in progress" in the child,
+// held by a thread that does not exist there, and the child handler's ruby_runtime() waited in
+// __cxa_guard_acquire forever (the child hung inside fork()). The fork child handler must take
+// no lock and wait on no guard that another thread could hold at fork time.
+std::atomic<RubyRuntime*> g_ruby_runtime{nullptr};
+std::atomic<RubyService*> g_ruby_service{nullptr};
+
+// find_ruby_api is only dlsym lookups: no Ruby call, safe in the constructor.
+void make_ruby_objects() {
+  if (g_ruby_runtime.load(std::memory_order_acquire) != nullptr) return;
+  auto api = find_ruby_api();
+  if (!api) return;
+  auto* runtime = new (std::nothrow) RubyRuntime(*api);
+  if (runtime == nullptr) return;
+  g_ruby_service.store(new (std::nothrow) RubyService(*runtime), std::memory_order_release);
+  g_ruby_runtime.store(runtime, std::memory_order_release);
 }
 
-RubyService* ruby_service() {
-  static RubyService* service = []() -> RubyService* {
-    RubyRuntime* runtime = ruby_runtime();
-    return runtime != nullptr ? new (std::nothrow) RubyService(*runtime) : nullptr;
-  }();
-  return service;
-}
+RubyRuntime* ruby_runtime() { return g_ruby_runtime.load(std::memory_order_acquire); }
+RubyService* ruby_service() { return g_ruby_service.load(std::memory_order_acquire); }
 
 // Guards starting; constant-initialized, so that it exists before any constructor runs (the
 // agent's constructor may run before this file's dynamic initializers). A fork child rebuilds
@@ -139,6 +150,7 @@ void after_fork_in_child() {
   new (&g_start_mutex) std::mutex;
   g_running = false;
   if (forking_for_handler() || !was_running) return;
+  // Atomic loads only (see g_ruby_runtime): nothing here can wait for the parent's threads.
   if (RubyRuntime* ruby = ruby_runtime(); ruby != nullptr) ruby->reset_after_fork();
   if (RubyService* service = ruby_service(); service != nullptr) service->reset_after_fork();
   start_thread();
@@ -166,6 +178,8 @@ extern "C" __attribute__((visibility("default"))) int memprof_agent_start() {
 }
 
 __attribute__((constructor)) static void memprof_agent_loaded() {
+  // Before the fork handler exists, so that no fork can run it while these are being made.
+  memprof::agent::make_ruby_objects();
   pthread_atfork(nullptr, nullptr, memprof::agent::after_fork_in_child);
   std::atexit(memprof::agent::wait_for_sessions_at_exit);
   if (memprof_agent_start() == 0) memprof::agent::hold_until_traced();

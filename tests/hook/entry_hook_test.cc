@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -163,6 +164,26 @@ TEST_P(EntryHookTest, RefusesWhatCannotMove) {
   auto null = EntryHook::install(nullptr, reinterpret_cast<void*>(&replacement_for_refusals));
   ASSERT_FALSE(null.ok());
   EXPECT_EQ(null.message(), "entry hook: null target");
+}
+
+TEST_P(EntryHookTest, ACallInTheDisplacedBytesIsRefusedAndTheFunctionIsLeftAlone) {
+  // Before: the call was relocated into the trampoline, so its return address was there; a C++
+  // exception thrown below it found no FDE for that frame and the target called std::terminate.
+  auto start = reinterpret_cast<uintptr_t>(code.address("code_call_first"));
+  std::vector<uint8_t> before(reinterpret_cast<const uint8_t*>(start), reinterpret_cast<const uint8_t*>(start) + 16);
+  auto hook = EntryHook::install(code.address("code_call_first"), reinterpret_cast<void*>(&replacement_for_refusals));
+  ASSERT_FALSE(hook.ok());
+  // subq $8,%rsp (4 bytes), then the call at offset 4: the jump would displace 9 bytes.
+  EXPECT_EQ(hook.message(),
+            fmt::format("the call at {:#x} is within the first 9 bytes of the function at {:#x}: run "
+                        "from the trampoline, it would return there, where unwinders (C++ exceptions, "
+                        "backtraces) find no frame information",
+                        start + 4, start));
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), reinterpret_cast<const uint8_t*>(start)));
+  EXPECT_EQ(code.function<int(int)>("code_call_first")(3), 4);  // unhooked: the callee's x + 1
+  // The refusal left no registration behind: a later hook of a movable function still works.
+  auto other = EntryHook::install(code.address("code_plus_bias"), reinterpret_cast<void*>(&replacement_for_refusals));
+  EXPECT_TRUE(other.ok()) << other.message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimization, EntryHookTest, ::testing::Values(HOOK_CODE_O0_PATH, HOOK_CODE_O2_PATH),

@@ -33,6 +33,15 @@ Result<std::vector<uint8_t>> relocate_prologue(const Decoder& decoder, uintptr_t
   uintptr_t displaced_end = source + prologue.bytes;
   for (uintptr_t address = source; address < displaced_end;) {
     MEMPROF_TRY(insn, decoder.decode(at(address), kMaxInstructionLength, address));
+    // A call run from the trampoline pushes a return address inside the trampoline, which has
+    // no unwind information: a C++ exception thrown below it (or a backtrace taken there) finds
+    // no FDE for that frame and std::terminate ends the process. Any call (relative or
+    // indirect) in the displaced bytes is refused, so the entry is not patched at all.
+    if (insn.flow == Flow::kCall)
+      return err("the call at {:#x} is within the first {} bytes of the function at {:#x}: run "
+                 "from the trampoline, it would return there, where unwinders (C++ exceptions, "
+                 "backtraces) find no frame information",
+                 address, prologue.bytes, source);
     if (insn.relative_branch) {
       if (insn.branch_target >= source && insn.branch_target < displaced_end)
         return err("the branch at {:#x} targets the displaced bytes {:#x}-{:#x}", address, source,
@@ -41,7 +50,6 @@ Result<std::vector<uint8_t>> relocate_prologue(const Decoder& decoder, uintptr_t
         return err("cannot relocate the instruction at {:#x}: jrcxz/loop have no rel32 form",
                    address);
       switch (insn.flow) {
-        case Flow::kCall: out.call(insn.branch_target); break;
         case Flow::kJump: out.jump(insn.branch_target); break;
         case Flow::kConditionalJump: out.jump_if(insn.condition, insn.branch_target); break;
         default:

@@ -23,8 +23,9 @@ struct Prologue {
 Result<Prologue> measure_prologue(const Decoder& decoder, uintptr_t source, size_t min_bytes);
 
 // The relocated copy of `prologue` for address `destination`, followed by a jump back to
-// source + prologue.bytes. Fails for rel8-only branches (jrcxz, loop), branches into the
-// displaced bytes, and RIP-relative operands out of rel32 reach from `destination`.
+// source + prologue.bytes. Fails for calls (their return address would be in the trampoline,
+// which unwinders cannot walk), rel8-only branches (jrcxz, loop), branches into the displaced
+// bytes, and RIP-relative operands out of rel32 reach from `destination`.
 Result<std::vector<uint8_t>> relocate_prologue(const Decoder& decoder, uintptr_t source,
                                                const Prologue& prologue, uintptr_t destination);
 
