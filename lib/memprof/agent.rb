@@ -36,7 +36,7 @@ module Memprof
           when "status" then status
           when "stats" then stats(Integer(argument || "0"))
           when "groups" then groups(argument)
-          when "stop" then { "stopped" => Memprof.stop }
+          when "stop" then stop
           when "dump" then dump(argument)
           when "report-begin" then report_begin
           when "report-end" then report_end(Integer(argument || "50"))
@@ -74,7 +74,19 @@ module Memprof
         # A heap dump runs in a forked child in trap context, where `require` cannot run.
         require "objspace"
         started = Memprof.start
+        # What attach started, detach stops; tracking the app started itself stays the app's.
+        @started_by_agent ||= started
         status.merge("started" => started)
+      end
+
+      def stop
+        unless @started_by_agent
+          return { "stopped" => false, "kept" => "the process's own tracking (Memprof.start)" } if Memprof.started?
+
+          return { "stopped" => false }
+        end
+        @started_by_agent = false
+        { "stopped" => Memprof.stop }
       end
 
       def status

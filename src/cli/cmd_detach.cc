@@ -15,6 +15,11 @@ int run_detach(const DetachOptions& options) {
   if (!reply.ok()) return fail(reply.message());
   if (options.json)
     fmt::print("{{\"pid\":{},\"detached\":true,\"reply\":{}}}\n", options.pid, *reply);
+  else if (reply->find("\"kept\"") != std::string::npos)
+    // The process tracks itself (Memprof.start in its code): its tracking is not ours to end.
+    fmt::print("detached from process {}: agent stopped; the process's own tracking (Memprof.start) "
+               "left on\n",
+               options.pid);
   else
     fmt::print("detached from process {}: hooks removed, patched bytes restored, agent stopped\n",
                options.pid);
@@ -30,7 +35,8 @@ MEMPROF_COMMAND("detach", "Stop tracking an attached process and remove the agen
                       "Stops tracking (Memprof.stop: every GOT slot and call site is restored,\n"
                       "the tables are freed), closes the agent's socket and ends its threads.\n"
                       "The agent's code stays mapped (a library cannot be unloaded safely while\n"
-                      "Ruby may still hold a pointer into it); `memprof attach` restarts it.");
+                      "Ruby may still hold a pointer into it); `memprof attach` restarts it.\n"
+                      "A process that started tracking itself (Memprof.start in its code) keeps it.");
                   return [options] { return run_detach(*options); };
                 });
 

@@ -81,6 +81,23 @@ class AttachCliTest < Minitest::Test
     assert_equal 7, status.exitstatus, run.context
   end
 
+  # Before: detach stopped the process's own tracking too (its Memprof.stats then raised
+  # NotStartedError).
+  def test_detach_leaves_the_tracking_a_process_started_itself
+    # The gem from this checkout, with the extension built for the Ruby running the test.
+    load_path = [ENV["MEMPROF_EXT_DIR"], File.expand_path("../../lib", __dir__)].compact.flat_map { |dir| ["-I", dir] }
+    target = spawn_target(command: [RbConfig.ruby, *load_path, File.join(FIXTURES, "self_tracking.rb")])
+    target.wait_for(/\Aready #{target.pid}\z/)
+    out = memprof!("attach", "-p", target.pid, target: target)
+    assert_match(/already tracking process #{target.pid}/, out)
+    out = memprof!("detach", "-p", target.pid, target: target)
+    assert_match(/own tracking \(Memprof.start\) left on/, out)
+    target.send_line("started?")
+    target.wait_for(/\Astarted true\z/)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
+
   def test_dump_of_an_attached_process_reads_in_analyze
     target = spawn_target("target.rb", "commands")
     target.wait_for(/\Aready #{target.pid}\z/)
