@@ -80,13 +80,13 @@ module Memprof
       end
 
       def stop
-        unless @started_by_agent
-          return { "stopped" => false, "kept" => "the process's own tracking (Memprof.start)" } if Memprof.started?
-
-          return { "stopped" => false }
+        if @started_by_agent
+          @started_by_agent = false
+          return { "stopped" => Memprof.stop }
         end
-        @started_by_agent = false
-        { "stopped" => Memprof.stop }
+        return { "stopped" => false } unless Memprof.started?
+
+        { "stopped" => false, "kept" => "the process's own tracking (Memprof.start)" }
       end
 
       def status

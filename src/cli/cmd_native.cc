@@ -113,9 +113,10 @@ int run_native(const NativeOptions& options) {
   // The latest snapshot: what is reported if the process ends without a stop (_exit, a signal).
   attach::NativeSnapshotView last = std::move(*first);
   auto last_taken = std::chrono::steady_clock::now();
-  bool exiting = false;       // the agent saw exit() begin: its snapshot is the final one
-  bool ended_abruptly = false;  // _exit or a signal: the last snapshot may be old
-  while (!exiting && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
+  // The agent saw exit() begin, or answered the stop: `last` is the whole run. Otherwise the
+  // process ended by _exit or a signal and `last` may be old.
+  bool final_snapshot = false;
+  while (!final_snapshot && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
     // The agent answers after `step`, or at once when the process starts exiting (a launched
     // command then ends without waiting for our next read).
     auto left = deadline - std::chrono::steady_clock::now();
@@ -124,16 +125,14 @@ int run_native(const NativeOptions& options) {
     auto read = attach::agent_request(pid, "native-read", fmt::format("wait_ms {}", std::max<int64_t>(step.count(), 0)));
     if (!read.ok()) {
       if (!process.ended_after_failure()) return fail(read.message());
-      ended_abruptly = true;  // the last snapshot is what there is
-      break;
+      break;  // ended by _exit or a signal: the last snapshot is what there is
     }
     auto snapshot = attach::parse_native_snapshot(*read);
     if (!snapshot.ok()) return fail(snapshot.message());
-    exiting = snapshot->exiting;
+    final_snapshot = snapshot->exiting;
     last = std::move(*snapshot);
     last_taken = std::chrono::steady_clock::now();
   }
-  if (!exiting && !ended_abruptly && process.gone()) ended_abruptly = true;
   if (!process.gone()) {
     namer.refresh(last.snapshot);  // before the stop: a process in exit() goes once it has the reply
     auto stopped = attach::agent_request(pid, "native-stop");
@@ -141,14 +140,12 @@ int run_native(const NativeOptions& options) {
       auto snapshot = attach::parse_native_snapshot(*stopped);
       if (!snapshot.ok()) return fail(snapshot.message());
       last = std::move(*snapshot);
-      last_taken = std::chrono::steady_clock::now();
+      final_snapshot = true;
     } else if (!process.ended_after_failure()) {
       return fail(stopped.message());
-    } else {
-      ended_abruptly = !exiting;
     }
   }
-  if (ended_abruptly) {
+  if (!final_snapshot) {
     // Without this, a program that ended by _exit or a signal between two reads showed the
     // counts of an earlier read (all zeros for a short one) as if they were the whole run.
     fmt::print(stderr,

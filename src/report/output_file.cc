@@ -62,6 +62,15 @@ bool write_all(int fd, std::span<const unsigned char> bytes) {
   return true;
 }
 
+// Gives the new file an existing one's mode and owner (a private report stays private), or a
+// new file's mode; false when that cannot be done (another user's file).
+bool take_attributes(int fd, const struct stat* existing) {
+  if (existing == nullptr) return ::fchmod(fd, new_file_mode()) == 0;
+  if (::fchmod(fd, existing->st_mode & 07777) != 0) return false;
+  const bool ours = existing->st_uid == ::geteuid() && existing->st_gid == ::getegid();
+  return ours || ::fchown(fd, existing->st_uid, existing->st_gid) == 0;
+}
+
 // Writes into `path` itself, through a symlink, into a device or a FIFO: for what must keep
 // being what it is (/dev/null, /dev/stdout, a link), and files whose directory is not ours.
 bool write_in_place(const std::string& path, std::span<const unsigned char> bytes) {
@@ -100,14 +109,9 @@ Status write_output_file(const std::string& path, std::span<const unsigned char>
     return write_in_place(path, bytes) ? ok_status() : failed();
   }
   TemporaryFile file(path);
-  // An existing file keeps its mode and owner, or, when they cannot be given to the new file
-  // (another user's file, a directory we may not write to), is rewritten in place.
-  const bool kept = file.valid() &&
-                    (exists ? ::fchmod(file.fd(), existing.st_mode & 07777) == 0 &&
-                                  ((existing.st_uid == ::geteuid() && existing.st_gid == ::getegid()) ||
-                                   ::fchown(file.fd(), existing.st_uid, existing.st_gid) == 0)
-                            : ::fchmod(file.fd(), new_file_mode()) == 0);
-  if (!kept) {
+  // An existing file whose mode and owner cannot be given to the new one (another user's file,
+  // a directory we may not write to) is rewritten in place.
+  if (!file.valid() || !take_attributes(file.fd(), exists ? &existing : nullptr)) {
     if (exists) return write_in_place(path, bytes) ? ok_status() : failed();
     return failed();
   }
