@@ -2,6 +2,8 @@
 // 1,000 times. The replacements do not call the original, and the originals count their own
 // calls, so hooked + unhooked must equal the calls made: no call lost, none run twice, and no
 // thread ever executed a half-written patch (it would have crashed or returned garbage).
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -47,7 +49,8 @@ struct Outcome {
 // installs and removes the hook kCycles times. Each cycle waits until a hooked call happened
 // and then until an unhooked one did, so both states are really exercised every time.
 Outcome hammer(const std::function<bool()>& call, const std::function<unsigned long()>& reached,
-               const std::function<void()>& cycle_install, const std::function<void()>& cycle_remove) {
+               const std::function<void()>& cycle_install, const std::function<void()>& cycle_remove,
+               bool callers_block_every_signal = false, int cycles = kCycles) {
   hooked = 0;
   unsigned long reached_before = reached();
   std::atomic<bool> stop{false};
@@ -55,6 +58,11 @@ Outcome hammer(const std::function<bool()>& call, const std::function<unsigned l
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&] {
+      if (callers_block_every_signal) {
+        sigset_t all;
+        sigfillset(&all);
+        ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+      }
       unsigned long mine = 0, bad = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         bad += !call();
@@ -72,7 +80,7 @@ Outcome hammer(const std::function<bool()>& call, const std::function<unsigned l
     return counter() != start;
   };
   bool both_states = true;
-  for (int i = 0; i < kCycles; ++i) {
+  for (int i = 0; i < cycles; ++i) {
     cycle_install();
     both_states &= wait_for([] { return hooked.load(); });
     cycle_remove();
@@ -119,24 +127,47 @@ TEST(Stress, CallSiteHookInstalledAndRemovedWhileEightThreadsCall) {
   EXPECT_GT(o.hooked, 0u);
 }
 
-TEST(Stress, EntryHookInstalledAndRemovedWhileEightThreadsCall) {
-  testing::CodeLibrary code(HOOK_CODE_O2_PATH);
+// Entry hooks on code_square of `library`, installed with `options` and removed while the
+// threads call code_three_calls: every call counted once, none returned garbage.
+void hammer_entry_hook(const char* library, EntryHookOptions options,
+                       bool callers_block_every_signal = false, int cycles = kCycles) {
+  testing::CodeLibrary code(library);
   ASSERT_TRUE(code.loaded()) << code.error();
   std::unique_ptr<EntryHook> hook;
   Outcome o = hammer([&] { return code.three_calls(3) == 122; }, [&] { return code.square_calls(); },
                      [&] {
-                       // One instruction under the jump (a 9-byte lock add at -O2): no thread
-                       // can be stopped inside the bytes the jump replaces.
                        auto installed = EntryHook::install(code.address("code_square"),
                                                            reinterpret_cast<void*>(&stress_square),
-                                                           {.require_single_instruction = true});
+                                                           options);
                        ASSERT_TRUE(installed.ok()) << installed.message();
                        hook = std::move(*installed);
                      },
-                     [&] { hook.reset(); });
+                     [&] { hook.reset(); }, callers_block_every_signal, cycles);
   EXPECT_EQ(o.wrong, 0u);
   EXPECT_EQ(o.hooked + o.reached, 3 * o.calls);
   EXPECT_GT(o.hooked, 0u);
+}
+
+// One instruction under the jump (a 9-byte lock add at -O2): no thread can be stopped inside
+// the bytes the jump replaces.
+TEST(Stress, EntryHookInstalledAndRemovedWhileEightThreadsCall) {
+  hammer_entry_hook(HOOK_CODE_O2_PATH, {.require_single_instruction = true});
+}
+
+// At -O0 the jump covers three instructions (push, mov, mov): written with an int3 holding the
+// entry and the callers parked outside it (park_threads). Callers that reach the int3 meanwhile
+// run the relocated original; none may ever run half of the old prologue and half of the jump.
+TEST(Stress, EntryHookOverSeveralInstructionsInstalledAndRemovedWhileEightThreadsCall) {
+  hammer_entry_hook(HOOK_CODE_O0_PATH, {.park_threads = true});
+}
+
+// The same with callers that block every signal, SIGTRAP included (worker threads of servers
+// that leave signals to one thread do): an int3 reached by such a thread kills the process,
+// so the jump goes in without one. (They never reach the parking handler either: each install
+// waits its 100 ms for them, hence 30 cycles.)
+TEST(Stress, EntryHookOverSeveralInstructionsWhileCallersBlockEverySignal) {
+  hammer_entry_hook(HOOK_CODE_O0_PATH, {.park_threads = true}, /*callers_block_every_signal=*/true,
+                    /*cycles=*/30);
 }
 
 }  // namespace

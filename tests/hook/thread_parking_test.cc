@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
+#include <ctime>
 #include <thread>
 #include <vector>
 
@@ -31,7 +33,7 @@ TEST(ThreadParking, HoldsEveryOtherThreadUntilResumeAndKnowsWhereItStopped) {
   while (g_spins.load() < 1000) ::usleep(100);
   auto parking = ThreadParking::prepare();
   ASSERT_TRUE(parking.ok()) << parking.message();
-  parking->park(1000);
+  parking->park(1000, /*spare_sleepers=*/true);
   EXPECT_EQ(parking->parked(), 3u);  // gtest's main thread has no other threads
   EXPECT_EQ(parking->unreached(), 0u);
   uint64_t held = g_spins.load();
@@ -60,12 +62,39 @@ TEST(ThreadParking, AThreadBlockingTheSignalIsReportedUnreachedAndNotWaitedForLo
   while (!ready) ::usleep(100);
   auto parking = ThreadParking::prepare();
   ASSERT_TRUE(parking.ok()) << parking.message();
-  parking->park(50);
+  parking->park(50, /*spare_sleepers=*/false);
   EXPECT_EQ(parking->parked(), 0u);
   EXPECT_EQ(parking->unreached(), 1u);
   parking->resume();
   leave = true;
   blocked.join();  // its pending signal arrives once unblocked (at exit): ignored, not fatal
+}
+
+// A thread asleep in the kernel is not signalled: the kernel says where it stopped, and its
+// nanosleep (which no SA_RESTART restarts) runs to the end instead of returning EINTR.
+TEST(ThreadParking, AThreadAsleepInTheKernelGetsNoSignalAndSleepsItsFullTime) {
+  std::atomic<int> result{1}, error{0};
+  std::atomic<bool> started{false};
+  std::thread sleeper([&] {
+    started = true;
+    struct timespec pause = {0, 400 * 1000 * 1000};
+    result = ::nanosleep(&pause, nullptr);
+    error = errno;
+  });
+  while (!started) ::usleep(100);
+  ::usleep(50 * 1000);  // well inside its sleep
+  auto parking = ThreadParking::prepare();
+  ASSERT_TRUE(parking.ok()) << parking.message();
+  parking->park(1000, /*spare_sleepers=*/true);
+  EXPECT_EQ(parking->blocked(), 1u);
+  EXPECT_EQ(parking->parked(), 0u);
+  EXPECT_EQ(parking->unreached(), 0u);
+  // It stopped right after its syscall instruction, in libc: not inside this test's code.
+  EXPECT_FALSE(parking->any_stopped_inside(reinterpret_cast<uintptr_t>(&spin_here),
+                                           reinterpret_cast<uintptr_t>(&spin_here) + 64));
+  parking->resume();
+  sleeper.join();
+  EXPECT_EQ(result.load(), 0) << "nanosleep was interrupted: " << std::strerror(error.load());
 }
 
 }  // namespace

@@ -390,6 +390,29 @@ TEST(Native, StartAndStopWhileFourThreadsKeepAllocating) {
   EXPECT_EQ(patched_bytes(), before);
 }
 
+// Hooking the allocators while another thread sleeps: the sleep runs its full time. The jumps
+// go in under an int3 with the running threads parked; a thread asleep in the kernel gets no
+// signal (one used to make its nanosleep return EINTR at once).
+TEST(Native, StartingASessionLeavesAnotherThreadsSleepWhole) {
+  std::atomic<int> result{1};
+  {
+    AllocatingThreads threads;  // running threads: parked while each jump is written
+    std::thread sleeper([&] {
+      struct timespec pause = {0, 600 * 1000 * 1000};
+      result = ::nanosleep(&pause, nullptr);
+    });
+    // Every thread started: one still starting has every signal blocked (glibc's
+    // pthread_create), SIGTRAP included, and is then signalled like the rest.
+    ::usleep(100 * 1000);
+    threads.wait_for(100);
+    auto session = start_session();
+    ASSERT_NE(session, nullptr);
+    threads.wait_for(100);
+    sleeper.join();
+  }
+  EXPECT_EQ(result.load(), 0);
+}
+
 // fork() while 4 threads allocate: the child (only the forking thread) must never inherit a
 // stripe lock held by a thread it does not have. It allocates and frees through every stripe,
 // stops its copy of the session, and exits 0; a hang is killed by alarm() and fails the test.

@@ -2,11 +2,15 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
+#include "core/hook/entry_trap.h"
 #include "core/hook/near_memory.h"
 #include "core/hook/patch.h"
 #include "core/hook/thread_parking.h"
@@ -82,10 +86,10 @@ Status check_no_branch_into(const Decoder& decoder, uintptr_t start, size_t disp
 // one of them is stopped inside (start, end): past its first byte, before the jump's end.
 class ParkingGate final : public StoreGate {
  public:
-  ParkingGate(ThreadParking& parking, uintptr_t start, uintptr_t end)
-      : parking_(parking), start_(start), end_(end) {}
+  ParkingGate(ThreadParking& parking, uintptr_t start, uintptr_t end, bool spare_sleepers)
+      : parking_(parking), start_(start), end_(end), spare_sleepers_(spare_sleepers) {}
   bool before_store() noexcept override {
-    parking_.park(kParkTimeoutMs);
+    parking_.park(kParkTimeoutMs, spare_sleepers_);
     return !parking_.any_stopped_inside(start_, end_);
   }
   void after_store() noexcept override { parking_.resume(); }
@@ -94,22 +98,63 @@ class ParkingGate final : public StoreGate {
   static constexpr unsigned kParkTimeoutMs = 100;  // threads blocking the signal are not waited for
   ThreadParking& parking_;
   uintptr_t start_, end_;
+  bool spare_sleepers_;
 };
 
-Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump) {
+// SIGTRAP unblocked on this thread while it writes a patch under an int3: it may call the
+// function itself (free, from a destructor) and must then trap, not be killed.
+class SigtrapUnblocked {
+ public:
+  SigtrapUnblocked() {
+    sigset_t trap;
+    sigemptyset(&trap);
+    sigaddset(&trap, SIGTRAP);
+    ::pthread_sigmask(SIG_UNBLOCK, &trap, &previous_);
+  }
+  ~SigtrapUnblocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  SigtrapUnblocked(const SigtrapUnblocked&) = delete;
+  SigtrapUnblocked& operator=(const SigtrapUnblocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
+// Writes the jump while no other thread is between two of the instructions it replaces: the
+// running threads are parked and it goes in when none is stopped inside it. When no thread
+// blocks SIGTRAP, an int3 first holds the entry (callers meanwhile go to `detour`, the
+// relocated original) and threads asleep in the kernel are left asleep; else every thread is
+// signalled (a sleep in progress returns EINTR).
+Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump, uintptr_t detour) {
   constexpr int kAttempts = 100;
   const auto start = reinterpret_cast<uintptr_t>(target);
+  const uint8_t first_byte = *at(start);
+  MEMPROF_TRY(threads, ThreadParking::prepare());
+  const bool hold_entry = !any_thread_blocks_sigtrap(threads.threads());
+  std::optional<SigtrapUnblocked> unblocked;
+  if (hold_entry) {
+    unblocked.emplace();
+    MEMPROF_TRY_STATUS(arm_entry_trap(start, detour));
+  }
+  auto give_up = [&](Error error) -> Status {
+    if (hold_entry) (void)disarm_entry_trap(start, first_byte);
+    return error;
+  };
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    MEMPROF_TRY(parking, ThreadParking::prepare());
-    ParkingGate gate(parking, start, start + jump.size());
+    auto parking = ThreadParking::prepare();
+    if (!parking.ok()) return give_up(parking.error());
+    ParkingGate gate(*parking, start, start + jump.size(), hold_entry);
     bool busy = false;
     Status status = patch_memory(target, jump, gate, &busy);
-    if (!busy) return status;
+    if (!busy) {
+      if (!status.ok()) return give_up(status.error());
+      if (hold_entry) entry_trap_replaced(start);
+      return status;
+    }
     ::usleep(200);
   }
-  return err("the function at {:#x}: another thread was stopped inside its first {} bytes at "
-             "each of {} attempts",
-             start, jump.size(), kAttempts);
+  return give_up(err("the function at {:#x}: another thread was stopped inside its first {} "
+                     "bytes at each of {} attempts",
+                     start, jump.size(), kAttempts));
 }
 
 }  // namespace
@@ -153,8 +198,11 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
   jump.jump(trampoline);
   if (jump.code().size() != x86_64::kJumpRel32Size)
     return err("the trampoline at {:#x} is out of rel32 reach of {:#x}", trampoline, start);
-  MEMPROF_TRY_STATUS(options.park_threads ? patch_with_threads_parked(target, jump.code())
-                                         : patch_memory(target, jump.code()));
+  // A jump inside one instruction has no boundary a thread could be stopped at: no parking.
+  const bool park = options.park_threads && prologue.instructions > 1;
+  MEMPROF_TRY_STATUS(park ? patch_with_threads_parked(target, jump.code(),
+                                                      reinterpret_cast<uintptr_t>(original))
+                          : patch_memory(target, jump.code()));
   // Made only once the jump is in: its destructor takes the registry lock (held here) and
   // restores the bytes, so a hook object on a failure path above deadlocked the caller (a
   // vdso function, whose page cannot be patched, hung the agent for good).

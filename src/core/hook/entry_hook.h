@@ -40,11 +40,12 @@ struct EntryHookOptions {
   // Refuse unless the 5-byte jump lies inside the first instruction (no thread can be stopped
   // between displaced instructions while the jump is written).
   bool require_single_instruction = false;
-  // Write the jump only while every other thread is parked and none is stopped inside the
-  // bytes it replaces (thread_parking.h); retried a few times, then an error. Closes the window
-  // described above for functions whose jump spans several instructions (glibc's malloc and
-  // free). Costs a signal per thread, and a non-restartable system call in progress on another
-  // thread returns EINTR.
+  // Write the jump only while no other thread is stopped inside the bytes it replaces: an int3
+  // on the first byte holds new callers meanwhile (entry_trap.h), running threads are parked
+  // and threads blocked in the kernel are looked up (thread_parking.h); retried a few times,
+  // then an error. Closes the window described above for functions whose jump spans several
+  // instructions (glibc's malloc and free). Costs a signal per running thread; sleeping
+  // threads get none. Installs a SIGTRAP handler that stays (other traps go where they went).
   bool park_threads = false;
   // Receives original() before the jump is written, so a replacement called by another thread
   // right away already finds it (a release store; read it with an acquire load or plainly).

@@ -1,6 +1,7 @@
 #include "core/hook/thread_parking.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -12,6 +13,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
+
+#include "core/hook/previous_handler.h"
 
 namespace memprof::hook {
 namespace {
@@ -33,11 +38,7 @@ struct sigaction g_previous;          // the handler before ours (for stray sign
 void on_parking_signal(int signal, siginfo_t* info, void* context) {
   if (!g_parking.load(std::memory_order_acquire)) {
     // Not ours: the previous handler, if the program had one. Never the default action.
-    if ((g_previous.sa_flags & SA_SIGINFO) && g_previous.sa_sigaction != nullptr)
-      g_previous.sa_sigaction(signal, info, context);
-    else if (!(g_previous.sa_flags & SA_SIGINFO) && g_previous.sa_handler != SIG_DFL &&
-             g_previous.sa_handler != SIG_IGN && g_previous.sa_handler != nullptr)
-      g_previous.sa_handler(signal);
+    (void)call_previous_handler(g_previous, signal, info, context);
     return;
   }
   int saved_errno = errno;
@@ -66,6 +67,28 @@ bool install_handler() {
   return installed;
 }
 
+// Where a thread blocked in the kernel stopped, from /proc/self/task/TID/syscall: its last
+// field is the user instruction pointer ("running" while the thread is on a CPU or waiting for
+// one). Raw system calls on a caller's buffer: nothing here allocates or takes a lock.
+std::optional<uintptr_t> blocked_at(const char* syscall_path) noexcept {
+  int fd = static_cast<int>(::syscall(SYS_open, syscall_path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return std::nullopt;
+  char text[256];
+  long length = ::syscall(SYS_read, fd, text, sizeof(text) - 1);
+  ::syscall(SYS_close, fd);
+  if (length <= 0 || text[0] < '-' || text[0] > '9') return std::nullopt;  // "running", or unreadable
+  text[length] = '\0';
+  const char* last = std::strrchr(text, 'x');  // the "0x" of the last field
+  if (last == nullptr) return std::nullopt;
+  uintptr_t address = 0;
+  for (const char* c = last + 1; *c != '\0' && *c != '\n'; ++c) {
+    int digit = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+    if (digit < 0) return std::nullopt;
+    address = address * 16 + static_cast<uintptr_t>(digit);
+  }
+  return address;
+}
+
 uint64_t now_ms() {
   struct timespec now;
   ::clock_gettime(CLOCK_MONOTONIC, &now);
@@ -83,8 +106,12 @@ Result<ThreadParking> ThreadParking::prepare() {
   while (const dirent* entry = ::readdir(dir)) {
     if (entry->d_name[0] == '.') continue;
     pid_t tid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (tid != self && tid > 0) parking.threads_.push_back(tid);
+    if (tid != self && tid > 0) {
+      parking.threads_.push_back(tid);
+      parking.syscall_paths_.push_back("/proc/self/task/" + std::to_string(tid) + "/syscall");
+    }
   }
+  parking.blocked_at_.assign(parking.threads_.size(), 0);
   ::closedir(dir);
   if (parking.threads_.size() > kMaxParked) return err("{} threads: too many to park", parking.threads_.size());
   return parking;
@@ -92,13 +119,16 @@ Result<ThreadParking> ThreadParking::prepare() {
 
 ThreadParking::ThreadParking(ThreadParking&& other) noexcept
     : threads_(std::move(other.threads_)),
+      syscall_paths_(std::move(other.syscall_paths_)),
+      blocked_at_(std::move(other.blocked_at_)),
+      blocked_(other.blocked_),
       signalled_(other.signalled_),
       parked_(other.parked_),
       active_(std::exchange(other.active_, false)) {}
 
 ThreadParking::~ThreadParking() { resume(); }
 
-void ThreadParking::park(unsigned timeout_ms) noexcept {
+void ThreadParking::park(unsigned timeout_ms, bool spare_sleepers) noexcept {
   for (auto& tid : g_stopped_tid) tid.store(0, std::memory_order_relaxed);
   g_arrived.store(0, std::memory_order_relaxed);
   g_released.store(false, std::memory_order_relaxed);
@@ -106,9 +136,15 @@ void ThreadParking::park(unsigned timeout_ms) noexcept {
   active_ = true;
   const pid_t pid = ::getpid();
   signalled_ = 0;
+  blocked_ = 0;
   int saved_errno = errno;
-  for (pid_t tid : threads_)
-    if (::syscall(SYS_tgkill, pid, tid, parking_signal()) == 0) ++signalled_;
+  for (size_t i = 0; i < threads_.size(); ++i) {
+    if (auto at = spare_sleepers ? blocked_at(syscall_paths_[i].c_str()) : std::nullopt) {
+      blocked_at_[blocked_++] = *at;  // asleep in the kernel: no signal to cut its sleep short
+      continue;
+    }
+    if (::syscall(SYS_tgkill, pid, threads_[i], parking_signal()) == 0) ++signalled_;
+  }
   errno = saved_errno;
   const uint64_t deadline = now_ms() + timeout_ms;
   for (;;) {
@@ -144,6 +180,8 @@ void ThreadParking::resume() noexcept {
 }
 
 bool ThreadParking::any_stopped_inside(uintptr_t begin, uintptr_t end) const noexcept {
+  for (size_t i = 0; i < blocked_; ++i)
+    if (blocked_at_[i] > begin && blocked_at_[i] < end) return true;
   for (size_t i = 0; i < parked_ && i < kMaxParked; ++i) {
     uintptr_t at = g_stopped_at[i].load(std::memory_order_acquire);
     if (at > begin && at < end) return true;

@@ -1,25 +1,33 @@
-// Holds every other thread of the process inside a signal handler for the few microseconds of a
-// code patch, and tells where each one was stopped. An entry hook's 5-byte jump covers several
-// instructions of most prologues (glibc's free: a 3-byte `test`, then `je`): a thread that has
-// executed the first and not the next when the jump is written would resume in the middle of
-// it. With the threads parked, the patch is written only when none of them is stopped strictly
-// inside the bytes being replaced (else the caller resumes them and tries again).
+// Holds every other running thread of the process inside a signal handler for the few
+// microseconds of a code patch, and tells where each other thread was stopped. An entry hook's
+// 5-byte jump covers several instructions of most prologues (glibc's free: a 3-byte `test`,
+// then `je`): a thread that has executed the first and not the next when the jump is written
+// would resume in the middle of it. The patch is written only when no thread is stopped
+// strictly inside the bytes being replaced (else the caller resumes them and tries again).
+//
+// A thread blocked in the kernel (sleeping, waiting on a lock or for I/O) can be spared the
+// signal, which would cut a nanosleep, poll or epoll_wait short with EINTR: the kernel tells
+// where it stopped (/proc/self/task/TID/syscall). Such a thread may wake while the patch is
+// written, so it must not be able to enter the patched bytes then: entry hooks spare sleepers
+// only with an int3 on the function's first byte (entry_trap.h).
 //
 // Between park() and resume() the parking thread must not call anything that may take a lock a
 // parked thread holds -- malloc above all. So the thread list is read (and allocated) by
-// prepare(), before anyone is parked, and park()/resume() only send signals and spin.
+// prepare(), before anyone is parked, and park()/resume() only read /proc with raw system
+// calls, send signals and spin.
 //
 // The signal is SIGRTMAX-2. Its handler stays installed once set (a signal still pending on a
 // thread that had it blocked must never meet the default action, which kills the process);
 // outside a parking it passes the signal to the handler that was there before, if any.
-// Side effect on parked threads: a non-restartable system call (nanosleep, poll, epoll_wait,
-// select) returns EINTR; others restart (SA_RESTART).
+// Side effect on parked (running) threads: one entering a non-restartable system call
+// (nanosleep, poll, epoll_wait, select) just then returns EINTR; others restart (SA_RESTART).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/util/result.h"
@@ -34,23 +42,29 @@ class ThreadParking {
   ThreadParking& operator=(ThreadParking&&) = delete;
   ~ThreadParking();  // resumes
 
-  // Signals the threads and waits up to `timeout_ms` for each to reach the handler. Threads
-  // that exited meanwhile are skipped; threads that block the signal do not arrive
-  // (unreached()). Allocates nothing.
-  void park(unsigned timeout_ms) noexcept;
+  // Signals the threads and waits up to `timeout_ms` for each to reach the handler. With
+  // `spare_sleepers`, a thread blocked in the kernel is not signalled: where it stopped is read
+  // instead. Threads that exited meanwhile are skipped; threads that block the signal do not
+  // arrive (unreached()). Allocates nothing.
+  void park(unsigned timeout_ms, bool spare_sleepers) noexcept;
   // Lets every parked thread go and waits until each has left the handler. Allocates nothing.
   void resume() noexcept;
 
-  // True when a parked thread was stopped at an address in (begin, end): after its current
-  // instruction boundary, inside a range that starts before it.
+  // True when a parked or blocked thread was stopped at an address in (begin, end): after its
+  // current instruction boundary, inside a range that starts before it.
   bool any_stopped_inside(uintptr_t begin, uintptr_t end) const noexcept;
   size_t parked() const noexcept { return parked_; }
+  size_t blocked() const noexcept { return blocked_; }  // in the kernel: not signalled
+  const std::vector<pid_t>& threads() const noexcept { return threads_; }
   size_t unreached() const noexcept { return signalled_ > parked_ ? signalled_ - parked_ : 0; }
 
  private:
   ThreadParking() = default;
   size_t count_parked() const noexcept;
   std::vector<pid_t> threads_;
+  std::vector<std::string> syscall_paths_;  // /proc/self/task/TID/syscall of each thread
+  std::vector<uintptr_t> blocked_at_;       // where the blocked ones stopped: blocked_ of them
+  size_t blocked_ = 0;
   size_t signalled_ = 0;
   size_t parked_ = 0;
   bool active_ = false;

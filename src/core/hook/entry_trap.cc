@@ -1,0 +1,159 @@
+#include "core/hook/entry_trap.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/hook/patch.h"
+#include "core/hook/previous_handler.h"
+#include "core/util/proc_file.h"
+
+namespace memprof::hook {
+namespace {
+
+constexpr uint8_t kInt3 = 0xcc;
+constexpr size_t kMaxEntries = 4096;
+
+// The armed entries, append-only: a detour is published before its start, so the handler never
+// sees a start without its detour. Re-arming an entry (a hook removed and installed again)
+// replaces its detour; both trampolines stay valid (they are never unmapped). While an int3 is
+// in place its entry keeps the byte it replaced (kNone once the jump or the byte is back).
+constexpr int kNone = -1;
+std::atomic<uintptr_t> g_start[kMaxEntries];
+std::atomic<uintptr_t> g_detour[kMaxEntries];
+std::atomic<int> g_replaced_byte[kMaxEntries];
+std::atomic<size_t> g_entries{0};
+struct sigaction g_previous;
+
+std::mutex& arm_mutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+
+void on_trap(int signal, siginfo_t* info, void* context) {
+  auto* user = static_cast<ucontext_t*>(context);
+  if (info != nullptr && info->si_code == SI_KERNEL) {  // an int3 executed, not a kill()
+    const auto at = static_cast<uintptr_t>(user->uc_mcontext.gregs[REG_RIP]) - 1;
+    const size_t entries = g_entries.load(std::memory_order_acquire);
+    for (size_t i = 0; i < entries; ++i)
+      if (g_start[i].load(std::memory_order_acquire) == at) {
+        user->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(g_detour[i].load(std::memory_order_acquire));
+        return;
+      }
+  }
+  if (call_previous_handler(g_previous, signal, info, context)) return;
+  if (g_previous.sa_handler == SIG_IGN && (info == nullptr || info->si_code != SI_KERNEL)) return;
+  // The program's own breakpoint or SIGTRAP with no handler of its own: what would have
+  // happened without us (the kernel does not let an int3's SIGTRAP be ignored).
+  int saved_errno = errno;
+  struct sigaction default_action;
+  std::memset(&default_action, 0, sizeof(default_action));
+  default_action.sa_handler = SIG_DFL;
+  ::sigaction(SIGTRAP, &default_action, nullptr);
+  ::syscall(SYS_tgkill, ::getpid(), static_cast<pid_t>(::syscall(SYS_gettid)), SIGTRAP);
+  errno = saved_errno;
+}
+
+// A fork while an int3 was in place: the parent writes the jump, the child (alone, with the
+// locks of threads it does not have) never would. It puts the byte back through /proc/self/mem,
+// which needs no lock, no allocation and no change of page protection.
+void put_back_replaced_bytes_in_child() {
+  const size_t entries = g_entries.load(std::memory_order_acquire);
+  int fd = -1;
+  for (size_t i = 0; i < entries; ++i) {
+    const int byte = g_replaced_byte[i].exchange(kNone, std::memory_order_acq_rel);
+    const auto start = g_start[i].load(std::memory_order_relaxed);
+    // Forked between the jump's store and its entry_trap_replaced(): the jump stays.
+    if (byte == kNone || *reinterpret_cast<const uint8_t*>(start) != kInt3) continue;
+    if (fd < 0) fd = static_cast<int>(::syscall(SYS_open, "/proc/self/mem", O_RDWR | O_CLOEXEC));
+    const auto value = static_cast<uint8_t>(byte);
+    if (fd >= 0) (void)::pwrite(fd, &value, 1, static_cast<off_t>(start));
+  }
+  if (fd >= 0) ::close(fd);
+}
+
+Status install_handler() {
+  static const int error = [] {
+    if (int failed = ::pthread_atfork(nullptr, nullptr, &put_back_replaced_bytes_in_child); failed != 0)
+      return failed;
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_sigaction = &on_trap;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&action.sa_mask);
+    return ::sigaction(SIGTRAP, &action, &g_previous) == 0 ? 0 : errno;
+  }();
+  if (error != 0) return err("cannot install the SIGTRAP handler of entry hooks: {}", std::strerror(error));
+  return ok_status();
+}
+
+// The entry of `start`, added when new; nullptr when the table is full.
+std::atomic<int>* remember(uintptr_t start, uintptr_t detour) {
+  const size_t entries = g_entries.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < entries; ++i)
+    if (g_start[i].load(std::memory_order_relaxed) == start) {
+      g_detour[i].store(detour, std::memory_order_release);
+      return &g_replaced_byte[i];
+    }
+  if (entries == kMaxEntries) return nullptr;
+  g_detour[entries].store(detour, std::memory_order_release);
+  g_replaced_byte[entries].store(kNone, std::memory_order_relaxed);
+  g_start[entries].store(start, std::memory_order_release);
+  g_entries.store(entries + 1, std::memory_order_release);
+  return &g_replaced_byte[entries];
+}
+
+std::atomic<int>* replaced_byte_of(uintptr_t start) {
+  const size_t entries = g_entries.load(std::memory_order_acquire);
+  for (size_t i = 0; i < entries; ++i)
+    if (g_start[i].load(std::memory_order_acquire) == start) return &g_replaced_byte[i];
+  return nullptr;
+}
+
+}  // namespace
+
+Status arm_entry_trap(uintptr_t start, uintptr_t detour) {
+  MEMPROF_TRY_STATUS(install_handler());
+  std::lock_guard lock(arm_mutex());
+  std::atomic<int>* replaced = remember(start, detour);
+  if (replaced == nullptr) return err("more than {} functions have had entry hooks", kMaxEntries);
+  const uint8_t first_byte = *reinterpret_cast<const uint8_t*>(start);
+  replaced->store(first_byte, std::memory_order_release);
+  const uint8_t int3 = kInt3;
+  Status written = patch_memory(reinterpret_cast<void*>(start), {&int3, 1});
+  if (!written.ok()) replaced->store(kNone, std::memory_order_release);
+  return written;
+}
+
+void entry_trap_replaced(uintptr_t start) {
+  if (std::atomic<int>* replaced = replaced_byte_of(start)) replaced->store(kNone, std::memory_order_release);
+}
+
+Status disarm_entry_trap(uintptr_t start, uint8_t original_first_byte) {
+  Status written = patch_memory(reinterpret_cast<void*>(start), {&original_first_byte, 1});
+  if (written.ok()) entry_trap_replaced(start);
+  return written;
+}
+
+bool any_thread_blocks_sigtrap(std::span<const pid_t> threads) {
+  for (pid_t tid : threads) {
+    auto status = read_proc_file(fmt::format("/proc/self/task/{}/status", tid));
+    if (!status.ok()) continue;  // gone
+    const std::string mask = status_field(*status, "SigBlk");
+    if (mask.empty()) return true;  // cannot tell: assume it does
+    const uint64_t blocked = std::strtoull(mask.c_str(), nullptr, 16);
+    if (blocked & (uint64_t{1} << (SIGTRAP - 1))) return true;
+  }
+  return false;
+}
+
+}  // namespace memprof::hook

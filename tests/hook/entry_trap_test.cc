@@ -1,0 +1,64 @@
+// The int3 that holds a function's entry while an entry hook's jump is written: a caller that
+// reaches it runs the detour, disarming puts the exact byte back, and a breakpoint that is not
+// ours still does what it did without us.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include <gtest/gtest.h>
+
+#include "core/hook/entry_trap.h"
+#include "core/hook/patch.h"
+
+namespace memprof::hook {
+namespace {
+
+__attribute__((noipa)) int held_function(int x) { return x + 1; }
+__attribute__((noipa)) int detour_function(int x) { return x * 100; }
+
+TEST(EntryTrap, ACallerThatReachesTheInt3RunsTheDetourAndDisarmingPutsTheByteBack) {
+  const auto start = reinterpret_cast<uintptr_t>(&held_function);
+  const uint8_t first_byte = *reinterpret_cast<const uint8_t*>(start);
+  auto protection = page_protection(reinterpret_cast<const void*>(&held_function));
+  ASSERT_TRUE(protection.ok()) << protection.message();
+  ASSERT_TRUE(arm_entry_trap(start, reinterpret_cast<uintptr_t>(&detour_function)).ok());
+  EXPECT_EQ(*reinterpret_cast<const uint8_t*>(start), 0xcc);
+  EXPECT_EQ(held_function(3), 300);
+  EXPECT_EQ(held_function(4), 400);
+  ASSERT_TRUE(disarm_entry_trap(start, first_byte).ok());
+  EXPECT_EQ(*reinterpret_cast<const uint8_t*>(start), first_byte);
+  EXPECT_EQ(held_function(3), 4);
+  EXPECT_EQ(*page_protection(reinterpret_cast<const void*>(&held_function)), *protection);  // no page left writable
+}
+
+// A child forked while the int3 is in place never gets the jump (the parent writes it): it
+// puts the first byte back itself, and calls the function unhooked.
+TEST(EntryTrap, AChildForkedWhileTheInt3IsInPlaceGetsTheFirstByteBack) {
+  const auto start = reinterpret_cast<uintptr_t>(&held_function);
+  const uint8_t first_byte = *reinterpret_cast<const uint8_t*>(start);
+  ASSERT_TRUE(arm_entry_trap(start, reinterpret_cast<uintptr_t>(&detour_function)).ok());
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    ::_exit(*reinterpret_cast<const uint8_t*>(start) == first_byte && held_function(3) == 4 ? 0 : 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(*reinterpret_cast<const uint8_t*>(start), 0xcc);  // the parent's stays until disarmed
+  ASSERT_TRUE(disarm_entry_trap(start, first_byte).ok());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// The handler stays installed after the first arming; an int3 at an address no hook armed
+// (the program's own breakpoint) gets SIGTRAP's default action, as without it.
+TEST(EntryTrapDeathTest, AProgramsOwnBreakpointStillEndsItWithSigtrap) {
+  const auto start = reinterpret_cast<uintptr_t>(&held_function);
+  const uint8_t first_byte = *reinterpret_cast<const uint8_t*>(start);
+  ASSERT_TRUE(arm_entry_trap(start, reinterpret_cast<uintptr_t>(&detour_function)).ok());
+  ASSERT_TRUE(disarm_entry_trap(start, first_byte).ok());
+  EXPECT_EXIT(asm volatile("int3"), testing::KilledBySignal(SIGTRAP), "");
+}
+
+}  // namespace
+}  // namespace memprof::hook
