@@ -119,12 +119,9 @@ class TracePrinter {
 
   void take(trace::Readout readout) {
     for (const std::string& problem : readout.problems) fmt::print(stderr, "memprof: {}\n", problem);
-    for (const trace::ReadoutFunction& function : readout.functions) {
+    // A function seen through the GOT only came with a problem line that says why.
+    for (const trace::ReadoutFunction& function : readout.functions)
       functions_[function.id] = {function.name, function.object, prototypes_.find(function.name)};
-      if (function.through_got)
-        fmt::print(stderr, "memprof: {} in {}: its entry cannot be patched, only calls through the GOT are seen\n",
-                   function.name, function.object);
-    }
     std::stable_sort(readout.records.begin(), readout.records.end(),
                      [](const trace::CallRecord& a, const trace::CallRecord& b) { return a.entry_ns < b.entry_ns; });
     std::string text;

@@ -149,30 +149,36 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
         traced.capture = capture->second;
       else
         traced.capture = {};
-      auto through_got = hook_function(candidate.name, candidate.address, traced);
-      if (!through_got.ok()) {
+      auto entry_refusal = hook_function(candidate.name, candidate.address, traced);
+      if (!entry_refusal.ok()) {
         pending_problems_.push_back(fmt::format("cannot trace {} in {}: {}", candidate.name, object.path,
-                                                through_got.message()));
+                                                entry_refusal.message()));
         continue;
       }
+      const bool through_got = entry_refusal->has_value();
+      if (through_got)
+        pending_problems_.push_back(fmt::format("{} in {}: its entry cannot be patched ({}); only calls "
+                                                "through the GOT are seen",
+                                                candidate.name, object.path, **entry_refusal));
       ids_.push_back(traced.id);
-      added.push_back({traced.id, candidate.name, object.path, candidate.address, *through_got});
+      added.push_back({traced.id, candidate.name, object.path, candidate.address, through_got});
     }
   }
 }
 
-Result<bool> TraceSession::hook_function(const std::string& name, uintptr_t address, TracedFunction& traced) {
+Result<std::optional<std::string>> TraceSession::hook_function(const std::string& name, uintptr_t address,
+                                                               TracedFunction& traced) {
   auto entry = hook::EntryHook::install(reinterpret_cast<void*>(address), traced.stub,
                                         {.publish_original = &traced.original});
   if (entry.ok()) {
     entry_hooks_.push_back(std::move(*entry));
-    return false;
+    return std::optional<std::string>();
   }
   // The entry cannot be patched: calls from other objects through their GOT still can.
   auto got = hook::GotHook::install(name, traced.stub, {.follow_dlopen = false, .publish_original = &traced.original});
   if (!got.ok()) return err("{}; {}", entry.message(), got.message());
   got_hooks_.push_back(std::move(*got));
-  return true;
+  return std::optional<std::string>(entry.message());
 }
 
 TraceReadout TraceSession::read(size_t max_records) {

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,8 +91,9 @@ class TraceSession {
  private:
   explicit TraceSession(TraceRequest request) : request_(std::move(request)) {}
   void hook_objects_locked(std::vector<HookedFunction>& added);
-  // An entry hook, else GOT hooks: whether it went through the GOT.
-  Result<bool> hook_function(const std::string& name, uintptr_t address, TracedFunction& traced);
+  // An entry hook, else GOT hooks: why the entry was refused when it went through the GOT.
+  Result<std::optional<std::string>> hook_function(const std::string& name, uintptr_t address,
+                                                   TracedFunction& traced);
   struct LostCalls {
     uint64_t dropped;   // records dropped by full rings
     uint64_t untraced;  // calls not traced (nested too deep, no thread state)

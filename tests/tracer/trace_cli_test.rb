@@ -57,6 +57,18 @@ class TraceCliTest < Minitest::Test
     end
   end
 
+  # Its first bytes hold a call: the entry is refused, calls through the PLT are still counted,
+  # and the line says why the entry was refused (it used to say only that it was).
+  def test_a_function_whose_entry_cannot_be_patched_is_traced_through_the_got_and_says_why
+    target = c_target
+    trace = start_trace(target.pid, "-c", "-x", "traced_call_first")
+    run_job(target, "callfirst 1000", /\Adone callfirst 500500\z/)
+    lines = stop_trace(trace)
+    assert_equal 1000, summary_calls(lines)["traced_call_first"], lines.join("\n")
+    assert_match(/^memprof: traced_call_first in \S+libtracer_traced\.so: its entry cannot be patched \(the call at 0x\h+ is within the first \d+ bytes of the function at 0x\h+: .*\); only calls through the GOT are seen$/,
+                 trace.stderr_text)
+  end
+
   def test_prints_string_and_double_arguments_with_times_and_durations
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-ttT", "-x", "traced_length", "-x", "traced_scale")
