@@ -58,9 +58,12 @@ MEMPROF_COMMAND("diff", "Objects allocated after dump A and still alive in B (an
                       "moved by GC.compact on Ruby 3.1, or older than tracing) are counted and "
                       "listed apart. Dumps in the wrong order or from different processes are "
                       "refused. Sample addresses are objects of B.");
-                  sub.add_option("dumps", options->dumps, "A B [C]: dumps in the order they were taken")
+                  // "Two or more" to CLI11, which prints a range of 2 to 3 as "x 2" (read: exactly
+                  // two); more than three is refused when the command runs.
+                  sub.add_option("dumps", options->dumps, "A B [C]: two or three dumps, in the order they were taken")
                       ->required()
-                      ->expected(2, 3);
+                      ->type_name("DUMP")
+                      ->expected(-2);
                   sub.add_flag("--json", options->json, "One JSON object instead of text");
                   add_count_option(sub, "--top", options->top, "Rows to show (0: all)")
                       ->capture_default_str();

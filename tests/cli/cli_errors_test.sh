@@ -36,6 +36,13 @@ if "$memprof" --help | grep -q "^  analyze "; then
     echo "FAIL analyze --help shows analyze's options"
     failures=$((failures + 1))
   fi
+  # diff takes two or three dumps; its help once said "dumps TEXT x 2" (read: exactly two).
+  if ! "$memprof" diff --help | grep -q "^  dumps DUMP \.\.\. REQUIRED  *A B \[C\]: two or three dumps"; then
+    echo "FAIL diff --help says it takes two or three dumps"
+    failures=$((failures + 1))
+  fi
+  expect "diff of one dump" 1 "memprof: dumps: At least 2 required but received 1 (see memprof --help)" "$memprof" diff a
+  expect "diff of four dumps" 1 "memprof: diff takes two or three dumps: A B [C]" "$memprof" diff a b c d
 fi
 expect "version" 0 "" "$memprof" --version
 # Counts are size_t: CLI11 alone read "-1" as 18446744073709551615 (leaks ran "round
