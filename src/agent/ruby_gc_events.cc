@@ -41,21 +41,21 @@ std::optional<GcApi> find_gc_api() {
 
 // The TracePoint and its callback's state. GC runs on one thread at a time (the GVL, or the
 // VM barrier with Ractors), so plain variables do; the callback allocates nothing.
-GcApi g_api;
+GcApi g_gc_api;
 RubyValue g_tracepoint = 0;  // registered with Ruby's GC while enabled
 uint32_t g_source = 0;
 uint64_t g_enter_ticks = 0;
 bool g_started = false;
 
 void on_gc_event(RubyValue tracepoint, void*) {
-  uint32_t event = g_api.tracearg_event_flag(g_api.tracearg_from_tracepoint(tracepoint));
+  uint32_t event = g_gc_api.tracearg_event_flag(g_gc_api.tracearg_from_tracepoint(tracepoint));
   if (event & kGcEnter) {
     g_enter_ticks = tracer::now_ticks();
     g_started = false;
   } else if (event & kGcStart) {
     g_started = true;
   } else if (event & kGcExit) {
-    tracer::record_event(g_source, g_enter_ticks, tracer::now_ticks(), g_api.gc_count ? g_api.gc_count() : 0,
+    tracer::record_event(g_source, g_enter_ticks, tracer::now_ticks(), g_gc_api.gc_count ? g_gc_api.gc_count() : 0,
                          g_started);
   }
 }
@@ -65,15 +65,15 @@ void on_gc_event(RubyValue tracepoint, void*) {
 Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable(RubyRuntime& ruby, uint32_t source) {
   auto api = find_gc_api();
   if (!api) return err("ruby:gc: this Ruby lacks the TracePoint C API");
-  g_api = *api;
+  g_gc_api = *api;
   g_source = source;
   MEMPROF_TRY_STATUS(ruby.run(
       [](const RubyApi&) -> Result<std::string> {
         if (g_tracepoint == 0) {
-          g_tracepoint = g_api.tracepoint_new(0, kGcStart | kGcEnter | kGcExit, on_gc_event, nullptr);
-          g_api.register_address(&g_tracepoint);
+          g_tracepoint = g_gc_api.tracepoint_new(0, kGcStart | kGcEnter | kGcExit, on_gc_event, nullptr);
+          g_gc_api.register_address(&g_tracepoint);
         }
-        g_api.tracepoint_enable(g_tracepoint);
+        g_gc_api.tracepoint_enable(g_tracepoint);
         return std::string();
       },
       kRubyTimeout));
@@ -84,7 +84,7 @@ RubyGcEvents::~RubyGcEvents() {
   // The TracePoint object stays registered (and disabled): a later trace enables it again.
   (void)ruby_.run(
       [](const RubyApi&) -> Result<std::string> {
-        g_api.tracepoint_disable(g_tracepoint);
+        g_gc_api.tracepoint_disable(g_tracepoint);
         return std::string();
       },
       kRubyTimeout);

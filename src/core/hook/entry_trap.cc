@@ -26,13 +26,13 @@ constexpr size_t kMaxEntries = 4096;
 // The armed entries, append-only: a detour is published before its start, so the handler never
 // sees a start without its detour. Re-arming an entry (a hook removed and installed again)
 // replaces its detour; both trampolines stay valid (they are never unmapped). While an int3 is
-// in place its entry keeps the byte it replaced (kNone once the jump or the byte is back).
-constexpr int kNone = -1;
+// in place its entry keeps the byte it replaced (kNoByte once the jump or the byte is back).
+constexpr int kNoByte = -1;
 std::atomic<uintptr_t> g_start[kMaxEntries];
 std::atomic<uintptr_t> g_detour[kMaxEntries];
 std::atomic<int> g_replaced_byte[kMaxEntries];
 std::atomic<size_t> g_entries{0};
-struct sigaction g_previous;
+struct sigaction g_previous_trap_action;
 
 std::mutex& arm_mutex() {
   static auto* mutex = new std::mutex;
@@ -50,8 +50,8 @@ void on_trap(int signal, siginfo_t* info, void* context) {
         return;
       }
   }
-  if (call_previous_handler(g_previous, signal, info, context)) return;
-  if (g_previous.sa_handler == SIG_IGN && (info == nullptr || info->si_code != SI_KERNEL)) return;
+  if (call_previous_handler(g_previous_trap_action, signal, info, context)) return;
+  if (g_previous_trap_action.sa_handler == SIG_IGN && (info == nullptr || info->si_code != SI_KERNEL)) return;
   // The program's own breakpoint or SIGTRAP with no handler of its own: what would have
   // happened without us (the kernel does not let an int3's SIGTRAP be ignored).
   int saved_errno = errno;
@@ -70,18 +70,18 @@ void put_back_replaced_bytes_in_child() {
   const size_t entries = g_entries.load(std::memory_order_acquire);
   int fd = -1;
   for (size_t i = 0; i < entries; ++i) {
-    const int byte = g_replaced_byte[i].exchange(kNone, std::memory_order_acq_rel);
+    const int byte = g_replaced_byte[i].exchange(kNoByte, std::memory_order_acq_rel);
     const auto start = g_start[i].load(std::memory_order_relaxed);
     // Forked between the jump's store and its entry_trap_replaced(): the jump stays.
-    if (byte == kNone || *reinterpret_cast<const uint8_t*>(start) != kInt3) continue;
+    if (byte == kNoByte || *reinterpret_cast<const uint8_t*>(start) != kInt3) continue;
     if (fd < 0) fd = static_cast<int>(::syscall(SYS_open, "/proc/self/mem", O_RDWR | O_CLOEXEC));
     const auto value = static_cast<uint8_t>(byte);
-    if (fd >= 0) (void)::pwrite(fd, &value, 1, static_cast<off_t>(start));
+    if (fd >= 0 && ::pwrite(fd, &value, 1, static_cast<off_t>(start)) != 1) continue;  // left as is
   }
   if (fd >= 0) ::close(fd);
 }
 
-Status install_handler() {
+Status install_trap_handler() {
   static const int error = [] {
     if (int failed = ::pthread_atfork(nullptr, nullptr, &put_back_replaced_bytes_in_child); failed != 0)
       return failed;
@@ -90,7 +90,7 @@ Status install_handler() {
     action.sa_sigaction = &on_trap;
     action.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&action.sa_mask);
-    return ::sigaction(SIGTRAP, &action, &g_previous) == 0 ? 0 : errno;
+    return ::sigaction(SIGTRAP, &action, &g_previous_trap_action) == 0 ? 0 : errno;
   }();
   if (error != 0) return err("cannot install the SIGTRAP handler of entry hooks: {}", std::strerror(error));
   return ok_status();
@@ -106,7 +106,7 @@ std::atomic<int>* remember(uintptr_t start, uintptr_t detour) {
     }
   if (entries == kMaxEntries) return nullptr;
   g_detour[entries].store(detour, std::memory_order_release);
-  g_replaced_byte[entries].store(kNone, std::memory_order_relaxed);
+  g_replaced_byte[entries].store(kNoByte, std::memory_order_relaxed);
   g_start[entries].store(start, std::memory_order_release);
   g_entries.store(entries + 1, std::memory_order_release);
   return &g_replaced_byte[entries];
@@ -122,7 +122,7 @@ std::atomic<int>* replaced_byte_of(uintptr_t start) {
 }  // namespace
 
 Status arm_entry_trap(uintptr_t start, uintptr_t detour) {
-  MEMPROF_TRY_STATUS(install_handler());
+  MEMPROF_TRY_STATUS(install_trap_handler());
   std::lock_guard lock(arm_mutex());
   std::atomic<int>* replaced = remember(start, detour);
   if (replaced == nullptr) return err("more than {} functions have had entry hooks", kMaxEntries);
@@ -130,12 +130,12 @@ Status arm_entry_trap(uintptr_t start, uintptr_t detour) {
   replaced->store(first_byte, std::memory_order_release);
   const uint8_t int3 = kInt3;
   Status written = patch_memory(reinterpret_cast<void*>(start), {&int3, 1});
-  if (!written.ok()) replaced->store(kNone, std::memory_order_release);
+  if (!written.ok()) replaced->store(kNoByte, std::memory_order_release);
   return written;
 }
 
 void entry_trap_replaced(uintptr_t start) {
-  if (std::atomic<int>* replaced = replaced_byte_of(start)) replaced->store(kNone, std::memory_order_release);
+  if (std::atomic<int>* replaced = replaced_byte_of(start)) replaced->store(kNoByte, std::memory_order_release);
 }
 
 Status disarm_entry_trap(uintptr_t start, uint8_t original_first_byte) {
