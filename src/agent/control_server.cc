@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "agent/protocol.h"
+#include "agent/stale_sockets.h"
 
 namespace memprof::agent {
 
@@ -44,6 +45,8 @@ Result<ControlServer> ControlServer::open(uid_t uid, pid_t pid) {
     ::unlink(path.c_str());
     return err("{}: {}", path, std::strerror(saved));
   }
+  // Sockets of processes that ended without removing theirs: requests queue meanwhile.
+  remove_stale_sockets(socket_directory(uid));
   return ControlServer(std::move(fd), std::move(path), pid);
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "agent/protocol.h"
+#include "agent/stale_sockets.h"
 #include "attach/agent_client.h"
 #include "cli/command.h"
 #include "core/util/proc_file.h"
@@ -29,6 +30,7 @@ int run_ps(const PsOptions& options) {
   for (const auto& directory : fs::directory_iterator("/tmp", error)) {
     std::string name = directory.path().filename().string();
     if (!name.starts_with("memprof-")) continue;
+    agent::remove_stale_sockets(directory.path());  // no probe of each ended process's socket
     std::error_code inner;
     for (const auto& socket : fs::directory_iterator(directory.path(), inner)) {
       if (socket.path().extension() != ".sock") continue;

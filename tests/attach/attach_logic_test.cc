@@ -1,10 +1,20 @@
 // The parts of attaching that decide without a process: which groups are leak suspects, which
 // extension goes into which Ruby, and how readings of several processes add up.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <string>
 
+#include "agent/stale_sockets.h"
 #include "attach/duration.h"
 #include "attach/installation.h"
 #include "attach/leak_rounds.h"
@@ -150,3 +160,47 @@ TEST(Duration, UnitsFromMillisecondsToHours) {
 
 }  // namespace
 }  // namespace memprof::attach
+
+namespace memprof::agent {
+namespace {
+
+// A socket file bound at `path`; listening (kept open) when `listen` is set, else closed at
+// once, as a process that ended leaves it. Its times set `age_seconds` back.
+int bind_socket(const std::string& path, bool listen, int age_seconds) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0) << path;
+  if (listen) {
+    EXPECT_EQ(::listen(fd, 1), 0);
+  }
+  timespec times[2] = {{::time(nullptr) - age_seconds, 0}, {::time(nullptr) - age_seconds, 0}};
+  EXPECT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  if (!listen) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(StaleSockets, OnlyOldSocketsNobodyListensOnAreRemoved) {
+  char pattern[] = "/tmp/memprof-stale-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  bind_socket(dir + "/101.sock", false, 120);               // a process that ended: removed
+  int live = bind_socket(dir + "/102.sock", true, 120);     // an agent that listens: kept
+  bind_socket(dir + "/103.sock", false, 5);                 // maybe between bind and listen: kept
+  ::close(::open((dir + "/104.sock").c_str(), O_CREAT | O_WRONLY, 0600));  // not a socket: kept
+  EXPECT_EQ(remove_stale_sockets(dir), 1u);
+  EXPECT_NE(::access((dir + "/101.sock").c_str(), F_OK), 0);
+  for (const char* kept : {"/102.sock", "/103.sock", "/104.sock"})
+    EXPECT_EQ(::access((dir + kept).c_str(), F_OK), 0) << kept;
+  EXPECT_EQ(remove_stale_sockets(dir + "/none"), 0u);
+  ::close(live);
+  for (const char* name : {"/102.sock", "/103.sock", "/104.sock"}) ::unlink((dir + name).c_str());
+  ::rmdir(dir.c_str());
+}
+
+}  // namespace
+}  // namespace memprof::agent

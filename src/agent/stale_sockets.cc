@@ -1,0 +1,51 @@
+#include "agent/stale_sockets.h"
+
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/util/scoped_fd.h"
+
+namespace memprof::agent {
+namespace {
+
+constexpr time_t kYoungestRemovedSeconds = 60;
+
+bool nobody_listens(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof(address.sun_path)) return false;
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return false;
+  return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 &&
+         errno == ECONNREFUSED;
+}
+
+}  // namespace
+
+size_t remove_stale_sockets(const std::string& directory) {
+  DIR* dir = ::opendir(directory.c_str());
+  if (dir == nullptr) return 0;
+  const time_t now = ::time(nullptr);
+  size_t removed = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.size() <= 5 || !name.ends_with(".sock")) continue;
+    std::string path = directory + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (now - st.st_mtime < kYoungestRemovedSeconds) continue;
+    if (nobody_listens(path) && ::unlink(path.c_str()) == 0) ++removed;
+  }
+  ::closedir(dir);
+  return removed;
+}
+
+}  // namespace memprof::agent
