@@ -236,6 +236,22 @@ std::string render_root_path(const Heap& heap, const Graph& graph, ObjectId targ
   return json.str() + "\n";
 }
 
+namespace {
+
+// "immediate_dominator": the object, "roots" for a root's own child, null when unreachable.
+void json_immediate_dominator(JsonWriter& json, const Heap& heap, const Graph& graph,
+                              const DominatorTree& tree, ObjectId target) {
+  json.key("immediate_dominator");
+  const ObjectId idom = tree.reachable(target) ? tree.idom[target] : kNoObject;
+  if (idom == kNoObject || idom == graph.super_root) {
+    json.raw(idom == graph.super_root ? "\"roots\"" : "null");
+  } else {
+    json_object(json, heap, &tree, idom);
+  }
+}
+
+}  // namespace
+
 std::string render_retainers(const Heap& heap, const Graph& graph, const DominatorTree& tree,
                              ObjectId target, const QueryOptions& options) {
   MachineContextOnly mc = machine_context_only(graph, heap, reachable_marks(heap, tree));
@@ -250,12 +266,7 @@ std::string render_retainers(const Heap& heap, const Graph& graph, const Dominat
     json_object(json, heap, &tree, target);
     json.flag("reachable", reachable);
     json.flag("machine_context_only", mc.only[target]);
-    json.key("immediate_dominator");
-    if (idom == kNoObject || idom == graph.super_root) {
-      json.raw(idom == graph.super_root ? "\"roots\"" : "null");
-    } else {
-      json_object(json, heap, &tree, idom);
-    }
+    json_immediate_dominator(json, heap, graph, tree, target);
     json.key("roots");
     json.begin_array();
     for (const std::string& kind : kinds) json.value(kind);
@@ -313,6 +324,7 @@ std::string render_object(const Heap& heap, const Graph& graph, const DominatorT
     json.field("slot_size", uint64_t{heap.slot_size[target]});
     if (value != nullptr) json.field("value_head", value->head_text());
     json.flag("machine_context_only", mc.only[target]);
+    json_immediate_dominator(json, heap, graph, tree, target);
     json_list(json, "references", heap, &tree, references, options.full);
     json_list(json, "retainers", heap, &tree, retainers, options.full);
     json_path(json, heap, graph, target, options, mc);
@@ -337,8 +349,10 @@ std::string render_object(const Heap& heap, const Graph& graph, const DominatorT
   if (value != nullptr) {
     out += fmt::format("  value: \"{}{}\"\n", value->head_text(), value->length > StringValue::kHeadSize ? "..." : "");
   }
-  if (tree.reachable(target) && tree.idom[target] != graph.super_root) {
-    out += fmt::format("  immediate dominator: {}\n", describe_object(heap, &tree, tree.idom[target]));
+  if (tree.reachable(target)) {  // as retainers says it: a root's own children are the roots'
+    out += tree.idom[target] == graph.super_root
+               ? std::string("  immediate dominator: the roots\n")
+               : fmt::format("  immediate dominator: {}\n", describe_object(heap, &tree, tree.idom[target]));
   }
   auto no_mark = [](ObjectId) { return std::string(); };
   text_list(out, "references", heap, &tree, references, options.full, no_mark);

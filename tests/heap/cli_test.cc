@@ -131,6 +131,10 @@ TEST(Cli, ShowGolden) {
   CommandResult json = run_memprof("show leak_b.json.zst --json " + fixture_address("registry"));
   ASSERT_EQ(json.exit_code, 0) << json.err;
   expect_golden("show_registry.json", json.out);
+  // A root's own child: its immediate dominator is the roots, said as retainers says it.
+  CommandResult text = run_memprof("show leak_b.json.zst " + fixture_address("registry"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("\n  immediate dominator: the roots\n"), std::string::npos) << text.out;
 }
 
 TEST(Cli, RetainersGolden) {
