@@ -11,6 +11,7 @@
 
 #include "attach/agent_client.h"
 #include "attach/attach_flow.h"
+#include "core/util/proc_file.h"
 
 namespace memprof::attach {
 namespace {
@@ -19,7 +20,14 @@ namespace {
 // (src/agent/agent.cc).
 constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 
+std::string read_auxv(pid_t pid) {
+  auto auxv = read_proc_file(fmt::format("/proc/{}/auxv", pid));
+  return auxv.ok() ? std::move(*auxv) : std::string();
+}
+
 }  // namespace
+
+RecordedProcess::RecordedProcess(pid_t pid) : pid_(pid), auxv_(read_auxv(pid)) {}
 
 bool process_gone(pid_t pid) {
   if (::kill(pid, 0) != 0) return errno == ESRCH;
@@ -50,6 +58,7 @@ Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::
     process.abandon();
     return ready.error();
   }
+  process.auxv_ = read_auxv(process.pid_);  // the command's, not memprof's before its exec
   return process;
 }
 
@@ -62,6 +71,17 @@ bool RecordedProcess::ended_after_failure() const {
   if (!launched_ && agent_listening(pid_)) return false;
   for (int waited_ms = 0; waited_ms < 1000; waited_ms += 10) {
     if (gone()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool RecordedProcess::replaced_program() const {
+  if (auxv_.empty()) return false;
+  // The connection closes as exec begins; the new program's vector is there a moment later.
+  for (int waited_ms = 0; waited_ms <= 200; waited_ms += 10) {
+    if (gone()) return false;
+    if (std::string now = read_auxv(pid_); !now.empty() && now != auxv_) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;

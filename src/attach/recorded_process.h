@@ -28,6 +28,11 @@ class RecordedProcess {
   // agent that still answers gave an error. A process may hold its agent's listening socket a
   // little while after the connection closed, so this waits up to 1 s for the end.
   bool ended_after_failure() const;
+  // After a request failed and the process did not end: whether it replaced its program (exec)
+  // since it was opened. Its agent and the recording went with the old program. Told by the
+  // auxiliary vector the kernel gives each new program (AT_RANDOM, AT_EXECFN: addresses on a
+  // new stack); false when it cannot be read.
+  bool replaced_program() const;
   // A launched command: reaped, "memprof: process N exited with status S" said, and S (as a
   // shell reports it) returned. Else 0.
   int wait();
@@ -35,8 +40,9 @@ class RecordedProcess {
   void abandon();
 
  private:
-  explicit RecordedProcess(pid_t pid) : pid_(pid) {}
+  explicit RecordedProcess(pid_t pid);
   pid_t pid_;
+  std::string auxv_;  // /proc/PID/auxv when opened (empty when unreadable)
   std::optional<LaunchedCommand> launched_;
 };
 

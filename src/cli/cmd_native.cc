@@ -116,6 +116,8 @@ int run_native(const NativeOptions& options) {
   // The agent saw exit() begin, or answered the stop: `last` is the whole run. Otherwise the
   // process ended by _exit or a signal and `last` may be old.
   bool final_snapshot = false;
+  // The process exec'd: its agent and the tracking went with the old program.
+  bool replaced = false;
   while (!final_snapshot && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
     // The agent answers after `step`, or at once when the process starts exiting (a launched
     // command then ends without waiting for our next read).
@@ -124,8 +126,9 @@ int run_native(const NativeOptions& options) {
         std::min<std::chrono::steady_clock::duration>(left, kReadInterval));
     auto read = attach::agent_request(pid, "native-read", fmt::format("wait_ms {}", std::max<int64_t>(step.count(), 0)));
     if (!read.ok()) {
-      if (!process.ended_after_failure()) return fail(read.message());
-      break;  // ended by _exit or a signal: the last snapshot is what there is
+      if (process.ended_after_failure()) break;  // by _exit or a signal: the last snapshot is what there is
+      if (!(replaced = process.replaced_program())) return fail(read.message());
+      break;
     }
     auto snapshot = attach::parse_native_snapshot(*read);
     if (!snapshot.ok()) return fail(snapshot.message());
@@ -133,7 +136,7 @@ int run_native(const NativeOptions& options) {
     last = std::move(*snapshot);
     last_taken = std::chrono::steady_clock::now();
   }
-  if (!process.gone()) {
+  if (!process.gone() && !replaced) {
     namer.refresh(last.snapshot);  // before the stop: a process in exit() goes once it has the reply
     auto stopped = attach::agent_request(pid, "native-stop");
     if (stopped.ok()) {
@@ -141,11 +144,16 @@ int run_native(const NativeOptions& options) {
       if (!snapshot.ok()) return fail(snapshot.message());
       last = std::move(*snapshot);
       final_snapshot = true;
-    } else if (!process.ended_after_failure()) {
+    } else if (!process.ended_after_failure() && !(replaced = process.replaced_program())) {
       return fail(stopped.message());
     }
   }
-  if (!final_snapshot) {
+  if (replaced) {
+    fmt::print(stderr,
+               "memprof: warning: process {} replaced its program (exec): the report is the old program's "
+               "last snapshot, taken {:.1f} s before memprof saw the exec\n",
+               pid, std::chrono::duration<double>(std::chrono::steady_clock::now() - last_taken).count());
+  } else if (!final_snapshot) {
     // Without this, a program that ended by _exit or a signal between two reads showed the
     // counts of an earlier read (all zeros for a short one) as if they were the whole run.
     fmt::print(stderr,

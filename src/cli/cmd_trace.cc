@@ -146,11 +146,18 @@ class TracePrinter {
 
   void finish() {
     if (options_.summary) {
+      // As ltrace -c: functions called. A glob ('sqlite3_*') matches hundreds never called.
       std::vector<trace::SummaryRow> rows;
+      size_t never_called = functions_.size();
       for (const trace::ReadoutTotals& total : totals_)
-        if (auto function = functions_.find(total.id); function != functions_.end())
+        if (auto function = functions_.find(total.id); function != functions_.end() && total.calls > 0) {
           rows.push_back({function->second.name, total.calls, total.nanoseconds});
+          --never_called;
+        }
       write(trace::summary_table(std::move(rows)));
+      if (never_called > 0)
+        fmt::print(stderr, "memprof: {} of the {} traced functions were not called\n", never_called,
+                   functions_.size());
     }
     if (dropped_ > 0)
       fmt::print(stderr, "memprof: {} calls were counted but not shown: the reader fell behind\n", dropped_);
@@ -211,7 +218,16 @@ int run_trace(const TraceOptions& options) {
   // command's status, or 0.
   auto finish_with_process = [&](TracePrinter& printer) {
     printer.finish();
-    if (!process.launched()) fmt::print(stderr, "memprof: process {} exited while traced\n", pid);
+    if (!process.launched()) fmt::print(stderr, "memprof: process {} ended while traced\n", pid);
+    return process.wait();
+  };
+  // A request failed: the process ended, or replaced its program (the trace went with the old
+  // one: what it had is shown), or the agent gave an error.
+  auto after_failure = [&](TracePrinter& printer, const std::string& message) {
+    if (process.ended_after_failure()) return finish_with_process(printer);
+    if (!process.replaced_program()) return fail(message);
+    printer.finish();
+    fmt::print(stderr, "memprof: process {} replaced its program (exec): the trace ended with the old one\n", pid);
     return process.wait();
   };
 
@@ -240,14 +256,14 @@ int run_trace(const TraceOptions& options) {
          std::chrono::steady_clock::now() < deadline) {
     if (!attach::Interruption::sleep_for(kReadInterval)) break;
     auto read = attach::agent_request(pid, "trace-read");
-    if (!read.ok()) return process.ended_after_failure() ? finish_with_process(printer) : fail(read.message());
+    if (!read.ok()) return after_failure(printer, read.message());
     auto readout = trace::parse_readout(*read);
     if (!readout.ok()) return fail(readout.message());
     exiting = readout->exiting;  // the process waits in exit() for the stop below
     printer.take(std::move(*readout));
   }
   auto stopped = attach::agent_request(pid, "trace-stop");
-  if (!stopped.ok()) return process.ended_after_failure() ? finish_with_process(printer) : fail(stopped.message());
+  if (!stopped.ok()) return after_failure(printer, stopped.message());
   auto readout = trace::parse_readout(*stopped);
   if (!readout.ok()) return fail(readout.message());
   printer.take(std::move(*readout));

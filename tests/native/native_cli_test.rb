@@ -92,6 +92,17 @@ class NativeCliTest < Minitest::Test
     assert_match(/memprof: warning: process \d+ ended without exit\(\) \(_exit or a signal\): the report is its last snapshot/, err)
   end
 
+  # Before: the request in flight failed with "no reply from the agent: read: Connection reset
+  # by peer", exit 1, and no report at all.
+  def test_a_command_that_replaces_its_program_is_reported_up_to_the_exec
+    out, err, status = memprof("native", "--", TARGET, "exec", 50, 1000)
+    assert status.success?, err
+    assert_match(/memprof: warning: process \d+ replaced its program \(exec\): the report is the old program's last snapshot/, err)
+    assert_match(/memprof: process \d+ exited with status 0/, err)  # the new program, waited for
+    leaked = section(out.lines.map(&:chomp), "Live at the end (leaked), by call site")
+    assert_equal [50_000, 50], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0], out
+  end
+
   def test_errors_are_one_line_and_exit_non_zero
     dead = Process.spawn("true")
     Process.wait(dead)

@@ -69,6 +69,25 @@ class TraceCliTest < Minitest::Test
                  trace.stderr_text)
   end
 
+  # Before: "no reply from the agent: read: Connection reset by peer", exit 1, and the counts
+  # of the calls made before the exec were lost.
+  def test_a_command_that_replaces_its_program_keeps_the_calls_made_before_the_exec
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500)
+    assert status.success?, err
+    assert_equal 500, summary_calls(out.lines)["traced_add"], out
+    assert_match(/^memprof: process \d+ replaced its program \(exec\): the trace ended with the old one$/, err)
+  end
+
+  # As ltrace -c: only functions that were called have a row; the others are counted on stderr.
+  def test_the_summary_of_a_glob_lists_the_functions_called
+    target = c_target
+    trace = start_trace(target.pid, "-c", "-x", "traced_*")
+    run_job(target, "threads 1 10", /\Adone threads 55\z/)
+    lines = stop_trace(trace)
+    assert_equal({ "traced_add" => 10 }, summary_calls(lines), lines.join("\n"))
+    assert_match(/^memprof: \d+ of the \d+ traced functions were not called$/, trace.stderr_text)
+  end
+
   def test_prints_string_and_double_arguments_with_times_and_durations
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-ttT", "-x", "traced_length", "-x", "traced_scale")
@@ -212,7 +231,7 @@ class TraceCliTest < Minitest::Test
     status = trace.wait_exit
     assert status.success?, trace.context
     assert_equal 100, summary_calls(trace.lines)["traced_add"], trace.lines.join("\n")
-    assert_includes trace.stderr_text, "memprof: process #{target.pid} exited while traced"
+    assert_includes trace.stderr_text, "memprof: process #{target.pid} ended while traced"
   end
 
   def test_errors_are_one_line_and_exit_non_zero
