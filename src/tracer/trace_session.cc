@@ -20,6 +20,11 @@ namespace {
 struct Candidate {
   std::string name;
   uintptr_t address;
+  // The implementation an IFUNC resolver chose (glibc's memmove, strlen: hand-written code
+  // whose variants jump into each other's first bytes, __mempcpy_avx_unaligned_erms into
+  // __memmove_avx_unaligned_erms + 3). A jump over those bytes crashed the process
+  // (`trace -x '*'`): such functions are traced through the GOT only.
+  bool ifunc = false;
 };
 
 bool traceable_object(const hook::LoadedObject& object, const TraceRequest& request) {
@@ -48,7 +53,7 @@ std::vector<Candidate> matching_functions(const hook::LoadedObject& object, cons
     if (type == STT_GNU_IFUNC) address = reinterpret_cast<uintptr_t (*)()>(address)();
     auto same = std::find_if(found.begin(), found.end(), [&](const Candidate& c) { return c.address == address; });
     if (same == found.end()) {
-      found.push_back({std::move(name), address});
+      found.push_back({std::move(name), address, type == STT_GNU_IFUNC});
       continue;
     }
     auto rank = [&](const std::string& n) {
@@ -149,7 +154,7 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
         traced.capture = capture->second;
       else
         traced.capture = {};
-      auto entry_refusal = hook_function(candidate.name, candidate.address, traced);
+      auto entry_refusal = hook_function(candidate.name, candidate.address, candidate.ifunc, traced);
       if (!entry_refusal.ok()) {
         pending_problems_.push_back(fmt::format("cannot trace {} in {}: {}", candidate.name, object.path,
                                                 entry_refusal.message()));
@@ -167,18 +172,23 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
 }
 
 Result<std::optional<std::string>> TraceSession::hook_function(const std::string& name, uintptr_t address,
-                                                               TracedFunction& traced) {
-  auto entry = hook::EntryHook::install(reinterpret_cast<void*>(address), traced.stub,
-                                        {.publish_original = &traced.original});
-  if (entry.ok()) {
-    entry_hooks_.push_back(std::move(*entry));
-    return std::optional<std::string>();
+                                                               bool ifunc, TracedFunction& traced) {
+  std::string refusal = "an IFUNC implementation, which other functions may jump into";
+  if (!ifunc) {
+    auto entry = hook::EntryHook::install(reinterpret_cast<void*>(address), traced.stub,
+                                          {.publish_original = &traced.original});
+    if (entry.ok()) {
+      entry_hooks_.push_back(std::move(*entry));
+      return std::optional<std::string>();
+    }
+    refusal = entry.message();
   }
-  // The entry cannot be patched: calls from other objects through their GOT still can.
-  auto got = hook::GotHook::install(name, traced.stub, {.follow_dlopen = false, .publish_original = &traced.original});
-  if (!got.ok()) return err("{}; {}", entry.message(), got.message());
+  // The entry is not patched: calls from other objects through their GOT still can be seen.
+  auto got = hook::GotHook::install(name, traced.stub,
+                                    {.follow_dlopen = false, .publish_original = &traced.original});
+  if (!got.ok()) return err("{}; {}", refusal, got.message());
   got_hooks_.push_back(std::move(*got));
-  return std::optional<std::string>(entry.message());
+  return std::optional<std::string>(refusal);
 }
 
 TraceReadout TraceSession::read(size_t max_records) {

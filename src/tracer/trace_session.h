@@ -92,7 +92,8 @@ class TraceSession {
   explicit TraceSession(TraceRequest request) : request_(std::move(request)) {}
   void hook_objects_locked(std::vector<HookedFunction>& added);
   // An entry hook, else GOT hooks: why the entry was refused when it went through the GOT.
-  Result<std::optional<std::string>> hook_function(const std::string& name, uintptr_t address,
+  // An IFUNC implementation (`ifunc`) is never entry-hooked (see matching_functions).
+  Result<std::optional<std::string>> hook_function(const std::string& name, uintptr_t address, bool ifunc,
                                                    TracedFunction& traced);
   struct LostCalls {
     uint64_t dropped;   // records dropped by full rings

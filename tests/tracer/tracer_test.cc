@@ -291,5 +291,24 @@ TEST(Tracer, GlobsMatchEveryDefinedFunctionOnce) {
   EXPECT_EQ(problems[0].rfind("cannot trace traced_call_first in ", 0), 0u) << problems[0];
 }
 
+// glibc's memmove is an IFUNC: its implementation (here __memmove_avx_unaligned_erms) starts
+// where __mempcpy_avx_unaligned_erms jumps, 3 bytes in. A jump over its first bytes made that
+// mempcpy run garbage (`trace -x '*'` killed the process): it is traced through the GOT only.
+TEST(Tracer, AnIfuncImplementationIsNotEntryHookedAndWhatJumpsIntoItStillWorks) {
+  auto session = trace({"memmove"});
+  ASSERT_NE(session, nullptr);
+  ASSERT_EQ(session->initial_functions().size(), 1u);
+  EXPECT_TRUE(session->initial_functions().front().through_got);
+  std::vector<std::string> problems = session->read(1).problems;
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("its entry cannot be patched (an IFUNC implementation"), std::string::npos)
+      << problems[0];
+  void* (*volatile copy_and_advance)(void*, const void*, size_t) = &mempcpy;
+  char source[64] = "every byte of this arrives";
+  char destination[64] = {};
+  EXPECT_EQ(copy_and_advance(destination, source, 27), destination + 27);
+  EXPECT_STREQ(destination, source);
+}
+
 }  // namespace
 }  // namespace memprof::tracer
