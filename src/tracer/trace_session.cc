@@ -139,12 +139,17 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     pending_problems_.push_back("reading the loaded objects: " + objects.message());
     return;
   }
+  size_t beyond_the_table = 0;  // matched once kMaxFunctions were traced: one line, not one each
   for (const hook::LoadedObject& object : *objects) {
     if (std::find(seen_objects_.begin(), seen_objects_.end(), object.key()) != seen_objects_.end()) continue;
     seen_objects_.push_back(object.key());
     if (!traceable_object(object, request_)) continue;
     for (Candidate& candidate : matching_functions(object, request_)) {
       auto function = traced_function(candidate.address);
+      if (!function.ok() && traced_function_table_full()) {
+        ++beyond_the_table;
+        continue;
+      }
       if (!function.ok()) {
         pending_problems_.push_back(fmt::format("{} in {}: {}", candidate.name, object.path, function.message()));
         continue;
@@ -169,6 +174,10 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
       added.push_back({traced.id, candidate.name, object.path, candidate.address, through_got});
     }
   }
+  if (beyond_the_table > 0)
+    pending_problems_.push_back(fmt::format("{} more matching functions are not traced: at most {} are (name fewer, "
+                                            "or pick objects with -l)",
+                                            beyond_the_table, kMaxFunctions));
 }
 
 Result<std::optional<std::string>> TraceSession::hook_function(const std::string& name, uintptr_t address,

@@ -325,6 +325,8 @@ extern "C" uint64_t memprof_trace_on_exit(ExitRegisters* registers, uint64_t* sl
   return return_address;
 }
 
+bool traced_function_table_full() { return g_function_count.load(std::memory_order_acquire) == kMaxFunctions; }
+
 Result<TracedFunction*> traced_function(uintptr_t address) {
   std::lock_guard lock(g_functions_mutex);
   uint32_t count = g_function_count.load(std::memory_order_relaxed);

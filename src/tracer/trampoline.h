@@ -52,6 +52,8 @@ struct TracedFunction {
 // The function traced at `address`, made on first use (with a stub placed near it); the same
 // one for the same address afterwards, so a second trace of it reuses its id.
 Result<TracedFunction*> traced_function(uintptr_t address);
+// Whether the table of traced functions is full (kMaxFunctions): no new address gets one.
+bool traced_function_table_full();
 // An id for something traced by other means than a hook (Ruby's GC events): the same one for
 // the same name afterwards. `name` is a string literal (kept as it is).
 Result<uint32_t> event_source(const char* name);

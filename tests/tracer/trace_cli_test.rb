@@ -37,6 +37,14 @@ class TraceCliTest < Minitest::Test
 
   def stop_trace(trace) = stop_recording(trace)
 
+  # `trace -c -x PATTERN` on a new target while it runs JOB: the summary's lines and stderr.
+  def summary_while(pattern, job, done)
+    target = c_target
+    trace = start_trace(target.pid, "-c", "-x", pattern)
+    run_job(target, job, done)
+    [stop_trace(trace), trace.stderr_text]
+  end
+
   # ltrace -c's rows as {"function" => calls}.
   def summary_calls(lines)
     lines.each_with_object({}) do |line, out|
@@ -60,13 +68,10 @@ class TraceCliTest < Minitest::Test
   # Its first bytes hold a call: the entry is refused, calls through the PLT are still counted,
   # and the line says why the entry was refused (it used to say only that it was).
   def test_a_function_whose_entry_cannot_be_patched_is_traced_through_the_got_and_says_why
-    target = c_target
-    trace = start_trace(target.pid, "-c", "-x", "traced_call_first")
-    run_job(target, "callfirst 1000", /\Adone callfirst 500500\z/)
-    lines = stop_trace(trace)
+    lines, err = summary_while("traced_call_first", "callfirst 1000", /\Adone callfirst 500500\z/)
     assert_equal 1000, summary_calls(lines)["traced_call_first"], lines.join("\n")
     assert_match(/^memprof: traced_call_first in \S+libtracer_traced\.so: its entry cannot be patched \(the call at 0x\h+ is within the first \d+ bytes of the function at 0x\h+: .*\); only calls through the GOT are seen$/,
-                 trace.stderr_text)
+                 err)
   end
 
   # Before: "no reply from the agent: read: Connection reset by peer", exit 1, and the counts
@@ -80,12 +85,9 @@ class TraceCliTest < Minitest::Test
 
   # As ltrace -c: only functions that were called have a row; the others are counted on stderr.
   def test_the_summary_of_a_glob_lists_the_functions_called
-    target = c_target
-    trace = start_trace(target.pid, "-c", "-x", "traced_*")
-    run_job(target, "threads 1 10", /\Adone threads 55\z/)
-    lines = stop_trace(trace)
+    lines, err = summary_while("traced_*", "threads 1 10", /\Adone threads 55\z/)
     assert_equal({ "traced_add" => 10 }, summary_calls(lines), lines.join("\n"))
-    assert_match(/^memprof: \d+ of the \d+ traced functions were not called$/, trace.stderr_text)
+    assert_match(/^memprof: \d+ of the \d+ traced functions were not called$/, err)
   end
 
   def test_prints_string_and_double_arguments_with_times_and_durations
