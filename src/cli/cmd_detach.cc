@@ -1,5 +1,11 @@
 // memprof detach -p PID: stops tracking, removes every hook and ends the agent's thread.
+#include <simdjson.h>
+
+#include <string>
+#include <string_view>
+
 #include "attach/agent_client.h"
+#include "attach/json_field.h"
 #include "cli/command.h"
 
 namespace memprof::cli {
@@ -10,13 +16,23 @@ struct DetachOptions {
   bool json = false;
 };
 
+// The process tracks itself (Memprof.start in its code): its tracking was not ours to end, and
+// the agent's reply says what it left on in "kept".
+bool kept_own_tracking(const std::string& reply) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  std::string_view kept;
+  if (parser.parse(reply).get(root) != simdjson::SUCCESS) return false;
+  attach::read_field(root, "kept", kept);
+  return !kept.empty();
+}
+
 int run_detach(const DetachOptions& options) {
   auto reply = attach::agent_request(options.pid, "detach");
   if (!reply.ok()) return fail(reply.message());
   if (options.json)
     fmt::print("{{\"pid\":{},\"detached\":true,\"reply\":{}}}\n", options.pid, *reply);
-  else if (reply->find("\"kept\"") != std::string::npos)
-    // The process tracks itself (Memprof.start in its code): its tracking is not ours to end.
+  else if (kept_own_tracking(*reply))
     fmt::print("detached from process {}: agent stopped; the process's own tracking (Memprof.start) "
                "left on\n",
                options.pid);
