@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "agent/protocol.h"
+#include "attach/ruby_target.h"
 #include "core/proc/process_access.h"
 #include "core/util/scoped_fd.h"
 
@@ -16,7 +17,19 @@ namespace memprof::attach {
 
 namespace {
 
-Result<ScopedFd> connect_to_agent(pid_t pid) {
+// No agent answers: attach starts one, in a Ruby process. Elsewhere attach would refuse, and
+// only the commands that inject the agent themselves (native, trace) apply. `explain` false:
+// the caller only wants to know (polls), the maps and executable are not read.
+Error no_agent(pid_t pid, bool explain) {
+  if (!explain) return err("no memprof agent in process {}", pid);
+  if (auto ruby = find_ruby(pid); !ruby.ok())
+    return err("no memprof agent in process {}, which is not running Ruby: attach, stats, top and dump "
+               "need Ruby; native and trace work on any process",
+               pid);
+  return err("no memprof agent in process {} (run: memprof attach -p {})", pid, pid);
+}
+
+Result<ScopedFd> connect_to_agent(pid_t pid, bool explain = true) {
   MEMPROF_TRY_STATUS(proc::check_process_exists(pid));
   auto uid = proc::process_uid(pid);
   if (!uid) return err("cannot read the owner of process {}", pid);
@@ -28,7 +41,7 @@ Result<ScopedFd> connect_to_agent(pid_t pid) {
       return err("permission denied on {}: process {} belongs to uid {} (run as that user or "
                  "root)",
                  agent::socket_directory(*uid), pid, *uid);
-    return err("no memprof agent in process {} (run: memprof attach -p {})", pid, pid);
+    return no_agent(pid, explain);
   }
   if (!S_ISSOCK(st.st_mode) || st.st_uid != *uid)
     return err("{} is not the agent's socket: it belongs to uid {}, and process {} runs as uid "
@@ -46,7 +59,7 @@ Result<ScopedFd> connect_to_agent(pid_t pid) {
                  path, pid, *uid);
     // Nobody listens: a socket left by an earlier process with this pid (killed before it
     // could remove it), or an agent between bind and listen. Not removed here for that reason.
-    if (errno == ECONNREFUSED) return err("no memprof agent in process {} (run: memprof attach -p {})", pid, pid);
+    if (errno == ECONNREFUSED) return no_agent(pid, explain);
     return err("no memprof agent answering in process {} ({}: {}; run: memprof attach -p {})",
                pid, path, std::strerror(errno), pid);
   }
@@ -55,7 +68,7 @@ Result<ScopedFd> connect_to_agent(pid_t pid) {
 
 }  // namespace
 
-bool agent_listening(pid_t pid) { return connect_to_agent(pid).ok(); }
+bool agent_listening(pid_t pid) { return connect_to_agent(pid, /*explain=*/false).ok(); }
 
 Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body,
                                   std::chrono::milliseconds timeout) {

@@ -11,6 +11,7 @@
 
 #include "attach/agent_client.h"
 #include "attach/attach_flow.h"
+#include "core/proc/process_access.h"
 #include "core/util/proc_file.h"
 
 namespace memprof::attach {
@@ -31,16 +32,8 @@ RecordedProcess::RecordedProcess(pid_t pid) : pid_(pid), auxv_(read_auxv(pid)) {
 
 bool process_gone(pid_t pid) {
   if (::kill(pid, 0) != 0) return errno == ESRCH;
-  std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
-  if (stat == nullptr) return true;
-  char state = '?';
-  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, the last ')' ends it.
-  char line[1024];
-  size_t n = std::fread(line, 1, sizeof(line) - 1, stat);
-  std::fclose(stat);
-  line[n] = '\0';
-  if (const char* close = std::strrchr(line, ')'); close != nullptr && close[1] == ' ') state = close[2];
-  return state == 'Z' || state == 'X';
+  const char state = proc::process_state(pid);
+  return state == 'Z' || state == 'X' || state == '?';
 }
 
 Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::string>& command) {

@@ -66,5 +66,25 @@ if "$memprof" --help | grep -q "^  analyze "; then
   done
 fi
 
+# A process memprof cannot serve, started here and ended by its pid: a non-Ruby one was told to
+# "run: memprof attach" (which refuses it), and a zombie was "not running Ruby".
+if "$memprof" --help | grep -q "^  stats "; then
+  sleep 30 &
+  plain=$!
+  expect "stats of a non-Ruby process" 1 \
+    "memprof: no memprof agent in process $plain, which is not running Ruby: attach, stats, top and dump need Ruby; native and trace work on any process" \
+    "$memprof" stats -p "$plain"
+  kill "$plain"
+  zombie_file=$(mktemp)
+  sh -c 'sleep 0.1 & echo $! > "$1"; exec sleep 30' zombie-parent "$zombie_file" &
+  parent=$!
+  sleep 0.5  # its child has exited and is not reaped: the exec'd sleep never waits
+  zombie=$(cat "$zombie_file")
+  expect "attach to a zombie" 1 "memprof: process $zombie has ended (a zombie its parent has not reaped yet)" \
+    "$memprof" attach -p "$zombie"
+  kill "$parent"
+  rm -f "$zombie_file"
+fi
+
 echo "$failures failed"
 [ "$failures" -eq 0 ]

@@ -30,11 +30,21 @@ std::optional<uid_t> process_uid(pid_t pid) {
 }
 
 
+char process_state(pid_t pid) {
+  auto stat = read_proc_file(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return '?';
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, the last ')' ends it.
+  const size_t close = stat->rfind(')');
+  return close != std::string::npos && close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+}
+
 Status check_process_exists(pid_t pid) {
   struct stat st {};
   if (pid <= 0 || ::stat(fmt::format("/proc/{}", pid).c_str(), &st) != 0) {
     return err("no such process: {}", pid);
   }
+  if (const char state = process_state(pid); state == 'Z' || state == 'X')
+    return err("process {} has ended (a zombie its parent has not reaped yet)", pid);
   return ok_status();
 }
 

@@ -14,8 +14,12 @@ namespace memprof::proc {
 // The real uid of a process, or nothing when it is gone or unreadable.
 std::optional<uid_t> process_uid(pid_t pid);
 
-// Ok when /proc/PID exists; otherwise "no such process: PID".
+// Ok when /proc/PID exists and the process has not ended; otherwise "no such process: PID", or
+// that it has ended (a zombie).
 Status check_process_exists(pid_t pid);
+
+// The state letter of /proc/PID/stat (R, S, D, T, Z, X, ...); '?' when it cannot be read.
+char process_state(pid_t pid);
 
 // /proc/sys/kernel/yama/ptrace_scope, or nothing when Yama is not enabled.
 std::optional<int> yama_ptrace_scope();
