@@ -27,6 +27,7 @@ th, td { padding: 2px 10px; text-align: right; border-bottom: 1px solid #eee; }
 th { background: #f5f5f5; position: sticky; top: 0; }
 th.text, td.text { text-align: left; }
 td.text { max-width: 640px; overflow-wrap: anywhere; }
+.string { white-space: pre-wrap; font-family: ui-monospace, monospace; }  /* spaces are content */
 th.sortable { cursor: pointer; user-select: none; }
 th.sortable[data-dir="asc"]::after { content: " \25B2"; }
 th.sortable[data-dir="desc"]::after { content: " \25BC"; }
@@ -171,7 +172,8 @@ constexpr std::string_view kScript = R"js(<script>
   fillTable("most-referenced", [["referrers", r => r.referrers, "num"]].concat(objectColumns),
             analysis.most_referenced);
   fillTable("duplicate-strings",
-            [["value", r => r.value + (r.cut ? "..." : ""), "text"], ["copies", r => r.count, "num"],
+            [["value", r => r.value + (r.cut ? "..." : ""), "text",
+              r => node("span", r.value + (r.cut ? "..." : ""), "string")], ["copies", r => r.count, "num"],
              ["memsize", r => r.memsize, "bytes"], ["wasted", r => r.wasted, "bytes"],
              ["copies, largest first", r => (r.samples || []).length, "text", samplesCell]],
             analysis.duplicate_strings);

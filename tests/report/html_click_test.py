@@ -80,5 +80,26 @@ class ClickThrough(PageTestCase):
         self.assertEqual([row[0] for row in retainers], ["0x7f12000000a0"])
 
 
+
+class DuplicateStrings(PageTestCase):
+    """Strings that differ only in their spaces are different rows, shown as they are."""
+
+    @classmethod
+    def write_page(cls, path):
+        dump = path + ".json"
+        with open(dump, "w", encoding="utf-8") as out:
+            out.write('{"type":"ROOT", "root":"vm", "references":["0x7f1200000028"]}\n')
+            out.write('{"address":"0x7f1200000028", "type":"ARRAY", "length":4, "memsize":80, '
+                      '"references":["0x7f1200000050", "0x7f1200000078", "0x7f12000000a0", "0x7f12000000c8"]}\n')
+            for index, value in enumerate(["   three spaces", "   three spaces", " one space", " one space"]):
+                out.write('{"address":"0x7f12000000%02x", "type":"STRING", "bytesize":%d, "value":"%s", '
+                          '"memsize":40}\n' % (0x50 + 0x28 * index, len(value), value))
+        subprocess.run([MEMPROF, "html", dump, "-o", path], check=True, capture_output=True)
+
+    def test_leading_spaces_are_shown(self):
+        values = [row[0] for row in cells(self.browser.find_element(By.ID, "duplicate-strings"))]
+        self.assertEqual(sorted(values), ["   three spaces", " one space"])
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
