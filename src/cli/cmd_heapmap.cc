@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/heap_map_command.h"
+#include "heap/units.h"
 #include "report/heap_map.h"
 #include "report/output_file.h"
 #include "report/png_encoder.h"
@@ -30,14 +31,15 @@ int run_heapmap(const HeapMapCommandArguments& args) {
   const report::LayoutChoice& layout = drawing->layout;
   if (drawing->undrawn != 0) {
     fmt::print(stderr, "memprof: warning: objects not drawn (no free slot in the {} layout): {}\n",
-               layout.layout->name, drawing->undrawn);
+               layout.layout->name, heap::count_text(drawing->undrawn));
   }
-  fmt::print("{}: {} pages, {} slots, {} objects, {} pinned; {} layout ({})\n", args.output,
-             drawing->pages, drawing->slots, drawing->objects, drawing->pinned,
-             layout.layout->name, layout.reason);
+  fmt::print("{}: {} page{}, {} slots, {} objects, {} pinned; {} layout ({})\n", args.output,
+             heap::count_text(drawing->pages), drawing->pages == 1 ? "" : "s", heap::count_text(drawing->slots),
+             heap::count_text(drawing->objects), heap::count_text(drawing->pinned), layout.layout->name,
+             layout.reason);
   for (const report::SizePoolSummary& pool : drawing->pools) {
-    fmt::print("  {}-byte slots: {} page{}, {} slots, {} objects\n", pool.slot_size, pool.pages,
-               pool.pages == 1 ? "" : "s", pool.slots, pool.objects);
+    fmt::print("  {}-byte slots: {} page{}, {} slots, {} objects\n", pool.slot_size, heap::count_text(pool.pages),
+               pool.pages == 1 ? "" : "s", heap::count_text(pool.slots), heap::count_text(pool.objects));
   }
   return 0;
 }

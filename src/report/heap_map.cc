@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "heap/units.h"
 #include "report/heap_page_map.h"
 #include "report/heap_map_renderer.h"
 
@@ -56,7 +57,7 @@ Result<HeapMapDrawing> draw_heap_map(const heap::Heap& heap, const HeapMapOption
   const uint64_t pixels = uint64_t(raster.map_width) * uint64_t(raster.map_height);
   if (pixels > kMaxHeapMapPixels) {
     return err("{} pages would make a {}x{} picture; memprof draws at most {} million pixels",
-               map.pages.size(), raster.map_width, raster.map_height,
+               heap::count_text(map.pages.size()), raster.map_width, raster.map_height,
                kMaxHeapMapPixels / 1'000'000);
   }
 

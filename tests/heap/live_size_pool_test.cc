@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "heap/units.h"
 #include "test_support.h"
 
 namespace memprof::heap {
@@ -64,7 +65,7 @@ TEST(LiveSizePoolDump, AnalyzeDiffAndHeapmapOnADumpWrittenNow) {
   CommandResult heapmap = memprof("heapmap live_b.json -o live.png");
   ASSERT_EQ(heapmap.exit_code, 0) << heapmap.err;
   EXPECT_EQ(heapmap.err, "");
-  EXPECT_NE(heapmap.out.find(fmt::format(" slots, {} objects, ", scanned.objects)), std::string::npos)
+  EXPECT_NE(heapmap.out.find(fmt::format(" slots, {} objects, ", count_text(scanned.objects))), std::string::npos)
       << heapmap.out;
   for (int slot_size : {40, 80, 160, 320, 640}) {
     EXPECT_NE(heapmap.out.find(fmt::format("\n  {}-byte slots: ", slot_size)), std::string::npos)

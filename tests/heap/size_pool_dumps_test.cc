@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "heap/units.h"
 #include "test_support.h"
 
 namespace memprof::heap {
@@ -127,7 +128,7 @@ TEST_P(SizePoolDumps, HeapmapDrawsEverySizePool) {
   expect_golden("heapmap_" + name() + "_b.txt", r.out.substr(png.size()));
   // One line per size pool, 40 to 640 bytes, and every object of the dump drawn.
   const uint64_t objects = scan('b').objects;
-  EXPECT_NE(r.out.find(" slots, " + std::to_string(objects) + " objects, "), std::string::npos);
+  EXPECT_NE(r.out.find(" slots, " + count_text(objects) + " objects, "), std::string::npos);
   size_t at = 0;
   for (int slot_size : {40, 80, 160, 320, 640}) {
     at = r.out.find("\n  " + std::to_string(slot_size) + "-byte slots: ", at);

@@ -67,7 +67,7 @@ TEST(HeapMap, RefusesPicturesTooLargeToHoldInMemory) {
   const auto drawing = draw_heap_map(heap, ruby31());
   ASSERT_FALSE(drawing);
   EXPECT_EQ(drawing.message(),
-            "20000 pages would make a 1600x82704 picture; memprof draws at most 120 million "
+            "20,000 pages would make a 1600x82704 picture; memprof draws at most 120 million "
             "pixels");  // 50 bands of 1638 rows, 49 gaps of 16, the 20-row size pool label
 }
 
@@ -79,7 +79,7 @@ TEST(HeapMap, HtmlReportLeavesOutAMapTooLargeAndSaysWhy) {
   ASSERT_TRUE(report) << report.message();
   EXPECT_EQ(report->heapmap_png_bytes, 0u);
   EXPECT_EQ(report->heapmap_error,
-            "20000 pages would make a 1600x82704 picture; memprof draws at most 120 million "
+            "20,000 pages would make a 1600x82704 picture; memprof draws at most 120 million "
             "pixels");
   EXPECT_EQ(report->html.find("data:image/png"), std::string::npos);
   EXPECT_EQ(report->objects, 20000u);

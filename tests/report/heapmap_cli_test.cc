@@ -36,10 +36,10 @@ TEST(HeapmapCli, DrawsEachSlotOfTheFixtureByType) {
   const auto run = run_command({kMemprof, "heapmap", kFixture, "-o", png});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.err, "");
-  EXPECT_EQ(run.out, png + ": 1 pages, 1637 slots, 12 objects, 1 pinned; Ruby 3.1+ layout (every "
+  EXPECT_EQ(run.out, png + ": 1 page, 1,637 slots, 12 objects, 1 pinned; Ruby 3.1+ layout (every "
                            "object address fits its 64 KiB pages; 1 object cannot sit in Ruby "
                            "2.x-3.0 pages)\n"
-                           "  40-byte slots: 1 page, 1637 slots, 12 objects\n");
+                           "  40-byte slots: 1 page, 1,637 slots, 12 objects\n");
 
   const auto image = decode_png_file(png);
   ASSERT_EQ(image.error, "");
@@ -175,9 +175,9 @@ TEST(HeapmapCli, VariableWidthPagesHaveTallerCells) {
   const auto run = run_command(
       {kMemprof, "heapmap", std::string(FIXTURE_DIR) + "/variable_width_heap.json", "-o", png});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_EQ(run.out, png + ": 2 pages, 2045 slots, 4 objects, 1 pinned; Ruby 3.1+ layout "
+  EXPECT_EQ(run.out, png + ": 2 pages, 2,045 slots, 4 objects, 1 pinned; Ruby 3.1+ layout "
                            "(objects carry slot_size, so Ruby 3.2 or later)\n"
-                           "  40-byte slots: 1 page, 1637 slots, 2 objects\n"
+                           "  40-byte slots: 1 page, 1,637 slots, 2 objects\n"
                            "  160-byte slots: 1 page, 408 slots, 2 objects\n");
   const auto image = decode_png_file(png);
   ASSERT_EQ(image.error, "");
