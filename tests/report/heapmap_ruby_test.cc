@@ -9,6 +9,7 @@
 #include "browser.h"
 #include "support/command_runner.h"
 #include "heap/loader.h"
+#include "heap/units.h"
 #include "png_decode.h"
 #include "report/heap_map_coloring.h"
 #include "report/heap_page_map.h"
@@ -62,10 +63,11 @@ TEST_F(RubyDump, EveryObjectIsInItsSlotInItsColor) {
     pinned += (heap->flags[id] & heap::kFlagPinned) != 0;
   }
   EXPECT_GT(pinned, 0u) << "GC.compact should have left pinned objects";
-  EXPECT_TRUE(run.out.starts_with(png + ": " + std::to_string(page_index.size()) + " pages, "))
+  EXPECT_TRUE(run.out.starts_with(png + ": " + heap::count_text(page_index.size()) +
+                                  (page_index.size() == 1 ? " page, " : " pages, ")))
       << run.out;
-  EXPECT_NE(run.out.find(", " + std::to_string(heap->size()) + " objects, " +
-                         std::to_string(pinned) + " pinned; " + std::string(layout.name)),
+  EXPECT_NE(run.out.find(", " + heap::count_text(heap->size()) + " objects, " +
+                         heap::count_text(pinned) + " pinned; " + std::string(layout.name)),
             std::string::npos)
       << run.out;
 
