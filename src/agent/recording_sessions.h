@@ -37,7 +37,8 @@ class RecordingSessions {
   // Ends what nobody has read for kAbandonedAfter.
   void end_abandoned();
   // Called once a reply has been written: a process waiting in exit() for a session that has
-  // ended may go on only now (its end would cut the reply short).
+  // ended may go on only now (its end would cut the reply short), and a launch held until a
+  // session starts only now (the same).
   void after_reply();
 
  private:
