@@ -27,7 +27,7 @@ TEST(EntryTrap, ACallerThatReachesTheInt3RunsTheDetourAndDisarmingPutsTheByteBac
   EXPECT_EQ(*reinterpret_cast<const uint8_t*>(start), 0xcc);
   EXPECT_EQ(held_function(3), 300);
   EXPECT_EQ(held_function(4), 400);
-  ASSERT_TRUE(disarm_entry_trap(start, first_byte).ok());
+  ASSERT_TRUE(disarm_entry_trap(start).ok());
   EXPECT_EQ(*reinterpret_cast<const uint8_t*>(start), first_byte);
   EXPECT_EQ(held_function(3), 4);
   EXPECT_EQ(*page_protection(reinterpret_cast<const void*>(&held_function)), *protection);  // no page left writable
@@ -46,7 +46,7 @@ TEST(EntryTrap, AChildForkedWhileTheInt3IsInPlaceGetsTheFirstByteBack) {
   int status = 0;
   ::waitpid(child, &status, 0);
   EXPECT_EQ(*reinterpret_cast<const uint8_t*>(start), 0xcc);  // the parent's stays until disarmed
-  ASSERT_TRUE(disarm_entry_trap(start, first_byte).ok());
+  ASSERT_TRUE(disarm_entry_trap(start).ok());
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
@@ -56,7 +56,8 @@ TEST(EntryTrapDeathTest, AProgramsOwnBreakpointStillEndsItWithSigtrap) {
   const auto start = reinterpret_cast<uintptr_t>(&held_function);
   const uint8_t first_byte = *reinterpret_cast<const uint8_t*>(start);
   ASSERT_TRUE(arm_entry_trap(start, reinterpret_cast<uintptr_t>(&detour_function)).ok());
-  ASSERT_TRUE(disarm_entry_trap(start, first_byte).ok());
+  ASSERT_TRUE(disarm_entry_trap(start).ok());
+  ASSERT_EQ(*reinterpret_cast<const uint8_t*>(start), first_byte);
   EXPECT_EXIT(asm volatile("int3"), testing::KilledBySignal(SIGTRAP), "");
 }
 

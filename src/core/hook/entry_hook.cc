@@ -127,7 +127,6 @@ class SigtrapUnblocked {
 Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump, uintptr_t detour) {
   constexpr int kAttempts = 100;
   const auto start = reinterpret_cast<uintptr_t>(target);
-  const uint8_t first_byte = *at(start);
   MEMPROF_TRY(threads, ThreadParking::prepare());
   const bool hold_entry = !any_thread_blocks_sigtrap(threads.threads());
   std::optional<SigtrapUnblocked> unblocked;
@@ -136,7 +135,7 @@ Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump, ui
     MEMPROF_TRY_STATUS(arm_entry_trap(start, detour));
   }
   auto give_up = [&](Error error) -> Status {
-    if (hold_entry) (void)disarm_entry_trap(start, first_byte);
+    if (hold_entry) (void)disarm_entry_trap(start);
     return error;
   };
   for (int attempt = 0; attempt < kAttempts; ++attempt) {

@@ -138,9 +138,13 @@ void entry_trap_replaced(uintptr_t start) {
   if (std::atomic<int>* replaced = replaced_byte_of(start)) replaced->store(kNoByte, std::memory_order_release);
 }
 
-Status disarm_entry_trap(uintptr_t start, uint8_t original_first_byte) {
-  Status written = patch_memory(reinterpret_cast<void*>(start), {&original_first_byte, 1});
-  if (written.ok()) entry_trap_replaced(start);
+Status disarm_entry_trap(uintptr_t start) {
+  std::atomic<int>* replaced = replaced_byte_of(start);
+  const int byte = replaced == nullptr ? kNoByte : replaced->load(std::memory_order_acquire);
+  if (byte == kNoByte) return err("no int3 of an entry hook at {:#x}", start);
+  const auto original = static_cast<uint8_t>(byte);
+  Status written = patch_memory(reinterpret_cast<void*>(start), {&original, 1});
+  if (written.ok()) replaced->store(kNoByte, std::memory_order_release);
   return written;
 }
 

@@ -38,7 +38,7 @@ void entry_trap_replaced(uintptr_t start);
 
 // Puts back the first byte the int3 replaced. A child forked while the int3 was in place puts
 // it back by itself.
-Status disarm_entry_trap(uintptr_t start, uint8_t original_first_byte);
+Status disarm_entry_trap(uintptr_t start);
 
 // Whether one of `threads` (of this process) blocks SIGTRAP, or cannot be checked.
 bool any_thread_blocks_sigtrap(std::span<const pid_t> threads);
