@@ -60,11 +60,25 @@ void on_gc_event(RubyValue tracepoint, void*) {
   }
 }
 
+// Ruby before 3.3 runs GC event hooks on a new Ractor's thread before that thread has a frame,
+// and crashes reading it when a GC comes then (Ruby bug #18464, fixed in 3.3). Its
+// ruby_single_main_ractor is NULL from the first Ractor.new on.
+bool ractors_crash_gc_events(const RubyApi& ruby) {
+  if (ruby.api_version[0] > 3 || (ruby.api_version[0] == 3 && ruby.api_version[1] >= 3)) return false;
+  const void* const* single_main_ractor = nullptr;
+  resolve(single_main_ractor, "ruby_single_main_ractor");
+  return single_main_ractor != nullptr && *single_main_ractor == nullptr;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable(RubyRuntime& ruby, uint32_t source) {
   auto api = find_gc_api();
   if (!api) return err("ruby:gc: this Ruby lacks the TracePoint C API");
+  if (ractors_crash_gc_events(ruby.api()))
+    return err("ruby:gc: this process has started Ractors, and Ruby {} crashes when a Ractor starts "
+               "while a GC event hook is on (Ruby bug #18464, fixed in 3.3)",
+               ruby.version());
   g_gc_api = *api;
   g_source = source;
   MEMPROF_TRY_STATUS(ruby.run(

@@ -12,6 +12,19 @@
 
 namespace memprof::ruby {
 
+namespace {
+
+// Ruby before 3.3 runs GC event hooks on a Ractor's thread before that thread has a control
+// frame -- a GC while the new Ractor allocates its $stdin, $stdout and $stderr -- and crashes
+// reading it (Ruby bug #18464, fixed in 3.3). So on those versions memprof turns its GC event
+// hooks off at the first Ractor.new, which it sees when the Ractor object is recorded, before
+// the new thread exists, and leaves them off.
+constexpr bool kGcEventsSurviveRactorStart = RUBY_API_VERSION_CODE >= 30300;
+
+bool gc_events_allowed() noexcept { return kGcEventsSurviveRactorStart || !several_ractors(); }
+
+}  // namespace
+
 const char* mechanism_name(Mechanism mechanism) {
   switch (mechanism) {
     case Mechanism::kAuto: return "auto";
@@ -81,10 +94,9 @@ Status Tracker::start(Mechanism mechanism) {
     mechanism_ = Mechanism::kTracepoint;
   } else {
     ++marks_ended_;  // no program-counter answer of an earlier session is trusted
-    end_mark_event_->enable();
   }
   active_ = true;
-  update_free_watch();
+  update_gc_events();
   return ok_status();
 }
 
@@ -94,8 +106,7 @@ void Tracker::stop() {
   active_ = false;
   hooks_.reset();
   newobj_event_->disable();
-  end_mark_event_->disable();
-  update_free_watch();
+  update_gc_events();
   mechanism_ = Mechanism::kAuto;
 }
 
@@ -138,8 +149,14 @@ void Tracker::note_window_free(VALUE object, uint32_t site) noexcept {
 
 Status Tracker::begin_window() {
   if (!active()) return err("tracking is not started");
+  if (!gc_events_allowed())
+    return err("a window watches frees through a GC event hook, and Ruby {}.{} crashes when a "
+               "Ractor starts while one is on (Ruby bug #18464, fixed in 3.3); this process has "
+               "started Ractors",
+               RUBY_API_VERSION_MAJOR, RUBY_API_VERSION_MINOR);
   if (window_open()) (void)end_window();
   window_frees_lost_ = 0;
+  window_frees_unwatched_ = false;
   // The free watch as for compaction (which may also happen in the window): dead entries are
   // pruned first, frees erase entries from here on.
   begin_compaction_window();
@@ -160,6 +177,11 @@ Result<std::vector<track::Group>> Tracker::end_window() {
     window_freed_.clear();
   }
   end_compaction_window();
+  if (window_frees_unwatched_)
+    return err("a Ractor started during the window, and Ruby {}.{} crashes when one starts while "
+               "a GC event hook is on (Ruby bug #18464, fixed in 3.3): memprof stopped watching "
+               "frees, so the window's counts are incomplete",
+               RUBY_API_VERSION_MAJOR, RUBY_API_VERSION_MINOR);
   if (window_frees_lost_ != 0)
     return err("memory ran out while summing the window's frees ({} not counted)",
                window_frees_lost_);
@@ -198,7 +220,7 @@ void Tracker::run_scheduled_prune(void* self) {
 
 void Tracker::begin_compaction_window() {
   ++compaction_windows_;
-  update_free_watch();
+  update_gc_events();
   // Entries that died before the free watch started must go before objects can move into
   // their slots; from here on the watch removes the rest as they are swept.
   if (active()) prune_or_forget();
@@ -206,13 +228,13 @@ void Tracker::begin_compaction_window() {
 
 void Tracker::end_compaction_window() {
   if (compaction_windows_ > 0) --compaction_windows_;
-  update_free_watch();
+  update_gc_events();
 }
 
 void Tracker::set_auto_compaction(bool on) {
   auto_compaction_ = on;
   if (on && active()) prune_or_forget();
-  update_free_watch();
+  update_gc_events();
 }
 
 void Tracker::prune_or_forget() {
@@ -224,11 +246,26 @@ void Tracker::prune_or_forget() {
   table_.clear();
 }
 
-void Tracker::update_free_watch() {
-  if (active() && (compaction_windows_ > 0 || auto_compaction_))
+void Tracker::on_ractor_created() noexcept {
+  note_ractor_start();
+  ractor_started_while_tracking_ = true;
+  update_gc_events();
+}
+
+void Tracker::update_gc_events() noexcept {
+  // Without the free watch a compaction empties the table (on_compaction), and an open
+  // window cannot sum its frees (end_window says so).
+  bool watch_frees = active() && (compaction_windows_ > 0 || auto_compaction_);
+  if (watch_frees && gc_events_allowed())
     freeobj_event_->enable();
   else
     freeobj_event_->disable();
+  if (watch_frees && !gc_events_allowed() && window_open()) window_frees_unwatched_ = true;
+  // The marking count tags the program-counter cache, which only a lone main Ractor uses.
+  if (active() && mechanism_ == Mechanism::kHooks && !several_ractors())
+    end_mark_event_->enable();
+  else
+    end_mark_event_->disable();
 }
 
 void Tracker::on_compaction() noexcept {

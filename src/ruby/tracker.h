@@ -89,10 +89,7 @@ class Tracker {
     if (!active() || RB_SPECIAL_CONST_P(object)) return;
     int type = slot_type(object);
     if (!is_tracked_type(type)) return;
-    if (type == RUBY_T_DATA && is_ractor(object)) [[unlikely]] {
-      note_ractor_start();
-      ractor_started_while_tracking_ = true;
-    }
+    if (type == RUBY_T_DATA && is_ractor(object)) [[unlikely]] on_ractor_created();
     if (several_ractors()) [[unlikely]] {
       record_among_ractors(object, type, from_event);
       return;
@@ -116,12 +113,13 @@ class Tracker {
   // recorded while it is open are marked (LiveTable::kInWindow); frees are watched, and the
   // marked objects freed are summed by site and class as they go. Needs tracking on; a second
   // begin starts a new window. Allocations seen only among several Ractors stay exact (they
-  // are marked under the lock); their frees are seen by the one GC.
+  // are marked under the lock); their frees are seen by the one GC. Before Ruby 3.3 the free
+  // watch cannot survive a Ractor's start (see update_gc_events): refused once Ractors ran.
   Status begin_window();
   bool window_open() const { return window_mark_ != 0; }
   // Closes it: the marks are cleared, and the freed objects' groups returned (class keys as
   // they were at the free: the class itself may be gone since). Fails when frees could not be
-  // summed for want of memory.
+  // summed: for want of memory, or because a Ractor started before Ruby 3.3.
   Result<std::vector<track::Group>> end_window();
 
   // Why the counts cannot be trusted, or OK: a Ractor ran while allocations were seen through
@@ -252,7 +250,10 @@ class Tracker {
   void schedule_prune() noexcept;
   void prune_or_forget();
   static void run_scheduled_prune(void* tracker);
-  void update_free_watch();
+  // Runs on the thread that calls Ractor.new, before the new Ractor's thread exists.
+  void on_ractor_created() noexcept;
+  // Turns the FREEOBJ and GC_END_MARK hooks on or off as the state now needs.
+  void update_gc_events() noexcept;
   void after_fork_in_child() noexcept;
   bool reset_on_fork_ = false;
   std::string fallback_reason_;
@@ -287,6 +288,7 @@ class Tracker {
   };
   std::unordered_map<std::pair<uint32_t, uint64_t>, track::Group, PairHash> window_freed_;
   size_t window_frees_lost_ = 0;  // frees not summed for want of memory
+  bool window_frees_unwatched_ = false;  // a Ractor started: the free watch had to go
   track::LiveTable table_;
   track::SiteTable sites_;
   std::unique_ptr<AllocationHooks> hooks_;

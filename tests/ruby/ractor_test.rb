@@ -38,6 +38,63 @@ class RactorTest < Minitest::Test
     end
   end
 
+  # A GC while a new Ractor makes its $stdin, $stdout and $stderr runs the GC event hooks on a
+  # thread that has no frame yet, and Ruby before 3.3 crashes reading it (Ruby bug #18464):
+  # the tracker's GC_END_MARK hook made that a segfault on a loaded machine, and GC.stress
+  # makes it one every time. With GC.auto_compact on, the free watch (FREEOBJ) is on as well.
+  def test_a_gc_while_a_ractor_starts_does_not_crash_ruby
+    run_ruby(<<~'RUBY') do |out, _err, path|
+      Warning[:experimental] = false
+      Memprof.start
+      def under_stress
+        GC.stress = true
+        Ractor.new { Array.new(3) { |i| "s#{i}" } }.take        # line 5
+      ensure
+        GC.stress = false
+      end
+      kept = under_stress
+      GC.start
+      Memprof.stats($stdout)
+      GC.auto_compact = true
+      kept_too = under_stress
+      GC.auto_compact = false
+      puts "lived"
+    RUBY
+      assert_equal({ "L5:Array" => 1, "L5:String" => 3 }, stats_for(out, path).select { |site, _| site.start_with?("L5:") })
+      assert_equal "lived\n", out.lines.last
+    end
+  end
+
+  # An allocation window (`memprof report -p PID`) sums frees through the FREEOBJ hook, which
+  # Ruby before 3.3 cannot have on while a Ractor starts: a window that saw one says its counts
+  # are incomplete, and a window is refused once Ractors ran. From 3.3 on both work.
+  def test_an_allocation_window_and_a_ractor_start
+    run_ruby(<<~'RUBY') do |out|
+      Warning[:experimental] = false
+      def show
+        yield
+        puts "ok"
+      rescue Memprof::Error => e
+        puts "#{e.class}: #{e.message}"
+      end
+      Memprof.start
+      Memprof::Native.window_begin
+      Ractor.new { 1 }.take
+      show { Memprof::Native.window_end }
+      show { Memprof::Native.window_begin }
+    RUBY
+      if RUBY_VERSION >= "3.3"
+        assert_equal "ok\nok\n", out
+      else
+        version = RUBY_VERSION[/\A\d+\.\d+/]
+        assert_equal <<~TEXT, out
+          Memprof::Error: a Ractor started during the window, and Ruby #{version} crashes when one starts while a GC event hook is on (Ruby bug #18464, fixed in 3.3): memprof stopped watching frees, so the window's counts are incomplete
+          Memprof::Error: a window watches frees through a GC event hook, and Ruby #{version} crashes when a Ractor starts while one is on (Ruby bug #18464, fixed in 3.3); this process has started Ractors
+        TEXT
+      end
+    end
+  end
+
   # Liveness needs a walk over the heap pages, which Ruby cannot do safely while another Ractor
   # allocates: read-outs refuse while one runs, and work once it has ended.
   def test_read_outs_refuse_while_another_ractor_runs

@@ -259,6 +259,30 @@ class TraceCliTest < Minitest::Test
     run_job(target, "threads 1 3", /\Adone threads 6\z/)  # untouched by the refused traces
   end
 
+  # Ruby before 3.3 crashes when a Ractor starts while a GC event hook is on (Ruby bug #18464):
+  # in a process that has started Ractors, ruby:gc is refused, and the process lives on.
+  def test_ruby_gc_is_refused_where_ractors_ran_before_ruby_3_3
+    skip "Ruby #{RUBY_VERSION} has the fix of Ruby bug #18464" if RUBY_VERSION >= "3.3"
+    script = File.join(@tmpdir, "ractors.rb")
+    File.write(script, <<~RUBY)
+      $stdout.sync = true
+      Warning[:experimental] = false
+      Ractor.new { 1 }.take
+      puts "ready \#{Process.pid}"
+      while $stdin.gets
+        GC.start
+        puts "alive \#{Ractor.new { 2 }.take}"
+      end
+    RUBY
+    target = spawn_target(command: [RbConfig.ruby, script])
+    target.wait_for(/\Aready \d+/)
+    _, err, status = memprof("trace", "-p", target.pid, "-x", "ruby:gc", "--duration", "1s")
+    version = RUBY_VERSION
+    assert_equal [1, "memprof: process #{target.pid}: ruby:gc: this process has started Ractors, and Ruby #{version} crashes when a Ractor starts while a GC event hook is on (Ruby bug #18464, fixed in 3.3)\n"],
+                 [status.exitstatus, err]
+    run_job(target, "go", /\Aalive 2\z/)
+  end
+
   SQLITE_SCRIPT = <<~RUBY
     $stdout.sync = true
     puts "ready \#{Process.pid}"
