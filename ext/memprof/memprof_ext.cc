@@ -148,6 +148,18 @@ VALUE report_end_of(VALUE kept) {
   });
 }
 
+// Calls `body` in a frame laid on zeroed stack. A read-out that decides what is retained runs
+// a GC that reads the active frames conservatively, its own included, and a slot a frame never
+// writes holds what earlier, deeper calls left there: perhaps the address of an object that
+// died, whose slot a new object then took -- that object looked retained (Memprof.report on
+// Ruby 3.3, one fresh process in 15; the slot was the unused part of a Status). `body` must
+// not be inlined: its frame has to be made after the zeroing.
+template <VALUE (*body)()>
+VALUE on_zeroed_stack(VALUE) {
+  memprof::util::clear_stack_below();
+  return body();
+}
+
 // Memprof.report's engine: [allocated rows, retained rows] of the block, which returns the
 // objects its caller keeps on purpose (an Array, left out of "retained") or nil.
 //
@@ -156,8 +168,7 @@ VALUE report_end_of(VALUE kept) {
 // interpreter's included, are then popped below this frame, where clear_stack_below zeroes
 // them before report_end's frames take their place. (Called from Ruby, the block's values
 // could linger in the caller's interpreter frame, which stays active.)
-// noinline: its own frame must be laid on the stack native_report zeroed (below).
-__attribute__((noinline)) VALUE report_on_cleared_stack() {
+__attribute__((noinline)) VALUE report_block() {
   rb_need_block();
   native_report_begin();
   int state = 0;
@@ -170,16 +181,6 @@ __attribute__((noinline)) VALUE report_on_cleared_stack() {
   return report_end_of(kept);
 }
 
-// The frame that runs the block stays active through the final GC, and a slot it never
-// writes holds what earlier, deeper calls left there: perhaps the address of an object that
-// died before the block, whose slot the block's allocations then reuse -- one of the block's
-// garbage objects looked retained (Ruby 3.3, one run in 15; the slot was the unused part of a
-// Status the frame holds). So that frame is made on zeroed stack.
-VALUE native_report(VALUE) {
-  memprof::util::clear_stack_below();
-  return report_on_cleared_stack();
-}
-
 // `memprof report -p PID`: the attach agent opens and closes a window (readout.h).
 VALUE native_window_begin(VALUE) {
   return guarded([](Tracker& t) -> Result<VALUE> {
@@ -188,7 +189,7 @@ VALUE native_window_begin(VALUE) {
   });
 }
 
-VALUE native_window_end(VALUE) {
+__attribute__((noinline)) VALUE end_window() {
   return guarded([](Tracker& t) -> Result<VALUE> {
     MEMPROF_TRY(snapshot, memprof::ruby::window_end(t));
     return rb_assoc_new(groups_to_rows(snapshot.allocated), groups_to_rows(snapshot.retained));
@@ -368,11 +369,11 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "ignore_this_thread", native_ignore_this_thread, 0);
   rb_define_module_function(native, "clear", native_clear, 0);
   rb_define_module_function(native, "prune", native_prune, 0);
-  rb_define_module_function(native, "report", native_report, 0);
+  rb_define_module_function(native, "report", on_zeroed_stack<report_block>, 0);
   rb_define_module_function(native, "tracked_objects", native_tracked_objects, 0);
   rb_define_module_function(native, "read_frame", native_read_frame, 2);
   rb_define_module_function(native, "window_begin", native_window_begin, 0);
-  rb_define_module_function(native, "window_end", native_window_end, 0);
+  rb_define_module_function(native, "window_end", on_zeroed_stack<end_window>, 0);
   rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);
   rb_define_module_function(native, "site_of", native_site_of, 1);
   rb_define_module_function(native, "annotate_object_line", native_annotate_object_line, 2);
