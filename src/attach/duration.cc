@@ -1,5 +1,6 @@
 #include "attach/duration.h"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace memprof::attach {
@@ -13,9 +14,15 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
                  : unit == "m"                 ? 60'000
                  : unit == "h"                 ? 3'600'000
                                                : -1;
-  if (end == text.c_str() || scale < 0 || value < 0)
+  if (end == text.c_str() || scale < 0 || !std::isfinite(value) || value < 0)
     return err("'{}' is not a duration (e.g. 500ms, 10s, 2m, 1h)", text);
-  return std::chrono::milliseconds(static_cast<int64_t>(value * scale));
+  // Every duration times a wait or a window: none of zero, and none too long to count in
+  // milliseconds or to add to the clock.
+  double ms = value * scale;
+  if (ms < 1) return err("'{}' is too short: a duration is at least 1ms", text);
+  constexpr double kLongestMs = 365.0 * 24 * 3'600'000;
+  if (ms > kLongestMs) return err("'{}' is too long: a duration is at most a year (8760h)", text);
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
 }
 
 Result<std::optional<std::chrono::milliseconds>> parse_optional_duration(const std::string& text) {

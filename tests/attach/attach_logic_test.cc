@@ -156,6 +156,14 @@ TEST(Duration, UnitsFromMillisecondsToHours) {
   EXPECT_EQ(*parse_duration("1h"), milliseconds(3'600'000));  // before: "not a duration"
   EXPECT_EQ(parse_duration("2d").message(), "'2d' is not a duration (e.g. 500ms, 10s, 2m, 1h)");
   EXPECT_EQ(parse_duration("-1s").message(), "'-1s' is not a duration (e.g. 500ms, 10s, 2m, 1h)");
+  // Before: "inf" and "nan" went into an int64 conversion (undefined), "0" opened a window
+  // "for 0" and made top and leaks poll without pause.
+  EXPECT_EQ(parse_duration("inf").message(), "'inf' is not a duration (e.g. 500ms, 10s, 2m, 1h)");
+  EXPECT_EQ(parse_duration("nan").message(), "'nan' is not a duration (e.g. 500ms, 10s, 2m, 1h)");
+  EXPECT_EQ(parse_duration("0").message(), "'0' is too short: a duration is at least 1ms");
+  EXPECT_EQ(parse_duration("0.4ms").message(), "'0.4ms' is too short: a duration is at least 1ms");
+  EXPECT_EQ(parse_duration("1e300").message(), "'1e300' is too long: a duration is at most a year (8760h)");
+  EXPECT_EQ(*parse_duration("8760h"), milliseconds(31'536'000'000));
 }
 
 }  // namespace
