@@ -1,6 +1,7 @@
 // memprof frames FILE [--top N]: functions ordered by the stack space their prologue reserves.
 // One command finds the function that puts a huge array on the stack (EventMachine's 786 KB
 // epoll_event array kept garbage alive through Ruby's conservative stack scan).
+#include <elf.h>
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -19,6 +20,11 @@ struct FramesOptions {
 int run_frames(const FramesOptions& options) {
   auto symbols = elf::ObjectSymbols::load(options.file, !options.no_debug_files);
   if (!symbols) return fail(symbols.message());
+  // A relocatable object's symbols are offsets into sections that no address maps yet.
+  if (symbols->file().type() == ET_REL)
+    return fail(fmt::format("{}: a relocatable object (.o): frames reads linked executables and "
+                            "shared libraries; link it first",
+                            options.file));
   auto frames = elf::function_frames(*symbols);
   if (frames.empty()) {
     return fail(fmt::format("{}: no function symbols with sizes (stripped, and no debug file found)",

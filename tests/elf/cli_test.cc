@@ -43,6 +43,13 @@ TEST(CliFrames, Errors) {
   EXPECT_EQ(stripped.err, std::string("memprof: ") + STRIPPED_BY_DEBUGLINK +
                               ": no function symbols with sizes (stripped, and no debug file found)\n");
 
+  // Before: "no function symbols with sizes (stripped, ...)", of a file with every symbol.
+  auto object = run_command({MEMPROF_CLI, "frames", FRAMES_OBJECT});
+  EXPECT_EQ(object.exit_code, 1);
+  EXPECT_EQ(object.err, std::string("memprof: ") + FRAMES_OBJECT +
+                            ": a relocatable object (.o): frames reads linked executables and "
+                            "shared libraries; link it first\n");
+
   auto bad_top = run_command({MEMPROF_CLI, "frames", FRAMES_PIE, "--top", "many"});
   EXPECT_NE(bad_top.exit_code, 0);
   EXPECT_NE(bad_top.err.find("--top"), std::string::npos) << bad_top.err;
