@@ -28,8 +28,16 @@ enum class Capture : uint8_t {
   kNothing = 0,
   kString = 1,  // a NUL-terminated string, up to kCaptureBytes - 1 bytes of it
   kBytes = 2,   // kCaptureBytes raw bytes (a T* argument's T, a counted buffer)
+  // The same, copied when the call returns: an output parameter ('+' in a prototype), which
+  // at the call holds whatever the caller's buffer held before (snprintf's destination).
+  kStringAtReturn = 3,
+  kBytesAtReturn = 4,
 };
 using ArgumentCapture = std::array<Capture, 6>;
+
+inline bool captured_at_return(Capture capture) {
+  return capture == Capture::kStringAtReturn || capture == Capture::kBytesAtReturn;
+}
 
 enum class CallOutcome : uint8_t {
   kReturned = 0,

@@ -10,10 +10,13 @@ ArgumentCapture capture_plan(const Prototype& prototype) {
     if (integer_register == plan.size()) break;
     Capture& capture = plan[integer_register++];
     if (parameter.type.lens == Lens::kHidden) continue;
-    if (parameter.type.base == BaseType::kString)
-      capture = parameter.type.length.stops_at_nul ? Capture::kString : Capture::kBytes;
-    else if (parameter.type.base == BaseType::kPointer)
-      capture = Capture::kBytes;
+    bool string = parameter.type.base == BaseType::kString;
+    if (!string && parameter.type.base != BaseType::kPointer) continue;
+    bool stops_at_nul = string && parameter.type.length.stops_at_nul;
+    if (parameter.is_output)
+      capture = stops_at_nul ? Capture::kStringAtReturn : Capture::kBytesAtReturn;
+    else
+      capture = stops_at_nul ? Capture::kString : Capture::kBytes;
   }
   return plan;
 }

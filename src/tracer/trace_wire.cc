@@ -8,7 +8,7 @@
 namespace memprof::tracer {
 namespace {
 
-constexpr std::string_view kCaptureLetters = "-sb";  // indexed by trace::Capture
+constexpr std::string_view kCaptureLetters = "-sbSB";  // indexed by trace::Capture
 
 }  // namespace
 

@@ -228,23 +228,38 @@ void abandon_top(ThreadTrace& state, uint64_t now) {
   state.abandoned[state.abandoned_next++ % kAbandonedSlots] = {call.slot, call.record.return_address};
 }
 
+void copy_argument(trace::Capture kind, uint64_t address, trace::CapturedBytes& copy) {
+  if (kind == trace::Capture::kString || kind == trace::Capture::kStringAtReturn) {
+    trace::SafeString string = trace::safe_read_string(address, copy.bytes, sizeof(copy.bytes));
+    copy.length = static_cast<uint8_t>(string.length);
+    copy.terminated = string.terminated;
+  } else {
+    copy.length = static_cast<uint8_t>(trace::safe_read(address, copy.bytes, sizeof(copy.bytes)));
+    copy.terminated = false;
+  }
+}
+
+// At the call: the input arguments are copied, and a slot is kept for each output one, empty
+// (unreadable, so printed as an address) unless the call returns.
 void capture_arguments(const TracedFunction& function, trace::CallRecord& record) {
   size_t used = 0;
   for (size_t i = 0; i < 6 && used < trace::kCapturedArguments; ++i) {
     if (function.capture[i] == trace::Capture::kNothing || record.arguments.integer[i] == 0) continue;
     trace::CapturedBytes& copy = record.captured[used++];
     copy.argument = static_cast<uint8_t>(i);
-    uint64_t address = record.arguments.integer[i];
-    if (function.capture[i] == trace::Capture::kString) {
-      trace::SafeString string = trace::safe_read_string(address, copy.bytes, sizeof(copy.bytes));
-      copy.length = static_cast<uint8_t>(string.length);
-      copy.terminated = string.terminated;
-    } else {
-      copy.length = static_cast<uint8_t>(trace::safe_read(address, copy.bytes, sizeof(copy.bytes)));
-      copy.terminated = false;
-    }
+    copy.length = 0;
+    copy.terminated = false;
+    if (!trace::captured_at_return(function.capture[i]))
+      copy_argument(function.capture[i], record.arguments.integer[i], copy);
   }
   for (size_t i = used; i < trace::kCapturedArguments; ++i) record.captured[i].argument = 0xff;
+}
+
+void capture_outputs(const TracedFunction& function, trace::CallRecord& record) {
+  for (trace::CapturedBytes& copy : record.captured) {
+    if (copy.argument >= 6 || !trace::captured_at_return(function.capture[copy.argument])) continue;
+    copy_argument(function.capture[copy.argument], record.arguments.integer[copy.argument], copy);
+  }
 }
 
 }  // namespace
@@ -309,6 +324,7 @@ extern "C" uint64_t memprof_trace_on_exit(ExitRegisters* registers, uint64_t* sl
     PendingCall& call = state.stack[--state.depth];
     call.record.returned.integer = registers->rax;
     call.record.returned.vector = registers->xmm0[0];
+    capture_outputs(g_functions[call.record.function], call.record);
     finish(state, call.record, now);
     return_address = call.record.return_address;
   } else {

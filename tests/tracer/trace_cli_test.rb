@@ -259,6 +259,19 @@ class TraceCliTest < Minitest::Test
     run_job(target, "threads 1 3", /\Adone threads 6\z/)  # untouched by the refused traces
   end
 
+  # A '+' parameter is shown as the call left it, as ltrace shows it: at the call the buffer
+  # still held its old text ("old contents" was printed before).
+  def test_an_output_parameter_shows_what_the_call_wrote
+    conf = File.join(@tmpdir, "fill.conf")
+    File.write(conf, "int traced_fill(+string, ulong, int);\n")
+    target = c_target
+    trace = start_trace(target.pid, "-F", conf, "-x", "traced_fill")
+    run_job(target, "fill 3", /\Adone fill 8 filled 3\z/)
+    lines = stop_trace(trace)
+    assert_equal ["libtracer_traced.so->traced_fill(\"filled 3\", 32, 3) = 8"],
+                 lines.map { |line| line.sub(/\A\[\d+\] /, "") }, lines.join("\n")
+  end
+
   # Ruby before 3.3 crashes when a Ractor starts while a GC event hook is on (Ruby bug #18464):
   # in a process that has started Ractors, ruby:gc is refused, and the process lives on.
   def test_ruby_gc_is_refused_where_ractors_ran_before_ruby_3_3

@@ -140,6 +140,22 @@ TEST(Tracer, RecordsIntegerDoubleAndStringArgumentsAndResults) {
   EXPECT_EQ(trace::read_captured(all[3], 12345, copy, sizeof(copy)), 0u);  // nothing else
 }
 
+// An output parameter ('+' in a prototype) is copied when the call returns: at the call the
+// buffer held what the caller had left in it (snprintf's destination showed its old text).
+TEST(Tracer, AnOutputParameterIsCopiedWhenTheCallReturns) {
+  trace::ArgumentCapture output_first{trace::Capture::kStringAtReturn};
+  auto session = trace({"traced_fill"}, {{"traced_fill", output_first}});
+  ASSERT_NE(session, nullptr);
+  char buffer[32] = "old contents";
+  EXPECT_EQ(traced_fill(buffer, sizeof(buffer), 7), 8);
+
+  auto all = session->read(100).records;
+  ASSERT_EQ(all.size(), 1u);
+  char copy[64] = {};
+  size_t n = trace::read_captured(all[0], reinterpret_cast<uint64_t>(buffer), copy, sizeof(copy));
+  EXPECT_EQ(std::string(copy, n), std::string("filled 7\0", 9));
+}
+
 jmp_buf g_jump;
 
 // In a function of its own: no variable of the caller lives across the setjmp.
@@ -282,8 +298,9 @@ TEST(Tracer, GlobsMatchEveryDefinedFunctionOnce) {
   std::vector<std::string> names;
   for (const auto& f : session->initial_functions()) names.push_back(f.name);
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"traced_add", "traced_call", "traced_exit_thread", "traced_jump",
-                                             "traced_length", "traced_scale", "traced_tail", "traced_wait"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"traced_add", "traced_call", "traced_exit_thread", "traced_fill",
+                                             "traced_jump", "traced_length", "traced_scale", "traced_tail",
+                                             "traced_wait"}));
   // traced_call_first's entry is refused, and its only caller through a GOT is this test binary,
   // which holds the tracer and is never hooked: reported, not listed.
   std::vector<std::string> problems = session->read(1).problems;
