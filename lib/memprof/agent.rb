@@ -20,7 +20,7 @@ module Memprof
             begin
               command == "quit" ? "ok\n{}" : "ok\n#{handle(command)}"
             rescue Exception => e # rubocop:disable Lint/RescueException -- nothing may escape into the app
-              "error\n#{e.class}: #{e.message}"
+              "error\n#{error_text(e)}"
             end
           write_frame(replies, "#{id}\n#{reply}")
           break if command == "quit"
@@ -46,6 +46,12 @@ module Memprof
       end
 
       private
+
+      # memprof's own errors (and a bad argument) say what went wrong for the user to read; any
+      # other exception is a failure of the agent, named with its class.
+      def error_text(error)
+        error.is_a?(Memprof::Error) || error.is_a?(ArgumentError) ? error.message : "#{error.class}: #{error.message}"
+      end
 
       MAX_REQUEST_BYTES = 1024 * 1024 # the agent sends at most 64 KiB (src/agent/protocol.h)
 

@@ -98,6 +98,39 @@ class AttachCliTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # An allocation window sums frees through a GC event hook, and Ruby before 3.3 crashes when a
+  # Ractor starts while one is on (Ruby bug #18464): a Ractor started during the window turns
+  # the hook off, and the report says its counts are incomplete, in the tracker's words (no
+  # Ruby class name in front: "Memprof::Error: a Ractor ..." before). From 3.3 on it reports.
+  def test_report_window_during_which_a_ractor_starts
+    script = File.join(@tmpdir, "ractors.rb")
+    File.write(script, <<~RUBY)
+      $stdout.sync = true
+      Warning[:experimental] = false
+      puts "ready \#{Process.pid}"
+      while $stdin.gets
+        puts "ractor \#{Ractor.new { 6 * 7 }.take}"
+      end
+    RUBY
+    target = spawn_target(command: [RbConfig.ruby, script])
+    target.wait_for(/\Aready \d+\z/)
+    attach!(target)
+    report = start_recording("report", "-p", target.pid, "--duration", "60s", ready: "window open for")
+    run_job(target, "go", /\Aractor 42\z/)
+    Process.kill(:INT, report.pid)
+    status = report.wait_exit
+    if RUBY_VERSION >= "3.3"
+      assert status.success?, report.context
+    else
+      version = RUBY_VERSION[/\A\d+\.\d+/]
+      assert_equal 1, status.exitstatus, report.context
+      assert_includes report.stderr_text, "memprof: process #{target.pid}: a Ractor started during the window, and Ruby #{version} crashes when one starts while a GC event hook is on (Ruby bug #18464, fixed in 3.3): memprof stopped watching frees, so the window's counts are incomplete\n"
+    end
+    run_job(target, "again", /\Aractor 42\z/)
+    assert_alive(target)
+    detach!(target)
+  end
+
   def test_dump_of_an_attached_process_reads_in_analyze
     target = spawn_target("target.rb", "commands")
     target.wait_for(/\Aready #{target.pid}\z/)
