@@ -54,7 +54,7 @@ void hook_unwinder_locked(const char* name, Fn replacement, Fn* original) {
   for (const auto& hook : hooks().unwinders)
     if (hook->target() == target) return;
   auto hook = hook::EntryHook::install(target, reinterpret_cast<void*>(replacement),
-                                       {.publish_original = reinterpret_cast<void**>(original)});
+                                       {.park_threads = true, .publish_original = reinterpret_cast<void**>(original)});
   if (hook.ok()) hooks().unwinders.push_back(std::move(*hook));
 }
 
@@ -93,7 +93,7 @@ Status watch_process_for(TraceSession* session) {
     if (dlopen_address == nullptr) return err("dlopen not found: cannot watch objects loaded later");
     MEMPROF_TRY(hook, hook::EntryHook::install(
                           dlopen_address, reinterpret_cast<void*>(&watched_dlopen),
-                          {.publish_original = reinterpret_cast<void**>(&g_real_dlopen)}));
+                          {.park_threads = true, .publish_original = reinterpret_cast<void**>(&g_real_dlopen)}));
     hooks().dlopen = std::move(hook);
   }
   g_session = session;

@@ -184,8 +184,9 @@ Result<std::optional<std::string>> TraceSession::hook_function(const std::string
                                                                bool ifunc, TracedFunction& traced) {
   std::string refusal = "an IFUNC implementation, which other functions may jump into";
   if (!ifunc) {
+    // Parked: a thread of the target may be inside the bytes the jump replaces.
     auto entry = hook::EntryHook::install(reinterpret_cast<void*>(address), traced.stub,
-                                          {.publish_original = &traced.original});
+                                          {.park_threads = true, .publish_original = &traced.original});
     if (entry.ok()) {
       entry_hooks_.push_back(std::move(*entry));
       return std::optional<std::string>();
