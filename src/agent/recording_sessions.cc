@@ -113,15 +113,24 @@ Result<std::string> RecordingSessions::trace_read() {
   if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   readout.process_exiting = exiting();
+  note_ruby_gc_stop(readout);
   return tracer::encode_readout(readout, readout.new_functions, trace_->totals(), tracer::calls_in_flight());
 }
 
 Result<std::string> RecordingSessions::trace_stop() {
   if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
+  note_ruby_gc_stop(readout);
   auto totals = trace_->totals();
   end_trace();
   return tracer::encode_readout(readout, readout.new_functions, totals, tracer::calls_in_flight());
+}
+
+void RecordingSessions::note_ruby_gc_stop(tracer::TraceReadout& readout) {
+  if (gc_events_ != nullptr && gc_events_->stopped_for_ractor())
+    readout.problems.push_back(fmt::format("ruby:gc stopped: a Ractor started, and Ruby {} crashes when one starts "
+                                           "while a GC event hook is on (Ruby bug #18464, fixed in 3.3)",
+                                           ruby_->version()));
 }
 
 void RecordingSessions::end_trace() {

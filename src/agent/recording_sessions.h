@@ -45,6 +45,8 @@ class RecordingSessions {
   Result<std::string> trace_start(const std::string& body);
   Result<std::string> trace_read();
   Result<std::string> trace_stop();
+  // Tells the CLI, once, that ruby:gc went off at a first Ractor.new (RubyGcEvents).
+  void note_ruby_gc_stop(tracer::TraceReadout& readout);
   void end_trace();
   Result<std::string> native_start(const std::string& body);
   Result<std::string> native_read(const std::string& body) const;

@@ -1,8 +1,14 @@
 #include "agent/ruby_gc_events.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <atomic>
 #include <optional>
+#include <string_view>
 
 #include "agent/request_handler.h"
+#include "core/hook/got_hook.h"
 #include "tracer/tick_clock.h"
 #include "tracer/trampoline.h"
 
@@ -62,12 +68,57 @@ void on_gc_event(RubyValue tracepoint, void*) {
 
 // Ruby before 3.3 runs GC event hooks on a new Ractor's thread before that thread has a frame,
 // and crashes reading it when a GC comes then (Ruby bug #18464, fixed in 3.3). Its
-// ruby_single_main_ractor is NULL from the first Ractor.new on.
+// ruby_single_main_ractor is NULL from the first Ractor.new on: set on the creating thread,
+// which then creates the new Ractor's thread through Ruby's own pthread_create import.
 bool ractors_crash_gc_events(const RubyApi& ruby) {
-  if (ruby.api_version[0] > 3 || (ruby.api_version[0] == 3 && ruby.api_version[1] >= 3)) return false;
-  const void* const* single_main_ractor = nullptr;
-  resolve(single_main_ractor, "ruby_single_main_ractor");
-  return single_main_ractor != nullptr && *single_main_ractor == nullptr;
+  return ruby.api_version[0] < 3 || (ruby.api_version[0] == 3 && ruby.api_version[1] < 3);
+}
+
+const void* const* g_single_main_ractor = nullptr;
+using CreateThread = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+CreateThread g_real_create_thread = nullptr;  // published before the slot is patched
+std::atomic<bool> g_tracing = false;
+std::atomic<bool> g_stopped_for_ractor = false;
+
+// Ruby's pthread_create while ruby:gc is traced on such a Ruby. The first thread made once
+// Ruby went multi-Ractor is the first Ractor's: the TracePoint goes off before it exists.
+// The caller is a Ruby thread holding the main Ractor's lock (only Ruby calls through
+// Ruby's own import), where the TracePoint may be disabled.
+int create_thread_watching_ractors(pthread_t* thread, const pthread_attr_t* attributes,
+                                   void* (*start)(void*), void* argument) {
+  if (g_tracing.load(std::memory_order_acquire) && *g_single_main_ractor == nullptr &&
+      g_tracing.exchange(false)) {
+    g_gc_api.tracepoint_disable(g_tracepoint);
+    g_stopped_for_ractor.store(true, std::memory_order_release);
+  }
+  return __atomic_load_n(&g_real_create_thread, __ATOMIC_ACQUIRE)(thread, attributes, start, argument);
+}
+
+// The loaded object that holds Ruby's C API (libruby, or a ruby with it linked in).
+std::string ruby_object() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(g_gc_api.tracepoint_new), &info) == 0 || info.dli_fname == nullptr) return {};
+  return info.dli_fname;
+}
+
+Result<std::unique_ptr<hook::GotHook>> watch_for_ractors(const RubyRuntime& ruby) {
+  resolve(g_single_main_ractor, "ruby_single_main_ractor");
+  if (g_single_main_ractor == nullptr) return err("ruby:gc: Ruby {} has no ruby_single_main_ractor", ruby.version());
+  if (*g_single_main_ractor == nullptr)
+    return err("ruby:gc: this process has started Ractors, and Ruby {} crashes when a Ractor starts "
+               "while a GC event hook is on (Ruby bug #18464, fixed in 3.3)",
+               ruby.version());
+  std::string object = ruby_object();
+  hook::GotHookOptions options;
+  options.object_filter = [object](std::string_view path) { return !object.empty() && path == object; };
+  options.follow_dlopen = false;
+  options.publish_original = reinterpret_cast<void**>(&g_real_create_thread);
+  auto hook = hook::GotHook::install("pthread_create", reinterpret_cast<void*>(&create_thread_watching_ractors),
+                                     options);
+  if (!hook.ok())
+    return err("ruby:gc: cannot watch for a first Ractor, which Ruby {} would crash on: {}", ruby.version(),
+               hook.message());
+  return std::move(*hook);
 }
 
 }  // namespace
@@ -75,33 +126,44 @@ bool ractors_crash_gc_events(const RubyApi& ruby) {
 Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable(RubyRuntime& ruby, uint32_t source) {
   auto api = find_gc_api();
   if (!api) return err("ruby:gc: this Ruby lacks the TracePoint C API");
-  if (ractors_crash_gc_events(ruby.api()))
-    return err("ruby:gc: this process has started Ractors, and Ruby {} crashes when a Ractor starts "
-               "while a GC event hook is on (Ruby bug #18464, fixed in 3.3)",
-               ruby.version());
   g_gc_api = *api;
+  std::unique_ptr<RubyGcEvents> events(new RubyGcEvents(ruby));
+  if (ractors_crash_gc_events(ruby.api())) {
+    MEMPROF_TRY(watch, watch_for_ractors(ruby));
+    events->ractor_watch_ = std::move(watch);
+  }
   g_source = source;
+  g_stopped_for_ractor = false;
+  // On the Ruby thread, under the lock Ractor.new needs: no Ractor starts between the check
+  // and the enabling.
   MEMPROF_TRY_STATUS(ruby.run(
       [](const RubyApi&) -> Result<std::string> {
+        if (g_single_main_ractor != nullptr && *g_single_main_ractor == nullptr)
+          return err("ruby:gc: a Ractor started just now, and this Ruby crashes when one starts while a GC event "
+                     "hook is on (Ruby bug #18464, fixed in 3.3)");
         if (g_tracepoint == 0) {
           g_tracepoint = g_gc_api.tracepoint_new(0, kGcStart | kGcEnter | kGcExit, on_gc_event, nullptr);
           g_gc_api.register_address(&g_tracepoint);
         }
+        g_tracing = true;
         g_gc_api.tracepoint_enable(g_tracepoint);
         return std::string();
       },
       kRubyTimeout));
-  return std::unique_ptr<RubyGcEvents>(new RubyGcEvents(ruby));
+  return events;
 }
+
+bool RubyGcEvents::stopped_for_ractor() { return g_stopped_for_ractor.exchange(false); }
 
 RubyGcEvents::~RubyGcEvents() {
   // The TracePoint object stays registered (and disabled): a later trace enables it again.
   (void)ruby_.run(
       [](const RubyApi&) -> Result<std::string> {
-        g_gc_api.tracepoint_disable(g_tracepoint);
+        if (g_tracing.exchange(false)) g_gc_api.tracepoint_disable(g_tracepoint);
         return std::string();
       },
       kRubyTimeout);
+  // ractor_watch_ goes after: Ruby's pthread_create is its own again.
 }
 
 }  // namespace memprof::agent

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "agent/ruby_runtime.h"
+#include "core/hook/got_hook.h"
 #include "core/util/result.h"
 
 namespace memprof::agent {
@@ -22,9 +23,14 @@ class RubyGcEvents {
   // Disables the TracePoint (a job on a Ruby thread, bounded like every job).
   ~RubyGcEvents();
 
+  // Once after the TracePoint went off by itself: Ruby before 3.3 crashes when a Ractor
+  // starts while a GC event hook is on (Ruby bug #18464), so the first Ractor.new turns it off.
+  bool stopped_for_ractor();
+
  private:
   explicit RubyGcEvents(RubyRuntime& ruby) : ruby_(ruby) {}
   RubyRuntime& ruby_;
+  std::unique_ptr<hook::GotHook> ractor_watch_;  // Ruby's pthread_create, before 3.3
 };
 
 }  // namespace memprof::agent
