@@ -182,6 +182,16 @@ module AttachTestHelper
     assert target.alive?, "process #{target.pid} ended: #{target.exited.inspect}#{target.context}"
   end
 
+  # A Ruby target that says "ready PID" (stdout unbuffered, Ractor warnings off), then runs
+  # `body` (a loop over its stdin's lines, as jobs); returned once it is ready.
+  def ruby_job_target(body)
+    script = File.join(@tmpdir, "jobs-#{@targets.size}.rb")
+    File.write(script, "$stdout.sync = true\nWarning[:experimental] = false\nputs \"ready \#{Process.pid}\"\n#{body}")
+    target = spawn_target(command: [RbConfig.ruby, script])
+    target.wait_for(/\Aready \d+\z/)
+    target
+  end
+
   # attach!/detach! take a Target or a pid.
   def attach!(target)
     pid = target.is_a?(Integer) ? target : target.pid

@@ -103,17 +103,11 @@ class AttachCliTest < Minitest::Test
   # the hook off, and the report says its counts are incomplete, in the tracker's words (no
   # Ruby class name in front: "Memprof::Error: a Ractor ..." before). From 3.3 on it reports.
   def test_report_window_during_which_a_ractor_starts
-    script = File.join(@tmpdir, "ractors.rb")
-    File.write(script, <<~RUBY)
-      $stdout.sync = true
-      Warning[:experimental] = false
-      puts "ready \#{Process.pid}"
+    target = ruby_job_target(<<~'RUBY')
       while $stdin.gets
-        puts "ractor \#{Ractor.new { 6 * 7 }.take}"
+        puts "ractor #{Ractor.new { 6 * 7 }.take}"
       end
     RUBY
-    target = spawn_target(command: [RbConfig.ruby, script])
-    target.wait_for(/\Aready \d+\z/)
     attach!(target)
     report = start_recording("report", "-p", target.pid, "--duration", "60s", ready: "window open for")
     run_job(target, "go", /\Aractor 42\z/)

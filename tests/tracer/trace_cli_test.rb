@@ -278,22 +278,16 @@ class TraceCliTest < Minitest::Test
   # Ractor's start every time (the process died of a segfault there).
   def test_ruby_gc_and_a_first_ractor_before_ruby_3_3
     skip "Ruby #{RUBY_VERSION} has the fix of Ruby bug #18464" if RUBY_VERSION >= "3.3"
-    script = File.join(@tmpdir, "ractors.rb")
-    File.write(script, <<~RUBY)
-      $stdout.sync = true
-      Warning[:experimental] = false
-      puts "ready \#{Process.pid}"
+    target = ruby_job_target(<<~'RUBY')
       while $stdin.gets
         GC.start
         GC.stress = true
         value = Ractor.new { [1, 2].sum }.take
         GC.stress = false
         GC.start
-        puts "alive \#{value}"
+        puts "alive #{value}"
       end
     RUBY
-    target = spawn_target(command: [RbConfig.ruby, script])
-    target.wait_for(/\Aready \d+/)
     trace = start_trace(target.pid, "-x", "ruby:gc")
     run_job(target, "go", /\Aalive 3\z/)
     lines = stop_trace(trace)
