@@ -1,6 +1,5 @@
 #include "agent/ruby_gc_events.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -9,6 +8,7 @@
 
 #include "agent/request_handler.h"
 #include "core/hook/got_hook.h"
+#include "core/hook/loaded_object.h"
 #include "tracer/tick_clock.h"
 #include "tracer/trampoline.h"
 
@@ -70,7 +70,7 @@ void on_gc_event(RubyValue tracepoint, void*) {
 // and crashes reading it when a GC comes then (Ruby bug #18464, fixed in 3.3). Its
 // ruby_single_main_ractor is NULL from the first Ractor.new on: set on the creating thread,
 // which then creates the new Ractor's thread through Ruby's own pthread_create import.
-bool ractors_crash_gc_events(const RubyApi& ruby) {
+bool before_ruby_3_3(const RubyApi& ruby) {
   return ruby.api_version[0] < 3 || (ruby.api_version[0] == 3 && ruby.api_version[1] < 3);
 }
 
@@ -94,13 +94,6 @@ int create_thread_watching_ractors(pthread_t* thread, const pthread_attr_t* attr
   return __atomic_load_n(&g_real_create_thread, __ATOMIC_ACQUIRE)(thread, attributes, start, argument);
 }
 
-// The loaded object that holds Ruby's C API (libruby, or a ruby with it linked in).
-std::string ruby_object() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(g_gc_api.tracepoint_new), &info) == 0 || info.dli_fname == nullptr) return {};
-  return info.dli_fname;
-}
-
 Result<std::unique_ptr<hook::GotHook>> watch_for_ractors(const RubyRuntime& ruby) {
   resolve(g_single_main_ractor, "ruby_single_main_ractor");
   if (g_single_main_ractor == nullptr) return err("ruby:gc: Ruby {} has no ruby_single_main_ractor", ruby.version());
@@ -108,9 +101,10 @@ Result<std::unique_ptr<hook::GotHook>> watch_for_ractors(const RubyRuntime& ruby
     return err("ruby:gc: this process has started Ractors, and Ruby {} crashes when a Ractor starts "
                "while a GC event hook is on (Ruby bug #18464, fixed in 3.3)",
                ruby.version());
-  std::string object = ruby_object();
+  // The object that holds Ruby's C API: libruby, or a ruby with it linked in.
+  MEMPROF_TRY(ruby_object, hook::object_containing(reinterpret_cast<const void*>(g_gc_api.tracepoint_new)));
   hook::GotHookOptions options;
-  options.object_filter = [object](std::string_view path) { return !object.empty() && path == object; };
+  options.object_filter = [path = ruby_object.path](std::string_view object) { return object == path; };
   options.follow_dlopen = false;
   options.publish_original = reinterpret_cast<void**>(&g_real_create_thread);
   auto hook = hook::GotHook::install("pthread_create", reinterpret_cast<void*>(&create_thread_watching_ractors),
@@ -128,7 +122,7 @@ Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable(RubyRuntime& ruby, ui
   if (!api) return err("ruby:gc: this Ruby lacks the TracePoint C API");
   g_gc_api = *api;
   std::unique_ptr<RubyGcEvents> events(new RubyGcEvents(ruby));
-  if (ractors_crash_gc_events(ruby.api())) {
+  if (before_ruby_3_3(ruby.api())) {
     MEMPROF_TRY(watch, watch_for_ractors(ruby));
     events->ractor_watch_ = std::move(watch);
   }
