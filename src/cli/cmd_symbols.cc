@@ -33,6 +33,7 @@ const char* type_name(uint8_t type) {
     case STT_FUNC: return "func";
     case STT_GNU_IFUNC: return "ifunc";
     case STT_OBJECT: return "object";
+    case STT_TLS: return "tls";
     default: return "other";
   }
 }
@@ -82,11 +83,16 @@ int run_symbols(const SymbolsOptions& options) {
       for (const auto& entry : indexed.symbols->entries()) {
         printer.print(entry, entry.address + indexed.object.load_bias, indexed.object.path);
       }
+      // An offset in the TLS block, the same in every thread: no load bias.
+      for (const auto& entry : indexed.symbols->thread_locals()) {
+        printer.print(entry, entry.address, indexed.object.path);
+      }
     }
   } else {
     auto symbols = elf::ObjectSymbols::load(options.target, !options.no_debug_files);
     if (!symbols) return fail(symbols.message());
     for (const auto& entry : symbols->entries()) printer.print(entry, entry.address, options.target);
+    for (const auto& entry : symbols->thread_locals()) printer.print(entry, entry.address, options.target);
   }
   if (printer.matches() == 0) {
     return fail(pattern ? fmt::format("no symbol matches '{}' in {}", options.pattern, options.target)
@@ -109,7 +115,10 @@ MEMPROF_COMMAND(
       sub.footer(
           "Prints ADDRESS SIZE TYPE NAME OBJECT for every defined function and data symbol from\n"
           ".dynsym, .symtab and the separate debug file (by build-id or .gnu_debuglink) when one is\n"
-          "installed. Versioned symbols print as name@@VERSION (default) or name@VERSION (hidden).\n"
+          "installed. Versioned symbols print as name@@VERSION (default) or name@VERSION (hidden),\n"
+          "one line per version. Thread-local variables (TYPE tls, e.g. errno) follow each object's\n"
+          "symbols; their ADDRESS is the offset in the object's TLS block, which every thread has\n"
+          "its own copy of.\n"
           "For a PID the addresses are where the symbols are in that process (the loader's link_map,\n"
           "read with process_vm_readv); for a FILE they are the file's link-time addresses.\n"
           "Exit status 1 with one line on stderr when nothing matches or the target is unusable.");

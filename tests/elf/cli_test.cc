@@ -85,6 +85,36 @@ TEST(CliSymbols, VersionedSymbolsOfAFile) {
   EXPECT_EQ(plain.out, expected);
 }
 
+TEST(CliSymbols, EveryVersionOfOneFunctionAndThreadLocalVariables) {
+  testing::LoadedFixture loaded(FIXTURE_LIB_LAZY);
+  ASSERT_NE(loaded.handle(), nullptr) << dlerror();
+  void* both = dlvsym(loaded.handle(), "fixture_both", "FIXTURE_2");
+  Dl_info info{};
+  void* symbol_entry = nullptr;
+  ASSERT_NE(dladdr1(both, &info, &symbol_entry, RTLD_DL_SYMENT), 0);
+  const uint64_t both_size = static_cast<const Elf64_Sym*>(symbol_entry)->st_size;
+  const uint64_t both_address = reinterpret_cast<uint64_t>(both) - loaded.bias();
+  std::string header = fmt::format("{:<18}  {:>8}  {:<6}  NAME  OBJECT\n", "ADDRESS", "SIZE", "TYPE");
+  auto result = run_command({MEMPROF_CLI, "symbols", FIXTURE_LIB_LAZY, "^fixture_both@"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out,
+            header +
+                fmt::format("{:#018x}  {:>8}  func    fixture_both@FIXTURE_1  {}\n", both_address, both_size,
+                            FIXTURE_LIB_LAZY) +
+                fmt::format("{:#018x}  {:>8}  func    fixture_both@@FIXTURE_2  {}\n", both_address, both_size,
+                            FIXTURE_LIB_LAZY));
+
+  // A thread-local variable: its offset in the object's TLS block, as the loader lays it out.
+  auto* variable = static_cast<char*>(dlsym(loaded.handle(), "fixture_thread_counter"));
+  ASSERT_NE(variable, nullptr) << dlerror();
+  void* block = nullptr;
+  ASSERT_EQ(dlinfo(loaded.handle(), RTLD_DI_TLS_DATA, &block), 0) << dlerror();
+  auto tls = run_command({MEMPROF_CLI, "symbols", FIXTURE_LIB_LAZY, "thread_counter"});
+  EXPECT_EQ(tls.exit_code, 0) << tls.err;
+  EXPECT_EQ(tls.out, header + fmt::format("{:#018x}  {:>8}  tls     fixture_thread_counter@@FIXTURE_2  {}\n",
+                                          variable - static_cast<char*>(block), 4, FIXTURE_LIB_LAZY));
+}
+
 TEST(CliSymbols, Errors) {
   auto none = run_command({MEMPROF_CLI, "symbols", FIXTURE_LIB_LAZY, "^memprof_nothing$"});
   EXPECT_EQ(none.exit_code, 1);

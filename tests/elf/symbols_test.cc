@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 #include <link.h>
 
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
 #include "core/elf/demangle.h"
 #include "core/elf/elf_file.h"
 #include "core/elf/object_symbols.h"
@@ -153,13 +158,97 @@ TEST(ObjectSymbols, EntriesAreSortedAndUnique) {
   ASSERT_TRUE(symbols.ok()) << symbols.message();
   const auto& entries = symbols->entries();
   ASSERT_FALSE(entries.empty());
-  for (size_t i = 1; i < entries.size(); ++i) {
-    ASSERT_TRUE(std::tie(entries[i - 1].address, entries[i - 1].name) <
-                std::tie(entries[i].address, entries[i].name))
-        << entries[i].name;
+  std::set<std::tuple<uint64_t, std::string_view, std::string_view>> seen;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) {
+      ASSERT_TRUE(std::tie(entries[i - 1].address, entries[i - 1].name) <=
+                  std::tie(entries[i].address, entries[i].name))
+          << entries[i].name;
+    }
+    ASSERT_TRUE(seen.emplace(entries[i].address, entries[i].name, entries[i].version).second)
+        << entries[i].display_name();
   }
   // binutils writes "memcpy@@GLIBC_2.14" into .symtab literally; it must merge with .dynsym's.
   EXPECT_EQ(symbols->find("memcpy@@GLIBC_2.14").size(), 1u);
+}
+
+TEST(ObjectSymbols, EveryVersionOfEveryDynamicSymbolOfLibcIsAnEntry) {
+  // libc exports some functions under two versions at one address (aio_cancel@GLIBC_2.2.5 and
+  // aio_cancel@@GLIBC_2.34 since glibc 2.34 merged librt): each is an entry of its own.
+  const char* libc = "/lib/x86_64-linux-gnu/libc.so.6";
+  auto file = ElfFile::open(libc);
+  ASSERT_TRUE(file.ok()) << file.message();
+  auto dynamic = file->dynamic_symbols();
+  ASSERT_TRUE(dynamic.ok()) << dynamic.message();
+  auto symbols = ObjectSymbols::load(libc);
+  ASSERT_TRUE(symbols.ok()) << symbols.message();
+  std::set<std::tuple<uint64_t, std::string_view, std::string_view>> entries;
+  for (const auto& entry : symbols->entries()) entries.emplace(entry.address, entry.name, entry.version);
+  for (const auto& entry : symbols->thread_locals()) entries.emplace(entry.address, entry.name, entry.version);
+  size_t checked = 0;
+  size_t shared_address = 0;  // versions that share their address with another version
+  std::map<std::pair<uint64_t, std::string_view>, int> versions;
+  for (const auto& symbol : *dynamic) {
+    if (!symbol.defined() || symbol.name.empty() || symbol.section_index == SHN_ABS) continue;
+    if (symbol.type != STT_FUNC && symbol.type != STT_GNU_IFUNC && symbol.type != STT_OBJECT &&
+        symbol.type != STT_TLS) {
+      continue;
+    }
+    EXPECT_EQ(entries.count({symbol.value, symbol.name, symbol.version}), 1u)
+        << symbol.name << "@" << symbol.version;
+    if (++versions[{symbol.value, symbol.name}] == 2) ++shared_address;
+    ++checked;
+  }
+  EXPECT_GT(checked, 2000u);
+  EXPECT_GT(shared_address, 10u);  // 100 on Debian 12's glibc 2.36
+  EXPECT_EQ(symbols->find("aio_cancel").size(), 2u);
+}
+
+TEST(ObjectSymbols, OneFunctionUnderTwoVersionsIsTwoEntries) {
+  LoadedFixture loaded(FIXTURE_LIB_LAZY);
+  ASSERT_NE(loaded.handle(), nullptr) << dlerror();
+  auto v1 = reinterpret_cast<uint64_t>(dlvsym(loaded.handle(), "fixture_both", "FIXTURE_1"));
+  auto v2 = reinterpret_cast<uint64_t>(dlvsym(loaded.handle(), "fixture_both", "FIXTURE_2"));
+  ASSERT_NE(v1, 0u);
+  ASSERT_EQ(v1, v2);  // the fixture's premise: one function
+  auto symbols = ObjectSymbols::load(FIXTURE_LIB_LAZY);
+  ASSERT_TRUE(symbols.ok()) << symbols.message();
+  auto both = symbols->find("fixture_both");
+  ASSERT_EQ(both.size(), 2u);
+  std::set<std::string> names;
+  for (const auto* entry : both) {
+    EXPECT_EQ(entry->address + loaded.bias(), v1) << entry->display_name();
+    EXPECT_EQ(entry->table, SymbolTable::kDynamic) << entry->display_name();
+    names.insert(entry->display_name());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"fixture_both@FIXTURE_1", "fixture_both@@FIXTURE_2"}));
+}
+
+TEST(ObjectSymbols, ThreadLocalVariablesAreOffsetsListedApart) {
+  LoadedFixture loaded(FIXTURE_LIB_LAZY);
+  ASSERT_NE(loaded.handle(), nullptr) << dlerror();
+  // The loader's answer: this thread's copy of the variable, and this thread's TLS block of the
+  // object (dlsym allocated it).
+  auto* variable = static_cast<char*>(dlsym(loaded.handle(), "fixture_thread_counter"));
+  ASSERT_NE(variable, nullptr) << dlerror();
+  EXPECT_EQ(*reinterpret_cast<int*>(variable), 11);
+  void* block = nullptr;
+  ASSERT_EQ(dlinfo(loaded.handle(), RTLD_DI_TLS_DATA, &block), 0) << dlerror();
+  ASSERT_NE(block, nullptr);
+  const auto offset = static_cast<uint64_t>(variable - static_cast<char*>(block));
+
+  auto symbols = ObjectSymbols::load(FIXTURE_LIB_LAZY);
+  ASSERT_TRUE(symbols.ok()) << symbols.message();
+  ASSERT_EQ(symbols->thread_locals().size(), 1u);
+  const auto& counter = symbols->thread_locals().front();
+  EXPECT_EQ(counter.display_name(), "fixture_thread_counter@@FIXTURE_2");
+  EXPECT_EQ(counter.address, offset);
+  EXPECT_EQ(counter.size, 4u);
+  EXPECT_EQ(counter.type, STT_TLS);
+  // Not an address: neither found by name among the entries nor matched by address.
+  EXPECT_TRUE(symbols->find("fixture_thread_counter").empty());
+  auto at_offset = symbols->find_address(offset);
+  EXPECT_TRUE(!at_offset || at_offset->symbol->name != "fixture_thread_counter");
 }
 
 }  // namespace

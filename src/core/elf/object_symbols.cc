@@ -26,6 +26,46 @@ bool is_address_symbol(const Symbol& symbol) {
   }
 }
 
+bool is_thread_local(const Symbol& symbol) {
+  return symbol.defined() && !symbol.name.empty() && symbol.type == STT_TLS;
+}
+
+// Sorts by (address, name), the first-added (dynamic) entry first among equals, and keeps one
+// entry per symbol: a same-named entry at the same address is a duplicate unless both carry a
+// version and the versions differ (.symtab repeats .dynsym's names, versioned or not; .dynsym
+// may export one address under several versions).
+void sort_and_merge(std::vector<ObjectSymbols::Entry>& entries) {
+  using Entry = ObjectSymbols::Entry;
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.address, a.name) < std::tie(b.address, b.name);
+  });
+  std::vector<Entry> merged;
+  merged.reserve(entries.size());
+  for (size_t first = 0; first < entries.size();) {
+    size_t end = first;
+    bool versioned = false;
+    while (end < entries.size() && entries[end].address == entries[first].address &&
+           entries[end].name == entries[first].name) {
+      versioned |= !entries[end].version.empty();
+      ++end;
+    }
+    const size_t group = merged.size();
+    for (size_t i = first; i < end; ++i) {
+      const Entry& entry = entries[i];
+      if (versioned && entry.version.empty()) continue;  // the versioned entry names it fully
+      bool seen = std::any_of(merged.begin() + static_cast<ptrdiff_t>(group), merged.end(),
+                              [&](const Entry& kept) { return kept.version == entry.version; });
+      if (!seen) merged.push_back(entry);
+    }
+    first = end;
+  }
+  // Versions of one name in version order, whatever order the file lists them in.
+  std::sort(merged.begin(), merged.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.address, a.name, a.version) < std::tie(b.address, b.name, b.version);
+  });
+  entries = std::move(merged);
+}
+
 // "name@@VER" -> ("name", "VER"); "name@VER" -> ("name", "VER"); "name" -> ("name", "").
 std::pair<std::string_view, std::string_view> split_version(std::string_view name) {
   size_t at = name.find('@');
@@ -76,7 +116,8 @@ Result<ObjectSymbols> ObjectSymbols::from_file(ElfFile file) {
 
 void ObjectSymbols::add(const std::vector<Symbol>& symbols) {
   for (const auto& symbol : symbols) {
-    if (!is_address_symbol(symbol)) continue;
+    const bool thread_local_variable = is_thread_local(symbol);
+    if (!thread_local_variable && !is_address_symbol(symbol)) continue;
     Entry entry{symbol.name, symbol.version, symbol.default_version, symbol.value,
                 symbol.size, symbol.type, symbol.bind, symbol.table};
     // binutils >= 2.35 writes versioned names into .symtab literally ("memcpy@@GLIBC_2.14"); split
@@ -89,20 +130,13 @@ void ObjectSymbols::add(const std::vector<Symbol>& symbols) {
         entry.version = version;
       }
     }
-    entries_.push_back(entry);
+    (thread_local_variable ? thread_locals_ : entries_).push_back(entry);
   }
 }
 
 void ObjectSymbols::finish() {
-  // stable_sort keeps the first-added (dynamic) entry first among equal (address, name) pairs.
-  std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.address, a.name) < std::tie(b.address, b.name);
-  });
-  entries_.erase(std::unique(entries_.begin(), entries_.end(),
-                             [](const Entry& a, const Entry& b) {
-                               return a.address == b.address && a.name == b.name;
-                             }),
-                 entries_.end());
+  sort_and_merge(entries_);
+  sort_and_merge(thread_locals_);
   by_name_.resize(entries_.size());
   max_size_ = 0;
   for (uint32_t i = 0; i < entries_.size(); ++i) {

@@ -47,8 +47,12 @@ class ObjectSymbols {
   const std::optional<std::string>& debug_file_path() const { return debug_path_; }
 
   // Defined, named symbols with an address (imports, section and file symbols are left out);
-  // sorted by address then name, one entry per (name, address).
+  // sorted by address then name, one entry per (name, version, address): the versions of one
+  // function (libc's aio_cancel@GLIBC_2.2.5 and aio_cancel@@GLIBC_2.34) are entries of their own.
   const std::vector<Entry>& entries() const { return entries_; }
+  // Defined thread-local variables (STT_TLS: errno): `address` is the variable's offset in the
+  // object's TLS block, of which every thread has its own copy. Never matched by address.
+  const std::vector<Entry>& thread_locals() const { return thread_locals_; }
   // Every entry with this name (unversioned name; "name@VER" and "name@@VER" also accepted).
   std::vector<const Entry*> find(std::string_view name) const;
   // The symbol whose [address, address + size) contains `address` (the nearest start among nested
@@ -63,6 +67,7 @@ class ObjectSymbols {
   std::vector<std::shared_ptr<const ElfFile>> files_;
   std::optional<std::string> debug_path_;
   std::vector<Entry> entries_;
+  std::vector<Entry> thread_locals_;
   std::vector<uint32_t> by_name_;  // indices of entries_ sorted by name
   uint64_t max_size_ = 0;          // bounds the backwards walk of find_address
 };
