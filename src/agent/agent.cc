@@ -14,8 +14,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
+#include <string>
 
 #include "agent/control_server.h"
 #include "agent/request_handler.h"
@@ -74,6 +76,12 @@ void log_problem(const std::string& message) {
   (void)!::write(STDERR_FILENO, line.data(), line.size());
 }
 
+// The agent thread's listening socket, for a forked child to close: a child that kept it open
+// (a shell's subshell, a preforked worker) kept the socket file answering after this process
+// exec'd or ended, and a CLI's connection then waited in a backlog nobody accepts, to be reset
+// when the child ended (seen following an exec chain through pyenv's shims).
+constinit std::atomic<int> g_listening_fd{-1};
+
 void serve() {
   tracer::ignore_this_thread();
   native::ignore_this_thread();
@@ -82,6 +90,10 @@ void serve() {
     log_problem(server.message());
     return;
   }
+  struct Published {
+    explicit Published(int fd) { g_listening_fd.store(fd, std::memory_order_release); }
+    ~Published() { g_listening_fd.store(-1, std::memory_order_release); }
+  } published(server->listening_fd());
   RequestHandler handler(ruby_runtime(), ruby_service());
   if (const char* lib = std::getenv(kPreloadedGemVariable); lib != nullptr && *lib != '\0')
     handler.adopt_preloaded_gem(lib);
@@ -142,6 +154,7 @@ int start_thread() {
 }
 
 void after_fork_in_child() {
+  if (int parents = g_listening_fd.exchange(-1); parents >= 0) ::close(parents);
   // The parent's agent thread does not exist here; a lock it held stays held: start over.
   bool was_running = g_running;
   // The parent's trace and native sessions are the parent's: nobody reads the child's copies.
@@ -157,10 +170,22 @@ void after_fork_in_child() {
 }
 
 // memprof trace/native -- CMD: the program's first instruction waits (at most 10 s) until the
-// session has started, so that nothing is missed. Its children do not wait.
+// session has started, so that nothing is missed. The CLI sets the variable to "1"; the first
+// program makes it its PID, so that a program it execs (the same process: a wrapper script
+// such as an rbenv shim exec'ing ruby) waits for the CLI too, and its children do not.
+// Called before the agent's thread exists: setenv must not race a getenv.
+bool claims_hold() {
+  const char* value = std::getenv(kHoldVariable);
+  if (value == nullptr) return false;
+  const std::string pid = std::to_string(::getpid());
+  if (std::strcmp(value, "1") == 0) {
+    ::setenv(kHoldVariable, pid.c_str(), 1);
+    return true;
+  }
+  return pid == value;
+}
+
 void hold_until_traced() {
-  if (std::getenv(kHoldVariable) == nullptr) return;
-  ::unsetenv(kHoldVariable);
   for (int waited_ms = 0; waited_ms < 10000 && !session_started(); ++waited_ms) ::usleep(1000);
 }
 
@@ -182,5 +207,6 @@ __attribute__((constructor)) static void memprof_agent_loaded() {
   memprof::agent::make_ruby_objects();
   pthread_atfork(nullptr, nullptr, memprof::agent::after_fork_in_child);
   std::atexit(memprof::agent::wait_for_sessions_at_exit);
-  if (memprof_agent_start() == 0) memprof::agent::hold_until_traced();
+  const bool hold = memprof::agent::claims_hold();
+  if (memprof_agent_start() == 0 && hold) memprof::agent::hold_until_traced();
 }

@@ -54,11 +54,6 @@ ControlServer::~ControlServer() {
   if (fd_.valid() && owner_ == ::getpid()) ::unlink(path_.c_str());
 }
 
-void ControlServer::abandon() {
-  fd_.reset();
-  path_.clear();
-}
-
 bool ControlServer::wait_for_connection(std::chrono::milliseconds timeout) const {
   pollfd listening{fd_.get(), POLLIN, 0};
   return ::poll(&listening, 1, static_cast<int>(timeout.count())) != 0;  // an error: let accept say

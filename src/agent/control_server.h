@@ -28,8 +28,8 @@ class ControlServer {
   Result<ScopedFd> accept();
   // Whether a connection is waiting, after at most `timeout`.
   bool wait_for_connection(std::chrono::milliseconds timeout) const;
-  // For a forked child: forgets the parent's socket without removing its file.
-  void abandon();
+  // The listening socket, which a forked child closes (see agent.cc's after_fork_in_child).
+  int listening_fd() const { return fd_.get(); }
 
  private:
   ControlServer(ScopedFd fd, std::string path, pid_t owner)

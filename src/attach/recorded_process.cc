@@ -1,5 +1,6 @@
 #include "attach/recorded_process.h"
 
+#include <elf.h>
 #include <signal.h>
 
 #include <cerrno>
@@ -24,6 +25,19 @@ constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 std::string read_auxv(pid_t pid) {
   auto auxv = read_proc_file(fmt::format("/proc/{}/auxv", pid));
   return auxv.ok() ? std::move(*auxv) : std::string();
+}
+
+// AT_BASE of an auxiliary vector: where the program's interpreter (ld.so) is mapped, 0 for a
+// statically linked program (or an unreadable vector).
+uint64_t interpreter_base(const std::string& auxv) {
+  for (size_t at = 0; at + 16 <= auxv.size(); at += 16) {
+    uint64_t type = 0, value = 0;
+    std::memcpy(&type, auxv.data() + at, 8);
+    std::memcpy(&value, auxv.data() + at + 8, 8);
+    if (type == AT_BASE) return value;
+    if (type == AT_NULL) break;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -78,6 +92,21 @@ bool RecordedProcess::replaced_program() const {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
+}
+
+Status RecordedProcess::follow_new_program() {
+  auxv_ = read_auxv(pid_);
+  if (!launched_) return err("only a command memprof starts passes its agent on to the program it execs");
+  if (interpreter_base(auxv_) == 0)
+    return err("the new program is statically linked: memprof's agent cannot be preloaded into it");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (gone()) return err("process {} ended", pid_);
+    if (agent_listening(pid_)) return ok_status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return err("memprof's agent did not start in the new program within 10 s (a program that clears LD_PRELOAD "
+             "or gains privileges by setuid does not load it)");
 }
 
 int RecordedProcess::wait() {

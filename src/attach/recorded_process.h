@@ -33,6 +33,13 @@ class RecordedProcess {
   // auxiliary vector the kernel gives each new program (AT_RANDOM, AT_EXECFN: addresses on a
   // new stack); false when it cannot be read.
   bool replaced_program() const;
+  // After replaced_program(): makes the new program the one recorded, once its agent listens.
+  // A launched command passes the agent on to what it execs (LD_PRELOAD, and the hold that keeps
+  // the new program's first instruction until the recording starts again), so a wrapper script
+  // (an rbenv or pyenv shim, `sh -c`, `bundle exec`) is followed into the program it runs. An
+  // error says why the new program cannot be recorded (a PID memprof did not start, a static
+  // program, no agent within 10 s).
+  Status follow_new_program();
   // A launched command: reaped, "memprof: process N exited with status S" said, and S (as a
   // shell reports it) returned. Else 0.
   int wait();

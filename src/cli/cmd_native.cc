@@ -95,7 +95,8 @@ int run_native(const NativeOptions& options) {
   attach::Interruption interruption;
   ::signal(SIGPIPE, SIG_IGN);
   native::NativeRequest request{options.stack_depth, options.ruby_lines, options.track_mmap};
-  auto started = attach::agent_request(pid, "native-start", native::encode_native_request(request));
+  const std::string encoded_request = native::encode_native_request(request);
+  auto started = attach::agent_request(pid, "native-start", encoded_request);
   if (!started.ok()) {
     bool ended = process.ended_after_failure();
     process.abandon();
@@ -105,7 +106,7 @@ int run_native(const NativeOptions& options) {
   if (!first.ok()) return fail(first.message());
   for (const std::string& problem : first->problems) fmt::print(stderr, "memprof: {}\n", problem);
   SiteNamer namer(pid);
-  const auto start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   const auto deadline = attach::deadline_after(*duration);
   fmt::print(stderr, "memprof: tracking the malloc family in process {}{}\n", pid,
              process.launched() ? "" : " (Ctrl-C stops)");
@@ -118,6 +119,28 @@ int run_native(const NativeOptions& options) {
   bool final_snapshot = false;
   // The process exec'd: its agent and the tracking went with the old program.
   bool replaced = false;
+  std::string not_followed;  // why the new program is not tracked
+  // A launched command's new program is tracked from its first instruction instead (a wrapper
+  // script's memory is not what its user asked about): false when it cannot be.
+  auto follow_exec = [&]() -> Result<bool> {
+    if (Status followed = process.follow_new_program(); !followed.ok()) {
+      not_followed = followed.message();
+      return false;
+    }
+    auto restarted = attach::agent_request(pid, "native-start", encoded_request);
+    if (!restarted.ok()) {
+      not_followed = restarted.message();
+      return false;
+    }
+    MEMPROF_TRY(snapshot, attach::parse_native_snapshot(*restarted));
+    for (const std::string& problem : snapshot.problems) fmt::print(stderr, "memprof: {}\n", problem);
+    last = std::move(snapshot);
+    last_taken = start = std::chrono::steady_clock::now();
+    namer.refresh({});
+    fmt::print(stderr, "memprof: process {} replaced its program (exec): tracking the malloc family in the new one\n",
+               pid);
+    return true;
+  };
   while (!final_snapshot && !attach::Interruption::requested() && std::chrono::steady_clock::now() < deadline) {
     // The agent answers after `step`, or at once when the process starts exiting (a launched
     // command then ends without waiting for our next read).
@@ -126,9 +149,18 @@ int run_native(const NativeOptions& options) {
         std::min<std::chrono::steady_clock::duration>(left, kReadInterval));
     auto read = attach::agent_request(pid, "native-read", fmt::format("wait_ms {}", std::max<int64_t>(step.count(), 0)));
     if (!read.ok()) {
+      // Before waiting for an end: a new program held at its first instruction does not end.
+      if ((replaced = process.replaced_program())) {
+        auto followed = follow_exec();
+        if (!followed.ok()) return fail(followed.message());
+        if (*followed) {
+          replaced = false;
+          continue;
+        }
+        break;
+      }
       if (process.ended_after_failure()) break;  // by _exit or a signal: the last snapshot is what there is
-      if (!(replaced = process.replaced_program())) return fail(read.message());
-      break;
+      return fail(read.message());
     }
     auto snapshot = attach::parse_native_snapshot(*read);
     if (!snapshot.ok()) return fail(snapshot.message());
@@ -150,9 +182,10 @@ int run_native(const NativeOptions& options) {
   }
   if (replaced) {
     fmt::print(stderr,
-               "memprof: warning: process {} replaced its program (exec): the report is the old program's "
+               "memprof: warning: process {} replaced its program (exec): {}the report is the old program's "
                "last snapshot, taken {:.1f} s before memprof saw the exec\n",
-               pid, std::chrono::duration<double>(std::chrono::steady_clock::now() - last_taken).count());
+               pid, not_followed.empty() ? "" : not_followed + "; ",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - last_taken).count());
   } else if (!final_snapshot) {
     // Without this, a program that ended by _exit or a signal between two reads showed the
     // counts of an earlier read (all zeros for a short one) as if they were the whole run.

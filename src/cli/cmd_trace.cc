@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "attach/agent_client.h"
 #include "attach/duration.h"
@@ -139,6 +140,25 @@ class TracePrinter {
     totals_ = std::move(readout.totals);
   }
 
+  // The process exec'd and is traced again: the next readouts' function ids are the new
+  // program's. What the old one counted stays in the summary, by function name.
+  void new_program() {
+    const std::vector<trace::SummaryRow> called = called_rows();
+    earlier_called_ += called.size();
+    for (const trace::SummaryRow& row : called) {
+      trace::SummaryRow& earlier = earlier_rows_[row.function];
+      earlier.function = row.function;
+      earlier.calls += row.calls;
+      earlier.nanoseconds += row.nanoseconds;
+    }
+    earlier_functions_ += functions_.size();
+    earlier_dropped_ += dropped_;
+    earlier_untraced_ += untraced_;
+    functions_.clear();
+    totals_.clear();
+    dropped_ = untraced_ = in_flight_ = 0;
+  }
+
   size_t functions() const { return functions_.size(); }
   // Why the trace could not be written (a closed pipe, a full disk), empty while it can.
   const std::string& write_error() const { return write_error_; }
@@ -147,28 +167,41 @@ class TracePrinter {
   void finish() {
     if (options_.summary) {
       // As ltrace -c: functions called. A glob ('sqlite3_*') matches hundreds never called.
-      std::vector<trace::SummaryRow> rows;
-      size_t never_called = functions_.size();
-      for (const trace::ReadoutTotals& total : totals_)
-        if (auto function = functions_.find(total.id); function != functions_.end() && total.calls > 0) {
-          rows.push_back({function->second.name, total.calls, total.nanoseconds});
-          --never_called;
+      std::vector<trace::SummaryRow> rows = called_rows();
+      const size_t traced = earlier_functions_ + functions_.size();
+      const size_t never_called = traced - earlier_called_ - rows.size();
+      for (const auto& [name, earlier] : earlier_rows_) {
+        auto same = std::find_if(rows.begin(), rows.end(), [&](const auto& row) { return row.function == name; });
+        if (same == rows.end()) {
+          rows.push_back(earlier);
+        } else {
+          same->calls += earlier.calls;
+          same->nanoseconds += earlier.nanoseconds;
         }
+      }
       write(trace::summary_table(std::move(rows)));
       if (never_called > 0)
-        fmt::print(stderr, "memprof: {} of the {} traced functions were not called\n", never_called,
-                   functions_.size());
+        fmt::print(stderr, "memprof: {} of the {} traced functions were not called\n", never_called, traced);
     }
-    if (dropped_ > 0)
-      fmt::print(stderr, "memprof: {} calls were counted but not shown: the reader fell behind\n", dropped_);
-    if (untraced_ > 0)
+    if (const uint64_t dropped = earlier_dropped_ + dropped_; dropped > 0)
+      fmt::print(stderr, "memprof: {} calls were counted but not shown: the reader fell behind\n", dropped);
+    if (const uint64_t untraced = earlier_untraced_ + untraced_; untraced > 0)
       fmt::print(stderr, "memprof: {} calls were not traced (nested over 128 deep, or over 512 threads)\n",
-                 untraced_);
+                 untraced);
     if (in_flight_ > 0)
       fmt::print(stderr, "memprof: {} traced calls had not returned when the trace stopped\n", in_flight_);
   }
 
  private:
+  // This program's functions that were called, with their totals.
+  std::vector<trace::SummaryRow> called_rows() const {
+    std::vector<trace::SummaryRow> rows;
+    for (const trace::ReadoutTotals& total : totals_)
+      if (auto function = functions_.find(total.id); function != functions_.end() && total.calls > 0)
+        rows.push_back({function->second.name, total.calls, total.nanoseconds});
+    return rows;
+  }
+
   void write(const std::string& text) {
     if (!write_error_.empty() || text.empty()) return;
     if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0)
@@ -183,6 +216,10 @@ class TracePrinter {
   std::map<uint32_t, trace::FunctionInfo> functions_;
   std::vector<trace::ReadoutTotals> totals_;
   uint64_t dropped_ = 0, untraced_ = 0, in_flight_ = 0;
+  // What the programs the process ran before an exec counted.
+  std::map<std::string, trace::SummaryRow> earlier_rows_;
+  size_t earlier_functions_ = 0, earlier_called_ = 0;
+  uint64_t earlier_dropped_ = 0, earlier_untraced_ = 0;
 };
 
 void warn_unmatched(const TraceOptions& options, const TracePrinter& printer) {
@@ -221,14 +258,41 @@ int run_trace(const TraceOptions& options) {
     if (!process.launched()) fmt::print(stderr, "memprof: process {} ended while traced\n", pid);
     return process.wait();
   };
-  // A request failed: the process ended, or replaced its program (the trace went with the old
-  // one: what it had is shown), or the agent gave an error.
-  auto after_failure = [&](TracePrinter& printer, const std::string& message) {
+  const std::string request = tracer::encode_trace_request(make_request(options, *prototypes));
+  // The process exec'd, and its new program is traced from its first instruction (a launched
+  // command's), or the trace ended with the old one: the exit status, or nullopt to go on.
+  auto follow_exec = [&](TracePrinter& printer) -> std::optional<int> {
+    auto trace_ended = [&](const std::string& why) {
+      printer.finish();
+      fmt::print(stderr, "memprof: process {} replaced its program (exec): {}; the trace ended with the old one\n",
+                 pid, why);
+      return process.wait();
+    };
+    printer.new_program();
+    if (Status followed = process.follow_new_program(); !followed.ok()) return trace_ended(followed.message());
+    auto restarted = attach::agent_request(pid, "trace-start", request);
+    if (!restarted.ok()) return trace_ended(restarted.message());
+    auto readout = trace::parse_readout(*restarted);
+    if (!readout.ok()) return fail(readout.message());
+    printer.take(std::move(*readout));
+    warn_unmatched(options, printer);
+    fmt::print(stderr, "memprof: process {} replaced its program (exec): tracing {} function{} in the new one\n",
+               pid, printer.functions(), printer.functions() == 1 ? "" : "s");
+    return std::nullopt;
+  };
+  // A request failed: the process replaced its program (followed while `may_follow`), ended,
+  // or the agent gave an error. The exit status, or nullopt to go on.
+  auto after_failure = [&](TracePrinter& printer, const std::string& message,
+                           bool may_follow) -> std::optional<int> {
+    // Before waiting for an end: a new program held at its first instruction does not end.
+    if (process.replaced_program()) {
+      if (may_follow) return follow_exec(printer);
+      printer.finish();
+      fmt::print(stderr, "memprof: process {} replaced its program (exec): the trace ended with the old one\n", pid);
+      return process.wait();
+    }
     if (process.ended_after_failure()) return finish_with_process(printer);
-    if (!process.replaced_program()) return fail(message);
-    printer.finish();
-    fmt::print(stderr, "memprof: process {} replaced its program (exec): the trace ended with the old one\n", pid);
-    return process.wait();
+    return fail(message);
   };
 
   attach::Interruption interruption;
@@ -236,7 +300,7 @@ int run_trace(const TraceOptions& options) {
   // properly instead of the CLI dying with its hooks left in the process.
   ::signal(SIGPIPE, SIG_IGN);
   TracePrinter printer(options, *prototypes, file ? file.get() : stdout);
-  auto started = attach::agent_request(pid, "trace-start", tracer::encode_trace_request(make_request(options, *prototypes)));
+  auto started = attach::agent_request(pid, "trace-start", request);
   if (!started.ok()) {
     if (process.ended_after_failure()) return finish_with_process(printer);
     process.abandon();  // a launched command was started to be traced, and cannot be
@@ -256,14 +320,17 @@ int run_trace(const TraceOptions& options) {
          std::chrono::steady_clock::now() < deadline) {
     if (!attach::Interruption::sleep_for(kReadInterval)) break;
     auto read = attach::agent_request(pid, "trace-read");
-    if (!read.ok()) return after_failure(printer, read.message());
+    if (!read.ok()) {
+      if (auto status = after_failure(printer, read.message(), true)) return *status;
+      continue;
+    }
     auto readout = trace::parse_readout(*read);
     if (!readout.ok()) return fail(readout.message());
     exiting = readout->exiting;  // the process waits in exit() for the stop below
     printer.take(std::move(*readout));
   }
   auto stopped = attach::agent_request(pid, "trace-stop");
-  if (!stopped.ok()) return after_failure(printer, stopped.message());
+  if (!stopped.ok()) return *after_failure(printer, stopped.message(), false);
   auto readout = trace::parse_readout(*stopped);
   if (!readout.ok()) return fail(readout.message());
   printer.take(std::move(*readout));

@@ -182,8 +182,10 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
 
 Result<std::optional<std::string>> TraceSession::hook_function(const std::string& name, uintptr_t address,
                                                                bool ifunc, TracedFunction& traced) {
-  std::string refusal = "an IFUNC implementation, which other functions may jump into";
-  if (!ifunc) {
+  std::string refusal;
+  if (ifunc) {
+    refusal = "an IFUNC implementation, which other functions may jump into";
+  } else {
     // Parked: a thread of the target may be inside the bytes the jump replaces.
     auto entry = hook::EntryHook::install(reinterpret_cast<void*>(address), traced.stub,
                                           {.park_threads = true, .publish_original = &traced.original});

@@ -92,12 +92,25 @@ class NativeCliTest < Minitest::Test
     assert_match(/memprof: warning: process \d+ ended without exit\(\) \(_exit or a signal\): the report is its last snapshot/, err)
   end
 
+  # A wrapper (an rbenv shim, sh -c, bundle exec) execs the program the user meant: the report
+  # is that program's. Before: the wrapper's last snapshot (its 50 blocks of 1,000 bytes).
+  def test_a_command_that_replaces_its_program_is_reported_for_the_new_one
+    out, err, status = memprof("native", "--", TARGET, "exec", 50, 1000, "self", "once", 30, 2000)
+    assert status.success?, err
+    assert_match(/^memprof: process \d+ replaced its program \(exec\): tracking the malloc family in the new one$/, err)
+    assert_match(/memprof: process \d+ exited with status 0/, err)
+    refute_match(/warning/, err)
+    leaked = section(out.lines.map(&:chomp), "Live at the end (leaked), by call site")
+    assert_equal [60_000, 30], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0], out
+  end
+
+  # A program the agent cannot be preloaded into: the report is the old program's, and says so.
   # Before: the request in flight failed with "no reply from the agent: read: Connection reset
   # by peer", exit 1, and no report at all.
-  def test_a_command_that_replaces_its_program_is_reported_up_to_the_exec
-    out, err, status = memprof("native", "--", TARGET, "exec", 50, 1000)
+  def test_a_command_that_execs_a_static_program_is_reported_up_to_the_exec
+    out, err, status = memprof("native", "--", TARGET, "exec", 50, 1000, ENV.fetch("STATIC_PROGRAM"))
     assert status.success?, err
-    assert_match(/memprof: warning: process \d+ replaced its program \(exec\): the report is the old program's last snapshot/, err)
+    assert_match(/memprof: warning: process \d+ replaced its program \(exec\): the new program is statically linked: memprof's agent cannot be preloaded into it; the report is the old program's last snapshot/, err)
     assert_match(/memprof: process \d+ exited with status 0/, err)  # the new program, waited for
     leaked = section(out.lines.map(&:chomp), "Live at the end (leaked), by call site")
     assert_equal [50_000, 50], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0], out

@@ -5,6 +5,7 @@
 # BIND_NOW) and the machine's ruby with Debian's sqlite3 gem. Every trace is started on a process
 # the test spawned, by its pid, and stopped as a user stops it (Ctrl-C, --duration, or the
 # launched command's exit).
+require "socket"
 require_relative "../attach/attach_helper"
 
 class TraceCliTest < Minitest::Test
@@ -74,13 +75,40 @@ class TraceCliTest < Minitest::Test
                  err)
   end
 
-  # Before: "no reply from the agent: read: Connection reset by peer", exit 1, and the counts
-  # of the calls made before the exec were lost.
-  def test_a_command_that_replaces_its_program_keeps_the_calls_made_before_the_exec
-    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500)
+  # A wrapper (an rbenv or pyenv shim, sh -c, bundle exec) execs the program the user meant.
+  # Before: the trace ended with the wrapper, and the 300 calls of the program it ran were not
+  # counted (earlier still: "Connection reset by peer", exit 1, nothing counted).
+  def test_a_command_that_replaces_its_program_is_traced_in_the_new_one_too
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500, "self", "once", 300)
+    assert status.success?, err
+    assert_equal 800, summary_calls(out.lines)["traced_add"], out
+    assert_match(/^memprof: process \d+ replaced its program \(exec\): tracing 1 function in the new one$/, err)
+  end
+
+  # A forked child closes its parent's listening socket. Before: the child kept it open, so
+  # after the parent exec'd the socket file still took connections that nobody would accept
+  # (the CLI following an exec through pyenv's shims had one reset in 10-20 runs).
+  def test_a_forked_child_does_not_keep_the_parents_agent_socket
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "fork_exec", ENV.fetch("STATIC_PROGRAM"))
+    child = out[/^child (\d+)$/, 1]&.to_i
+    assert status.success?, err
+    pid = err[/process (\d+) replaced its program/, 1]
+    refute_nil pid, err
+    path = "/tmp/memprof-#{Process.uid}/#{pid}.sock"
+    assert File.socket?(path), "#{path}: the exec'd program's socket file is left (no agent removed it)"
+    assert_raises(Errno::ECONNREFUSED) { UNIXSocket.new(path).close }
+  ensure
+    Process.kill(:KILL, child) if child
+  end
+
+  # A program the agent cannot be preloaded into: the calls made before the exec are kept, and
+  # the line says why the new program is not traced.
+  def test_a_command_that_execs_a_static_program_keeps_the_calls_made_before_the_exec
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500, ENV.fetch("STATIC_PROGRAM"))
     assert status.success?, err
     assert_equal 500, summary_calls(out.lines)["traced_add"], out
-    assert_match(/^memprof: process \d+ replaced its program \(exec\): the trace ended with the old one$/, err)
+    assert_match(/^memprof: process \d+ replaced its program \(exec\): the new program is statically linked: memprof's agent cannot be preloaded into it; the trace ended with the old one$/,
+                 err)
   end
 
   # As ltrace -c: only functions that were called have a row; the others are counted on stderr.
