@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -20,11 +21,14 @@
 #include <string>
 
 #include "agent/control_server.h"
+#include "agent/protocol.h"
+#include "agent/recording_sessions.h"
 #include "agent/request_handler.h"
 #include "agent/ruby_calls.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_service.h"
 #include "native/native_session.h"
+#include "core/util/scoped_fd.h"
 #include "tracer/trampoline.h"
 
 namespace memprof::agent {
@@ -160,6 +164,7 @@ void after_fork_in_child() {
   // The parent's trace and native sessions are the parent's: nobody reads the child's copies.
   tracer::stop_tracing_in_child();
   native::stop_recording_in_child();
+  forget_sessions_in_child();
   new (&g_start_mutex) std::mutex;
   g_running = false;
   if (forking_for_handler() || !was_running) return;
@@ -172,21 +177,37 @@ void after_fork_in_child() {
 // memprof trace/native -- CMD: the program's first instruction waits (at most 10 s) until the
 // session has started, so that nothing is missed. The CLI sets the variable to "1"; the first
 // program makes it its PID, so that a program it execs (the same process: a wrapper script
-// such as an rbenv shim exec'ing ruby) waits for the CLI too, and its children do not.
+// such as an rbenv shim exec'ing ruby) can wait for the CLI too, and its children do not.
+enum class Hold { kNone, kFirstProgram, kExecedProgram };
+
+// Whether the CLI that launched this process still follows it: its follow marker names a live
+// process. It is gone once the recording stopped (--duration, Ctrl-C) or could not follow.
+bool followed_by_cli() {
+  char text[32] = {};
+  ScopedFd marker(::open(follow_marker_path(::getuid(), ::getpid()).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!marker.valid() || ::read(marker.get(), text, sizeof text - 1) <= 0) return false;
+  const long cli = std::strtol(text, nullptr, 10);
+  return cli > 0 && (::kill(static_cast<pid_t>(cli), 0) == 0 || errno == EPERM);
+}
+
 // Called before the agent's thread exists: setenv must not race a getenv.
-bool claims_hold() {
+Hold claims_hold() {
   const char* value = std::getenv(kHoldVariable);
-  if (value == nullptr) return false;
+  if (value == nullptr) return Hold::kNone;
   const std::string pid = std::to_string(::getpid());
   if (std::strcmp(value, "1") == 0) {
     ::setenv(kHoldVariable, pid.c_str(), 1);
-    return true;
+    return Hold::kFirstProgram;
   }
-  return pid == value;
+  return pid == value && followed_by_cli() ? Hold::kExecedProgram : Hold::kNone;
 }
 
-void hold_until_traced() {
-  for (int waited_ms = 0; waited_ms < 10000 && !session_started(); ++waited_ms) ::usleep(1000);
+void hold_until_traced(Hold hold) {
+  for (int waited_ms = 0; waited_ms < 10000 && !session_started(); ++waited_ms) {
+    // An exec'd program stops waiting as soon as the CLI stops following.
+    if (hold == Hold::kExecedProgram && waited_ms % 10 == 9 && !followed_by_cli()) return;
+    ::usleep(1000);
+  }
 }
 
 }  // namespace
@@ -207,6 +228,6 @@ __attribute__((constructor)) static void memprof_agent_loaded() {
   memprof::agent::make_ruby_objects();
   pthread_atfork(nullptr, nullptr, memprof::agent::after_fork_in_child);
   std::atexit(memprof::agent::wait_for_sessions_at_exit);
-  const bool hold = memprof::agent::claims_hold();
-  if (memprof_agent_start() == 0 && hold) memprof::agent::hold_until_traced();
+  const auto hold = memprof::agent::claims_hold();
+  if (memprof_agent_start() == 0 && hold != memprof::agent::Hold::kNone) memprof::agent::hold_until_traced(hold);
 }

@@ -17,6 +17,10 @@ std::string socket_path(uid_t uid, pid_t pid) {
   return fmt::format("{}/{}.sock", socket_directory(uid), pid);
 }
 
+std::string follow_marker_path(uid_t uid, pid_t pid) {
+  return fmt::format("{}/{}.follow", socket_directory(uid), pid);
+}
+
 namespace {
 
 Status wait_readable(int fd, std::chrono::milliseconds timeout) {

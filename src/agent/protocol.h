@@ -26,6 +26,10 @@ inline constexpr size_t kMaxReplyBytes = 64 * 1024 * 1024;
 std::string socket_directory(uid_t uid);
 // /tmp/memprof-UID/PID.sock
 std::string socket_path(uid_t uid, pid_t pid);
+// /tmp/memprof-UID/PID.follow: the pid of a CLI that records the command it launched as PID and
+// follows it through exec. While it is there and that CLI lives, a program PID execs waits
+// before its first instruction for the recording to start again (src/agent/agent.cc).
+std::string follow_marker_path(uid_t uid, pid_t pid);
 
 // Writes one frame to a socket or a pipe. Handles short writes and EINTR; never raises SIGPIPE
 // on a socket.

@@ -31,6 +31,13 @@ bool exiting() { return g_exiting.load(std::memory_order_acquire); }
 
 bool session_started() { return g_session_started.load(std::memory_order_acquire); }
 
+void forget_sessions_in_child() {
+  // Before: a child of a traced process (a shell's subshell, a forked worker) inherited "a
+  // session is active" and waited 2 s in exit() for a CLI read that never came.
+  g_session_active.store(false, std::memory_order_relaxed);
+  g_exiting.store(false, std::memory_order_relaxed);
+}
+
 void wait_for_sessions_at_exit() {
   if (!g_session_active.load(std::memory_order_acquire)) return;
   g_exiting.store(true, std::memory_order_release);

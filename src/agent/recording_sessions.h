@@ -70,5 +70,7 @@ class RecordingSessions {
 bool session_started();
 // At exit (an atexit handler): see above.
 void wait_for_sessions_at_exit();
+// In a forked child: the parent's sessions are not the child's, and no CLI waits for its exit.
+void forget_sessions_in_child();
 
 }  // namespace memprof::agent

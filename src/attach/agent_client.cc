@@ -70,6 +70,13 @@ Result<ScopedFd> connect_to_agent(pid_t pid, bool explain = true) {
 
 bool agent_listening(pid_t pid) { return connect_to_agent(pid, /*explain=*/false).ok(); }
 
+AgentSocketFile agent_socket_file(pid_t pid) {
+  auto uid = proc::process_uid(pid);
+  struct stat st {};
+  if (!uid || ::lstat(agent::socket_path(*uid, pid).c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return {};
+  return {st.st_ino, int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec};
+}
+
 Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body,
                                   std::chrono::milliseconds timeout) {
   MEMPROF_TRY(fd, connect_to_agent(pid));

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,16 @@ namespace memprof::attach {
 
 // Whether process `pid` has a live agent socket (it answers a connection).
 bool agent_listening(pid_t pid);
+// Which socket file `pid`'s agent has bound. Each agent binds a file of its own (the inode
+// number alone may be reused at once), so a different one is a new agent, where a connection
+// alone can reach an old agent's socket that a forked child holds open until it closes it
+// (see src/agent/agent.cc). None: inode 0.
+struct AgentSocketFile {
+  uint64_t inode = 0;
+  int64_t created_ns = 0;  // st_ctim
+  bool operator==(const AgentSocketFile&) const = default;
+};
+AgentSocketFile agent_socket_file(pid_t pid);
 
 // Sends one request to the agent of `pid` and returns the body of its "ok" reply. Errors name
 // the process: no agent ("memprof attach -p PID" first), a socket owned by another uid, a

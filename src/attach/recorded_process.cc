@@ -1,7 +1,9 @@
 #include "attach/recorded_process.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -11,9 +13,11 @@
 #include <fmt/format.h>
 
 #include "attach/agent_client.h"
+#include "agent/protocol.h"
 #include "attach/attach_flow.h"
 #include "core/proc/process_access.h"
 #include "core/util/proc_file.h"
+#include "core/util/scoped_fd.h"
 
 namespace memprof::attach {
 namespace {
@@ -22,27 +26,61 @@ namespace {
 // (src/agent/agent.cc).
 constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 
-std::string read_auxv(pid_t pid) {
+// What the kernel's auxiliary vector says of the program a process runs. An exec writes a new
+// vector, entry by entry, once the old program is gone (its close-on-exec descriptors, the
+// agent's socket among them, are closed by then); until it is written /proc/PID/auxv reads as
+// zeros or a part. So a vector counts only once AT_RANDOM is in it (it comes after AT_BASE and
+// AT_ENTRY): the address of 16 random bytes on the new program's stack, different for every
+// program a process runs.
+ProgramIdentity read_program(pid_t pid) {
+  ProgramIdentity program;
   auto auxv = read_proc_file(fmt::format("/proc/{}/auxv", pid));
-  return auxv.ok() ? std::move(*auxv) : std::string();
-}
-
-// AT_BASE of an auxiliary vector: where the program's interpreter (ld.so) is mapped, 0 for a
-// statically linked program (or an unreadable vector).
-uint64_t interpreter_base(const std::string& auxv) {
-  for (size_t at = 0; at + 16 <= auxv.size(); at += 16) {
+  if (!auxv.ok()) return program;
+  uint64_t base = 0;
+  for (size_t at = 0; at + 16 <= auxv->size(); at += 16) {
     uint64_t type = 0, value = 0;
-    std::memcpy(&type, auxv.data() + at, 8);
-    std::memcpy(&value, auxv.data() + at + 8, 8);
-    if (type == AT_BASE) return value;
+    std::memcpy(&type, auxv->data() + at, 8);
+    std::memcpy(&value, auxv->data() + at + 8, 8);
     if (type == AT_NULL) break;
+    if (type == AT_BASE) base = value;
+    if (type == AT_RANDOM && value != 0) {
+      program.random_bytes = value;
+      program.interpreter_base = base;
+    }
   }
-  return 0;
+  return program;
 }
 
 }  // namespace
 
-RecordedProcess::RecordedProcess(pid_t pid) : pid_(pid), auxv_(read_auxv(pid)) {}
+FollowMarker FollowMarker::create(pid_t pid) {
+  FollowMarker marker;
+  std::string path = agent::follow_marker_path(::getuid(), pid);
+  ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return marker;  // the command is then not followed through exec
+  const std::string cli = std::to_string(::getpid());
+  if (::write(fd.get(), cli.data(), cli.size()) == static_cast<ssize_t>(cli.size())) {
+    marker.path_ = std::move(path);
+  } else {
+    ::unlink(path.c_str());
+  }
+  return marker;
+}
+
+FollowMarker& FollowMarker::operator=(FollowMarker&& other) noexcept {
+  if (this != &other) {
+    remove();
+    path_ = std::exchange(other.path_, {});
+  }
+  return *this;
+}
+
+void FollowMarker::remove() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+  path_.clear();
+}
+
+RecordedProcess::RecordedProcess(pid_t pid) : pid_(pid), program_(read_program(pid)) {}
 
 bool process_gone(pid_t pid) {
   if (::kill(pid, 0) != 0) return errno == ESRCH;
@@ -65,7 +103,9 @@ Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::
     process.abandon();
     return ready.error();
   }
-  process.auxv_ = read_auxv(process.pid_);  // the command's, not memprof's before its exec
+  process.program_ = read_program(process.pid_);  // the command's, not memprof's before its exec
+  process.agent_socket_ = agent_socket_file(process.pid_);
+  process.follow_marker_ = FollowMarker::create(process.pid_);
   return process;
 }
 
@@ -84,25 +124,37 @@ bool RecordedProcess::ended_after_failure() const {
 }
 
 bool RecordedProcess::replaced_program() const {
-  if (auxv_.empty()) return false;
+  if (!program_.known()) return false;
   // The connection closes as exec begins; the new program's vector is there a moment later.
   for (int waited_ms = 0; waited_ms <= 200; waited_ms += 10) {
     if (gone()) return false;
-    if (std::string now = read_auxv(pid_); !now.empty() && now != auxv_) return true;
+    if (ProgramIdentity now = read_program(pid_); now.known() && now.random_bytes != program_.random_bytes) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
 }
 
 Status RecordedProcess::follow_new_program() {
-  auxv_ = read_auxv(pid_);
+  program_ = read_program(pid_);
+  for (int waited_ms = 0; !program_.known() && waited_ms < 200; waited_ms += 10) {
+    if (gone()) return err("process {} ended", pid_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    program_ = read_program(pid_);
+  }
+  if (!program_.known()) return err("its auxiliary vector cannot be read");
   if (!launched_) return err("only a command memprof starts passes its agent on to the program it execs");
-  if (interpreter_base(auxv_) == 0)
+  if (program_.interpreter_base == 0)
     return err("the new program is statically linked: memprof's agent cannot be preloaded into it");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     if (gone()) return err("process {} ended", pid_);
-    if (agent_listening(pid_)) return ok_status();
+    // The new program's own agent: the old one's socket may still take a connection, which
+    // would be reset when the last holder closes it.
+    if (const AgentSocketFile socket = agent_socket_file(pid_);
+        socket.inode != 0 && socket != agent_socket_ && agent_listening(pid_)) {
+      agent_socket_ = socket;
+      return ok_status();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return err("memprof's agent did not start in the new program within 10 s (a program that clears LD_PRELOAD "
@@ -110,6 +162,7 @@ Status RecordedProcess::follow_new_program() {
 }
 
 int RecordedProcess::wait() {
+  stop_following();
   if (!launched_) return 0;
   int status = launched_->wait();
   fmt::print(stderr, "memprof: process {} exited with status {}\n", pid_, status);
@@ -117,6 +170,7 @@ int RecordedProcess::wait() {
 }
 
 void RecordedProcess::abandon() {
+  stop_following();
   if (!launched_) return;
   ::kill(pid_, SIGKILL);
   launched_->wait();

@@ -6,14 +6,40 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "attach/agent_client.h"
 #include "attach/launched_command.h"
 #include "core/util/result.h"
 
 namespace memprof::attach {
+
+// Which program a process runs, from its auxiliary vector: unknown (random_bytes 0) while an
+// exec has not written it yet, or when it cannot be read.
+struct ProgramIdentity {
+  uint64_t random_bytes = 0;      // AT_RANDOM
+  uint64_t interpreter_base = 0;  // AT_BASE: 0 for a statically linked program
+  bool known() const { return random_bytes != 0; }
+};
+
+// /tmp/memprof-UID/PID.follow holding this CLI's pid, while it exists (src/agent/protocol.h).
+class FollowMarker {
+ public:
+  FollowMarker() = default;
+  static FollowMarker create(pid_t pid);
+  FollowMarker(FollowMarker&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+  FollowMarker& operator=(FollowMarker&& other) noexcept;
+  ~FollowMarker() { remove(); }
+  void remove();
+
+ private:
+  std::string path_;  // empty: none
+};
 
 class RecordedProcess {
  public:
@@ -30,8 +56,8 @@ class RecordedProcess {
   bool ended_after_failure() const;
   // After a request failed and the process did not end: whether it replaced its program (exec)
   // since it was opened. Its agent and the recording went with the old program. Told by the
-  // auxiliary vector the kernel gives each new program (AT_RANDOM, AT_EXECFN: addresses on a
-  // new stack); false when it cannot be read.
+  // auxiliary vector the kernel gives each new program (AT_RANDOM: an address on a new stack),
+  // once written in full; false when it cannot be read.
   bool replaced_program() const;
   // After replaced_program(): makes the new program the one recorded, once its agent listens.
   // A launched command passes the agent on to what it execs (LD_PRELOAD, and the hold that keeps
@@ -40,6 +66,9 @@ class RecordedProcess {
   // error says why the new program cannot be recorded (a PID memprof did not start, a static
   // program, no agent within 10 s).
   Status follow_new_program();
+  // The recording ends (stopped, or it cannot follow an exec): a program the process execs
+  // from now on runs without waiting for it.
+  void stop_following() { follow_marker_.remove(); }
   // A launched command: reaped, "memprof: process N exited with status S" said, and S (as a
   // shell reports it) returned. Else 0.
   int wait();
@@ -49,7 +78,9 @@ class RecordedProcess {
  private:
   explicit RecordedProcess(pid_t pid);
   pid_t pid_;
-  std::string auxv_;  // /proc/PID/auxv when opened (empty when unreadable)
+  ProgramIdentity program_;       // the program recorded
+  AgentSocketFile agent_socket_;  // its agent's socket file (launched commands)
+  FollowMarker follow_marker_;    // launched commands, while they are followed through exec
   std::optional<LaunchedCommand> launched_;
 };
 

@@ -123,15 +123,14 @@ int run_native(const NativeOptions& options) {
   // A launched command's new program is tracked from its first instruction instead (a wrapper
   // script's memory is not what its user asked about): false when it cannot be.
   auto follow_exec = [&]() -> Result<bool> {
-    if (Status followed = process.follow_new_program(); !followed.ok()) {
-      not_followed = followed.message();
+    auto cannot_follow = [&](const std::string& why) {
+      process.stop_following();
+      not_followed = why;
       return false;
-    }
+    };
+    if (Status followed = process.follow_new_program(); !followed.ok()) return cannot_follow(followed.message());
     auto restarted = attach::agent_request(pid, "native-start", encoded_request);
-    if (!restarted.ok()) {
-      not_followed = restarted.message();
-      return false;
-    }
+    if (!restarted.ok()) return cannot_follow(restarted.message());
     MEMPROF_TRY(snapshot, attach::parse_native_snapshot(*restarted));
     for (const std::string& problem : snapshot.problems) fmt::print(stderr, "memprof: {}\n", problem);
     last = std::move(snapshot);
@@ -170,6 +169,7 @@ int run_native(const NativeOptions& options) {
   }
   if (!process.gone() && !replaced) {
     namer.refresh(last.snapshot);  // before the stop: a process in exit() goes once it has the reply
+    process.stop_following();
     auto stopped = attach::agent_request(pid, "native-stop");
     if (stopped.ok()) {
       auto snapshot = attach::parse_native_snapshot(*stopped);

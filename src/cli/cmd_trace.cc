@@ -263,6 +263,7 @@ int run_trace(const TraceOptions& options) {
   // command's), or the trace ended with the old one: the exit status, or nullopt to go on.
   auto follow_exec = [&](TracePrinter& printer) -> std::optional<int> {
     auto trace_ended = [&](const std::string& why) {
+      process.stop_following();
       printer.finish();
       fmt::print(stderr, "memprof: process {} replaced its program (exec): {}; the trace ended with the old one\n",
                  pid, why);
@@ -329,6 +330,7 @@ int run_trace(const TraceOptions& options) {
     exiting = readout->exiting;  // the process waits in exit() for the stop below
     printer.take(std::move(*readout));
   }
+  process.stop_following();
   auto stopped = attach::agent_request(pid, "trace-stop");
   if (!stopped.ok()) return *after_failure(printer, stopped.message(), false);
   auto readout = trace::parse_readout(*stopped);

@@ -85,6 +85,16 @@ class TraceCliTest < Minitest::Test
     assert_match(/^memprof: process \d+ replaced its program \(exec\): tracing 1 function in the new one$/, err)
   end
 
+  # Before: each child of a traced process waited 2 s in exit() for a CLI read meant for its
+  # parent (a shell script's every subshell: 13 s for pyenv's python shim instead of 0.6).
+  def test_the_children_of_a_traced_command_exit_at_once
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "fork_exit", 3)
+    assert status.success?, err
+    longest = out[/^longest exit (\d+) ms$/, 1]
+    refute_nil longest, out
+    assert_operator longest.to_i, :<, 1500, out  # 2,000 or more when a child waits
+  end
+
   # A forked child closes its parent's listening socket. Before: the child kept it open, so
   # after the parent exec'd the socket file still took connections that nobody would accept
   # (the CLI following an exec through pyenv's shims had one reset in 10-20 runs).
@@ -99,6 +109,18 @@ class TraceCliTest < Minitest::Test
     assert_raises(Errno::ECONNREFUSED) { UNIXSocket.new(path).close }
   ensure
     Process.kill(:KILL, child) if child
+  end
+
+  # The trace ends (--duration) before the command execs: the new program runs at once.
+  # Before: it waited 10 s before its first instruction for a trace that was over.
+  def test_a_program_execd_after_the_trace_ended_does_not_wait
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    out, err, status = memprof("trace", "--duration", "100ms", "-c", "-x", "traced_add", "--",
+                               TARGET, "exec", 10, "self", "once", 5)
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert status.success?, err
+    assert_match(/^sum 10$/, out)  # the new program ran
+    assert_operator elapsed, :<, 6, err  # 10.3 s or more when it waits
   end
 
   # A program the agent cannot be preloaded into: the calls made before the exec are kept, and
