@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -23,12 +22,12 @@
 #include "agent/control_server.h"
 #include "agent/protocol.h"
 #include "agent/recording_sessions.h"
+#include "agent/stale_sockets.h"
 #include "agent/request_handler.h"
 #include "agent/ruby_calls.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_service.h"
 #include "native/native_session.h"
-#include "core/util/scoped_fd.h"
 #include "tracer/trampoline.h"
 
 namespace memprof::agent {
@@ -182,13 +181,7 @@ enum class Hold { kNone, kFirstProgram, kExecedProgram };
 
 // Whether the CLI that launched this process still follows it: its follow marker names a live
 // process. It is gone once the recording stopped (--duration, Ctrl-C) or could not follow.
-bool followed_by_cli() {
-  char text[32] = {};
-  ScopedFd marker(::open(follow_marker_path(::getuid(), ::getpid()).c_str(), O_RDONLY | O_CLOEXEC));
-  if (!marker.valid() || ::read(marker.get(), text, sizeof text - 1) <= 0) return false;
-  const long cli = std::strtol(text, nullptr, 10);
-  return cli > 0 && (::kill(static_cast<pid_t>(cli), 0) == 0 || errno == EPERM);
-}
+bool followed_by_cli() { return follow_marker_names_live_cli(follow_marker_path(::getuid(), ::getpid())); }
 
 // Called before the agent's thread exists: setenv must not race a getenv.
 Hold claims_hold() {

@@ -1,6 +1,8 @@
 #include "agent/stale_sockets.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/util/scoped_fd.h"
@@ -30,6 +33,14 @@ bool nobody_listens(const std::string& path) {
 
 }  // namespace
 
+bool follow_marker_names_live_cli(const std::string& path) {
+  char text[32] = {};
+  ScopedFd marker(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!marker.valid() || ::read(marker.get(), text, sizeof text - 1) <= 0) return false;
+  const long cli = std::strtol(text, nullptr, 10);
+  return cli > 0 && (::kill(static_cast<pid_t>(cli), 0) == 0 || errno == EPERM);
+}
+
 size_t remove_stale_sockets(const std::string& directory) {
   DIR* dir = ::opendir(directory.c_str());
   if (dir == nullptr) return 0;
@@ -37,12 +48,14 @@ size_t remove_stale_sockets(const std::string& directory) {
   size_t removed = 0;
   while (const dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
-    if (name.size() <= 5 || !name.ends_with(".sock")) continue;
+    const bool socket = name.ends_with(".sock"), marker = name.ends_with(".follow");
+    if (!socket && !marker) continue;
     std::string path = directory + "/" + name;
     struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (::lstat(path.c_str(), &st) != 0 || !(socket ? S_ISSOCK(st.st_mode) : S_ISREG(st.st_mode))) continue;
     if (now - st.st_mtime < kYoungestRemovedSeconds) continue;
-    if (nobody_listens(path) && ::unlink(path.c_str()) == 0) ++removed;
+    const bool stale = socket ? nobody_listens(path) : !follow_marker_names_live_cli(path);
+    if (stale && ::unlink(path.c_str()) == 0) ++removed;
   }
   ::closedir(dir);
   return removed;

@@ -11,6 +11,11 @@ namespace memprof::agent {
 // Removes each *.sock in `directory` that refuses a connection (no process listens there, in
 // any pid namespace) and is older than a minute (a new agent may be between bind and listen).
 // Returns how many were removed; a directory that cannot be read removes nothing.
+// Also removes each *.follow (a follow marker, protocol.h) older than a minute whose CLI has
+// ended: a CLI killed by SIGKILL leaves its marker behind.
 size_t remove_stale_sockets(const std::string& directory);
+
+// Whether the follow marker at `path` names a process that is alive (the CLI following).
+bool follow_marker_names_live_cli(const std::string& path);
 
 }  // namespace memprof::agent

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -207,6 +208,38 @@ TEST(StaleSockets, OnlyOldSocketsNobodyListensOnAreRemoved) {
   EXPECT_EQ(remove_stale_sockets(dir + "/none"), 0u);
   ::close(live);
   for (const char* name : {"/102.sock", "/103.sock", "/104.sock"}) ::unlink((dir + name).c_str());
+  ::rmdir(dir.c_str());
+}
+
+// A follow marker (protocol.h) holding `pid`, its times set `age_seconds` back.
+void write_marker(const std::string& path, pid_t pid, int age_seconds) {
+  const std::string text = std::to_string(pid);
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0) << path;
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  timespec times[2] = {{::time(nullptr) - age_seconds, 0}, {::time(nullptr) - age_seconds, 0}};
+  EXPECT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
+// Before: a CLI killed by SIGKILL left its follow marker in /tmp/memprof-UID for good.
+TEST(StaleSockets, OnlyOldFollowMarkersOfEndedCLIsAreRemoved) {
+  char pattern[] = "/tmp/memprof-stale-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  const pid_t ended = ::fork();  // a pid that no process has once reaped
+  if (ended == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(ended, nullptr, 0), ended);
+  write_marker(dir + "/201.follow", ended, 120);     // its CLI ended: removed
+  write_marker(dir + "/202.follow", ::getpid(), 120);  // its CLI lives: kept
+  write_marker(dir + "/203.follow", ended, 5);       // maybe being written: kept
+  EXPECT_FALSE(follow_marker_names_live_cli(dir + "/201.follow"));
+  EXPECT_TRUE(follow_marker_names_live_cli(dir + "/202.follow"));
+  EXPECT_EQ(remove_stale_sockets(dir), 1u);
+  EXPECT_NE(::access((dir + "/201.follow").c_str(), F_OK), 0);
+  for (const char* kept : {"/202.follow", "/203.follow"})
+    EXPECT_EQ(::access((dir + kept).c_str(), F_OK), 0) << kept;
+  for (const char* name : {"/202.follow", "/203.follow"}) ::unlink((dir + name).c_str());
   ::rmdir(dir.c_str());
 }
 
