@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "attach/agent_client.h"
 #include "attach/duration.h"
@@ -121,8 +122,10 @@ class TracePrinter {
   void take(trace::Readout readout) {
     for (const std::string& problem : readout.problems) fmt::print(stderr, "memprof: {}\n", problem);
     // A function seen through the GOT only came with a problem line that says why.
-    for (const trace::ReadoutFunction& function : readout.functions)
+    for (const trace::ReadoutFunction& function : readout.functions) {
       functions_[function.id] = {function.name, function.object, prototypes_.find(function.name)};
+      traced_names_.insert(function.name);
+    }
     std::stable_sort(readout.records.begin(), readout.records.end(),
                      [](const trace::CallRecord& a, const trace::CallRecord& b) { return a.entry_ns < b.entry_ns; });
     std::string text;
@@ -160,9 +163,10 @@ class TracePrinter {
   }
 
   size_t functions() const { return functions_.size(); }
+  // The names of the functions traced in every program the process ran.
+  const std::set<std::string>& traced_names() const { return traced_names_; }
   // Why the trace could not be written (a closed pipe, a full disk), empty while it can.
   const std::string& write_error() const { return write_error_; }
-  const std::map<uint32_t, trace::FunctionInfo>& known() const { return functions_; }
 
   void finish() {
     if (options_.summary) {
@@ -214,6 +218,7 @@ class TracePrinter {
   std::string write_error_;
   trace::LineOptions line_;
   std::map<uint32_t, trace::FunctionInfo> functions_;
+  std::set<std::string> traced_names_;
   std::vector<trace::ReadoutTotals> totals_;
   uint64_t dropped_ = 0, untraced_ = 0, in_flight_ = 0;
   // What the programs the process ran before an exec counted.
@@ -222,17 +227,16 @@ class TracePrinter {
   uint64_t earlier_dropped_ = 0, earlier_untraced_ = 0;
 };
 
-void warn_unmatched(const TraceOptions& options, const TracePrinter& printer) {
+// Patterns that match no function traced so far in any program of the process.
+std::vector<std::string> unmatched_patterns(const TraceOptions& options, const TracePrinter& printer) {
+  std::vector<std::string> unmatched;
   for (const std::string& pattern : options.symbols) {
     if (tracer::is_event_pattern(pattern)) continue;
-    bool matched = std::any_of(printer.known().begin(), printer.known().end(), [&](const auto& entry) {
-      return tracer::matches_any({pattern}, entry.second.name);
-    });
-    if (!matched)
-      fmt::print(stderr, "memprof: no loaded object defines a function matching '{}' (objects loaded later are "
-                         "watched)\n",
-                 pattern);
+    bool matched = std::any_of(printer.traced_names().begin(), printer.traced_names().end(),
+                               [&](const std::string& name) { return tracer::matches_any({pattern}, name); });
+    if (!matched) unmatched.push_back(pattern);
   }
+  return unmatched;
 }
 
 int run_trace(const TraceOptions& options) {
@@ -253,8 +257,18 @@ int run_trace(const TraceOptions& options) {
   const pid_t pid = process.pid();
   // Ends the trace of a process that ended (or, launched, that memprof waits for): the
   // command's status, or 0.
+  // A launched command is told at its end which patterns none of its programs had: a wrapper
+  // script it execs first (an rbenv shim) has none of them. A running process is told at once.
+  auto warn_unmatched = [&](const TracePrinter& printer, bool at_end) {
+    if (at_end != process.launched()) return;
+    for (const std::string& pattern : unmatched_patterns(options, printer))
+      fmt::print(stderr, "memprof: {} a function matching '{}'{}\n",
+                 at_end ? "no program of the command defined" : "no loaded object defines", pattern,
+                 at_end ? "" : " (objects loaded later are watched)");
+  };
   auto finish_with_process = [&](TracePrinter& printer) {
     printer.finish();
+    warn_unmatched(printer, true);
     if (!process.launched()) fmt::print(stderr, "memprof: process {} ended while traced\n", pid);
     return process.wait();
   };
@@ -265,6 +279,7 @@ int run_trace(const TraceOptions& options) {
     auto trace_ended = [&](const std::string& why) {
       process.stop_following();
       printer.finish();
+      warn_unmatched(printer, true);
       fmt::print(stderr, "memprof: process {} replaced its program (exec): {}; the trace ended with the old one\n",
                  pid, why);
       return process.wait();
@@ -276,7 +291,6 @@ int run_trace(const TraceOptions& options) {
     auto readout = trace::parse_readout(*restarted);
     if (!readout.ok()) return fail(readout.message());
     printer.take(std::move(*readout));
-    warn_unmatched(options, printer);
     fmt::print(stderr, "memprof: process {} replaced its program (exec): tracing {} function{} in the new one\n",
                pid, printer.functions(), printer.functions() == 1 ? "" : "s");
     return std::nullopt;
@@ -289,6 +303,7 @@ int run_trace(const TraceOptions& options) {
     if (process.replaced_program()) {
       if (may_follow) return follow_exec(printer);
       printer.finish();
+      warn_unmatched(printer, true);
       fmt::print(stderr, "memprof: process {} replaced its program (exec): the trace ended with the old one\n", pid);
       return process.wait();
     }
@@ -310,7 +325,7 @@ int run_trace(const TraceOptions& options) {
   auto first = trace::parse_readout(*started);
   if (!first.ok()) return fail(first.message());
   printer.take(std::move(*first));
-  warn_unmatched(options, printer);
+  warn_unmatched(printer, false);
   fmt::print(stderr, "memprof: tracing {} function{} in process {}{}{}\n", printer.functions(),
              printer.functions() == 1 ? "" : "s", pid, printer.functions() == 0 ? ", watching dlopen" : "",
              process.launched() ? "" : " (Ctrl-C stops)");

@@ -111,6 +111,18 @@ class TraceCliTest < Minitest::Test
     Process.kill(:KILL, child) if child
   end
 
+  # A wrapper (sh here) has none of the traced functions: a launched command is told at its end
+  # which patterns no program had. Before: "no loaded object defines a function matching
+  # 'traced_add'" for the wrapper, of a function the program it ran was traced in.
+  def test_patterns_a_launched_command_never_had_are_said_at_its_end
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "-x", "memprof_no_such_function", "--",
+                               "sh", "-c", 'exec "$0" once 5', TARGET)
+    assert status.success?, err
+    assert_equal 5, summary_calls(out.lines)["traced_add"], out
+    refute_match(/traced_add'/, err)
+    assert_match(/^memprof: no program of the command defined a function matching 'memprof_no_such_function'$/, err)
+  end
+
   # The trace ends (--duration) before the command execs: the new program runs at once.
   # Before: it waited 10 s before its first instruction for a trace that was over.
   def test_a_program_execd_after_the_trace_ended_does_not_wait
