@@ -69,8 +69,6 @@ constinit bool g_running = false;
 // `memprof run` loads the gem itself, before the program's first line (lib/memprof/autostart.rb
 // in RUBYOPT), and names its lib/memprof.rb here.
 constexpr const char* kPreloadedGemVariable = "MEMPROF_AGENT_LIB";
-// Set by `memprof trace -- CMD` and `memprof native -- CMD` (src/cli).
-constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
 
 void log_problem(const std::string& message) {
   // The agent has no terminal of its own; stderr is the host's. One line, only for problems
@@ -185,11 +183,11 @@ bool followed_by_cli() { return follow_marker_names_live_cli(follow_marker_path(
 
 // Called before the agent's thread exists: setenv must not race a getenv.
 Hold claims_hold() {
-  const char* value = std::getenv(kHoldVariable);
+  const char* value = std::getenv(kTraceHoldVariable);
   if (value == nullptr) return Hold::kNone;
   const std::string pid = std::to_string(::getpid());
   if (std::strcmp(value, "1") == 0) {
-    ::setenv(kHoldVariable, pid.c_str(), 1);
+    ::setenv(kTraceHoldVariable, pid.c_str(), 1);
     return Hold::kFirstProgram;
   }
   return pid == value && followed_by_cli() ? Hold::kExecedProgram : Hold::kNone;

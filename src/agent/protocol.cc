@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "core/util/frame_length.h"
@@ -19,6 +20,14 @@ std::string socket_path(uid_t uid, pid_t pid) {
 
 std::string follow_marker_path(uid_t uid, pid_t pid) {
   return fmt::format("{}/{}.follow", socket_directory(uid), pid);
+}
+
+std::string encode_follow_marker(pid_t cli) { return std::to_string(cli); }
+
+pid_t decode_follow_marker(std::string_view text) {
+  pid_t cli = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), cli);
+  return error == std::errc() && end == text.data() + text.size() && cli > 0 ? cli : 0;
 }
 
 namespace {

@@ -30,6 +30,14 @@ std::string socket_path(uid_t uid, pid_t pid);
 // follows it through exec. While it is there and that CLI lives, a program PID execs waits
 // before its first instruction for the recording to start again (src/agent/agent.cc).
 std::string follow_marker_path(uid_t uid, pid_t pid);
+// The marker's contents: the CLI's pid in decimal. Decoding gives 0 for anything else.
+std::string encode_follow_marker(pid_t cli);
+pid_t decode_follow_marker(std::string_view text);
+
+// Set by `memprof trace -- CMD` and `memprof native -- CMD` in the command's environment: "1"
+// makes the agent of the launched program hold its first instruction until a recording starts;
+// the agent then replaces it with the launched pid, so that only programs that pid execs hold.
+inline constexpr const char* kTraceHoldVariable = "MEMPROF_TRACE_HOLD";
 
 // Writes one frame to a socket or a pipe. Handles short writes and EINTR; never raises SIGPIPE
 // on a socket.

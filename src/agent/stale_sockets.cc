@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
+#include "agent/protocol.h"
 #include "core/util/scoped_fd.h"
 
 namespace memprof::agent {
@@ -34,11 +34,12 @@ bool nobody_listens(const std::string& path) {
 }  // namespace
 
 bool follow_marker_names_live_cli(const std::string& path) {
-  char text[32] = {};
+  char text[32];
   ScopedFd marker(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!marker.valid() || ::read(marker.get(), text, sizeof text - 1) <= 0) return false;
-  const long cli = std::strtol(text, nullptr, 10);
-  return cli > 0 && (::kill(static_cast<pid_t>(cli), 0) == 0 || errno == EPERM);
+  if (!marker.valid()) return false;
+  const ssize_t length = ::read(marker.get(), text, sizeof text);
+  const pid_t cli = length > 0 ? decode_follow_marker({text, static_cast<size_t>(length)}) : 0;
+  return cli > 0 && (::kill(cli, 0) == 0 || errno == EPERM);
 }
 
 size_t remove_stale_sockets(const std::string& directory) {

@@ -22,10 +22,6 @@
 namespace memprof::attach {
 namespace {
 
-// The agent of a launched command holds its first instruction until a recording starts
-// (src/agent/agent.cc).
-constexpr const char* kHoldVariable = "MEMPROF_TRACE_HOLD";
-
 // What the kernel's auxiliary vector says of the program a process runs. An exec writes a new
 // vector, entry by entry, once the old program is gone (its close-on-exec descriptors, the
 // agent's socket among them, are closed by then); until it is written /proc/PID/auxv reads as
@@ -58,7 +54,7 @@ FollowMarker FollowMarker::create(pid_t pid) {
   std::string path = agent::follow_marker_path(::getuid(), pid);
   ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd.valid()) return marker;  // the command is then not followed through exec
-  const std::string cli = std::to_string(::getpid());
+  const std::string cli = agent::encode_follow_marker(::getpid());
   if (::write(fd.get(), cli.data(), cli.size()) == static_cast<ssize_t>(cli.size())) {
     marker.path_ = std::move(path);
   } else {
@@ -96,7 +92,7 @@ Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::
     MEMPROF_TRY_STATUS(ensure_agent(pid));
     return RecordedProcess(pid);
   }
-  MEMPROF_TRY(started, LaunchedCommand::start(command, {{kHoldVariable, "1"}}));
+  MEMPROF_TRY(started, LaunchedCommand::start(command, {{agent::kTraceHoldVariable, "1"}}));
   RecordedProcess process(started.pid());
   process.launched_ = started;
   if (Status ready = started.wait_for_agent(); !ready.ok()) {

@@ -15,6 +15,7 @@
 #include <ctime>
 #include <string>
 
+#include "agent/protocol.h"
 #include "agent/stale_sockets.h"
 #include "attach/duration.h"
 #include "attach/installation.h"
@@ -241,6 +242,15 @@ TEST(StaleSockets, OnlyOldFollowMarkersOfEndedCLIsAreRemoved) {
     EXPECT_EQ(::access((dir + kept).c_str(), F_OK), 0) << kept;
   for (const char* name : {"/202.follow", "/203.follow"}) ::unlink((dir + name).c_str());
   ::rmdir(dir.c_str());
+}
+
+// A marker that is not a pid (cut by a full disk, written by something else) names no CLI:
+// an exec'd program then runs at once instead of waiting for one.
+TEST(FollowMarker, OnlyAPositiveDecimalPidNamesACli) {
+  EXPECT_EQ(decode_follow_marker("4242"), 4242);
+  EXPECT_EQ(decode_follow_marker(encode_follow_marker(::getpid())), ::getpid());
+  for (std::string_view bad : {"", "0", "-1", "42x", " 42", "4242\n", "99999999999999999999"})
+    EXPECT_EQ(decode_follow_marker(bad), 0) << bad;
 }
 
 }  // namespace
