@@ -12,6 +12,7 @@
 
 #include "attach/agent_client.h"
 #include "attach/installation.h"
+#include "attach/program_identity.h"
 
 namespace memprof::attach {
 
@@ -39,7 +40,7 @@ Result<LaunchedCommand> LaunchedCommand::start(const std::vector<std::string>& c
     fmt::print(stderr, "memprof: {}: {}\n", command[0], std::strerror(errno));
     ::_exit(127);
   }
-  return LaunchedCommand(child);
+  return LaunchedCommand(child, std::move(agent));
 }
 
 bool LaunchedCommand::running() const {
@@ -49,10 +50,16 @@ bool LaunchedCommand::running() const {
 }
 
 Status LaunchedCommand::wait_for_agent() const {
+  // Until the child has exec'd, its vector is memprof's own (inherited through fork).
+  const ProgramIdentity memprof = read_program(::getpid());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     if (!running()) return err("process {} ended before its agent started", pid_);
     if (agent_listening(pid_)) return ok_status();
+    if (const ProgramIdentity program = read_program(pid_); program.known() && !program.same_program(memprof)) {
+      if (Status preloadable = agent_preloadable(pid_, program, agent_library_); !preloadable.ok())
+        return err("process {}: {}", pid_, preloadable.message());
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return err("the agent of process {} did not start within 10 s", pid_);

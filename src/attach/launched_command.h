@@ -23,16 +23,20 @@ class LaunchedCommand {
   static Result<LaunchedCommand> start(const std::vector<std::string>& command, const Environment& environment = {});
 
   pid_t pid() const { return pid_; }
+  // The agent given in LD_PRELOAD.
+  const std::string& preloaded_agent() const { return agent_library_; }
   // Whether it still runs (a zombie does not), without reaping it.
   bool running() const;
-  // Waits until its agent answers (at most 10 s): an error when it ended first or never did.
+  // Waits until its agent answers (at most 10 s): an error when it ended first, never did, or
+  // runs a program the agent cannot be preloaded into (said at once: a static program).
   Status wait_for_agent() const;
   // Reaps it: its exit status as a shell reports it (128 + N for signal N).
   int wait();
 
  private:
-  explicit LaunchedCommand(pid_t pid) : pid_(pid) {}
+  LaunchedCommand(pid_t pid, std::string agent_library) : pid_(pid), agent_library_(std::move(agent_library)) {}
   pid_t pid_;
+  std::string agent_library_;
 };
 
 // VALUE, then the variable's current value after `separator` when it has one.

@@ -1,13 +1,11 @@
 #include "attach/recorded_process.h"
 
-#include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,38 +14,9 @@
 #include "agent/protocol.h"
 #include "attach/attach_flow.h"
 #include "core/proc/process_access.h"
-#include "core/util/proc_file.h"
 #include "core/util/scoped_fd.h"
 
 namespace memprof::attach {
-namespace {
-
-// What the kernel's auxiliary vector says of the program a process runs. An exec writes a new
-// vector, entry by entry, once the old program is gone (its close-on-exec descriptors, the
-// agent's socket among them, are closed by then); until it is written /proc/PID/auxv reads as
-// zeros or a part. So a vector counts only once AT_RANDOM is in it (it comes after AT_BASE and
-// AT_ENTRY): the address of 16 random bytes on the new program's stack, different for every
-// program a process runs.
-ProgramIdentity read_program(pid_t pid) {
-  ProgramIdentity program;
-  auto auxv = read_proc_file(fmt::format("/proc/{}/auxv", pid));
-  if (!auxv.ok()) return program;
-  uint64_t base = 0;
-  for (size_t at = 0; at + 16 <= auxv->size(); at += 16) {
-    uint64_t type = 0, value = 0;
-    std::memcpy(&type, auxv->data() + at, 8);
-    std::memcpy(&value, auxv->data() + at + 8, 8);
-    if (type == AT_NULL) break;
-    if (type == AT_BASE) base = value;
-    if (type == AT_RANDOM && value != 0) {
-      program.random_bytes = value;
-      program.interpreter_base = base;
-    }
-  }
-  return program;
-}
-
-}  // namespace
 
 FollowMarker FollowMarker::create(pid_t pid) {
   FollowMarker marker;
@@ -137,10 +106,11 @@ Status RecordedProcess::follow_new_program() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     program_ = read_program(pid_);
   }
-  if (!program_.known()) return err("its auxiliary vector cannot be read");
+  if (!program_.known())
+    return err("the new program cannot be read by this user (a program that gained privileges by setuid is closed "
+               "to others)");
   if (!launched_) return err("only a command memprof starts passes its agent on to the program it execs");
-  if (program_.interpreter_base == 0)
-    return err("the new program is statically linked: memprof's agent cannot be preloaded into it");
+  MEMPROF_TRY_STATUS(agent_preloadable(pid_, program_, launched_->preloaded_agent()));
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     if (gone()) return err("process {} ended", pid_);
@@ -153,8 +123,7 @@ Status RecordedProcess::follow_new_program() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  return err("memprof's agent did not start in the new program within 10 s (a program that clears LD_PRELOAD "
-             "or gains privileges by setuid does not load it)");
+  return err("memprof's agent did not start in the new program within 10 s");
 }
 
 int RecordedProcess::wait() {

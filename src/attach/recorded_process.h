@@ -15,17 +15,10 @@
 
 #include "attach/agent_client.h"
 #include "attach/launched_command.h"
+#include "attach/program_identity.h"
 #include "core/util/result.h"
 
 namespace memprof::attach {
-
-// Which program a process runs, from its auxiliary vector: unknown (random_bytes 0) while an
-// exec has not written it yet, or when it cannot be read.
-struct ProgramIdentity {
-  uint64_t random_bytes = 0;      // AT_RANDOM
-  uint64_t interpreter_base = 0;  // AT_BASE: 0 for a statically linked program
-  bool known() const { return random_bytes != 0; }
-};
 
 // /tmp/memprof-UID/PID.follow holding this CLI's pid, while it exists (src/agent/protocol.h).
 class FollowMarker {
@@ -63,8 +56,8 @@ class RecordedProcess {
   // A launched command passes the agent on to what it execs (LD_PRELOAD, and the hold that keeps
   // the new program's first instruction until the recording starts again), so a wrapper script
   // (an rbenv or pyenv shim, `sh -c`, `bundle exec`) is followed into the program it runs. An
-  // error says why the new program cannot be recorded (a PID memprof did not start, a static
-  // program, no agent within 10 s).
+  // error says why the new program cannot be recorded (a PID memprof did not start, a static or
+  // privileged program, LD_PRELOAD cleared, no agent within 10 s).
   Status follow_new_program();
   // The recording ends (stopped, or it cannot follow an exec): a program the process execs
   // from now on runs without waiting for it.

@@ -1,6 +1,7 @@
 // The parts of attaching that decide without a process: which groups are leak suspects, which
 // extension goes into which Ruby, and how readings of several processes add up.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,7 @@
 #include "attach/leak_rounds.h"
 #include "attach/live_snapshot.h"
 #include "attach/native_snapshot_json.h"
+#include "attach/program_identity.h"
 #include "native/native_wire.h"
 
 namespace memprof::attach {
@@ -166,6 +168,59 @@ TEST(Duration, UnitsFromMillisecondsToHours) {
   EXPECT_EQ(parse_duration("0.4ms").message(), "'0.4ms' is too short: a duration is at least 1ms");
   EXPECT_EQ(parse_duration("1e300").message(), "'1e300' is too long: a duration is at most a year (8760h)");
   EXPECT_EQ(*parse_duration("8760h"), milliseconds(31'536'000'000));
+}
+
+// A child running /bin/sleep with `ld_preload` as its whole environment, once its exec is done
+// (its auxiliary vector is no longer this process's). The caller kills it by its pid.
+pid_t sleeping_child(const std::string& ld_preload, ProgramIdentity& program) {
+  const ProgramIdentity parent = read_program(::getpid());
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::string variable = "LD_PRELOAD=" + ld_preload;
+    char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("30"), nullptr};
+    char* const envp[] = {variable.data(), nullptr};
+    ::dup2(::open("/dev/null", O_WRONLY), 2);  // the loader's complaints about the made-up files
+    ::execve("/bin/sleep", argv, envp);
+    ::_exit(127);
+  }
+  for (int tries = 0; tries < 5000; ++tries) {
+    program = read_program(child);
+    if (program.known() && !program.same_program(parent)) break;
+    ::usleep(1000);
+  }
+  return child;
+}
+
+// Whether the agent will be preloaded, from what the kernel gave the program at exec: the
+// loader takes ':' and ' ' as separators and the agent by any path to a file of its name.
+TEST(AgentPreloadable, TheAgentAnywhereInLdPreloadAndNowhereElse) {
+  const std::string agent = "/opt/memprof/lib/libmemprof_agent.so";
+  struct Case {
+    std::string ld_preload;
+    bool preloaded;
+  };
+  for (const Case& c : {Case{agent, true}, Case{"/usr/lib/libasan.so:" + agent, true},
+                        Case{"libother.so " + agent + " libthird.so", true},
+                        Case{"/elsewhere/libmemprof_agent.so", true}, Case{"", false},
+                        Case{"/usr/lib/libother.so", false}, Case{agent + ".old", false},
+                        Case{"/opt/memprof/lib/libmemprof_agent.so/x", false}}) {
+    ProgramIdentity program;
+    const pid_t child = sleeping_child(c.ld_preload, program);
+    ASSERT_GT(child, 0);
+    EXPECT_TRUE(program.known());
+    EXPECT_NE(program.interpreter_base, 0u);  // /bin/sleep is dynamically linked
+    EXPECT_FALSE(program.secure);
+    const Status status = agent_preloadable(child, program, agent);
+    if (c.preloaded) {
+      EXPECT_TRUE(status.ok()) << c.ld_preload << ": " << status.message();
+    } else {
+      EXPECT_EQ(status.message(), "the program was started without memprof's agent in LD_PRELOAD (the command "
+                                  "cleared or replaced it)")
+          << c.ld_preload;
+    }
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
 }
 
 }  // namespace

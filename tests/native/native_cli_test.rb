@@ -110,7 +110,7 @@ class NativeCliTest < Minitest::Test
   def test_a_command_that_execs_a_static_program_is_reported_up_to_the_exec
     out, err, status = memprof("native", "--", TARGET, "exec", 50, 1000, ENV.fetch("STATIC_PROGRAM"))
     assert status.success?, err
-    assert_match(/memprof: warning: process \d+ replaced its program \(exec\): the new program is statically linked: memprof's agent cannot be preloaded into it; the report is the old program's last snapshot/, err)
+    assert_match(/memprof: warning: process \d+ replaced its program \(exec\): the program is statically linked: memprof's agent cannot be preloaded into it; the report is the old program's last snapshot/, err)
     assert_match(/memprof: process \d+ exited with status 0/, err)  # the new program, waited for
     leaked = section(out.lines.map(&:chomp), "Live at the end (leaked), by call site")
     assert_equal [50_000, 50], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0], out

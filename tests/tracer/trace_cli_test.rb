@@ -141,8 +141,29 @@ class TraceCliTest < Minitest::Test
     out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500, ENV.fetch("STATIC_PROGRAM"))
     assert status.success?, err
     assert_equal 500, summary_calls(out.lines)["traced_add"], out
-    assert_match(/^memprof: process \d+ replaced its program \(exec\): the new program is statically linked: memprof's agent cannot be preloaded into it; the trace ended with the old one$/,
+    assert_match(/^memprof: process \d+ replaced its program \(exec\): the program is statically linked: memprof's agent cannot be preloaded into it; the trace ended with the old one$/,
                  err)
+  end
+
+  # A program the loader will not preload the agent into is said at once, from what the kernel
+  # gave it at exec, instead of waiting up to 10 s for an agent that cannot start. Before: "process
+  # N ended before its agent started" for a static command (or, had it run 10 s, "did not start
+  # within 10 s"), and "memprof's agent did not start in the new program within 10 s" for one
+  # exec'd by a wrapper that cleared LD_PRELOAD.
+  def test_a_program_the_agent_cannot_be_preloaded_into_is_said_at_once
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    _, err, status = memprof("trace", "-c", "-x", "traced_add", "--", ENV.fetch("STATIC_PROGRAM"))
+    assert_equal 1, status.exitstatus, err
+    assert_match(/\Amemprof: process \d+: the program is statically linked: memprof's agent cannot be preloaded into it\n\z/, err)
+
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", "env", "-u", "LD_PRELOAD",
+                               TARGET, "exec", 5, "self", "once", 5)
+    assert status.success?, err
+    assert_equal ["sum 10", "sum 10"], out.lines.grep(/^sum/).map(&:chomp)  # the program ran, untraced
+    assert_match(/^memprof: process \d+ replaced its program \(exec\): the program was started without memprof's agent in LD_PRELOAD \(the command cleared or replaced it\); the trace ended with the old one$/,
+                 err)
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert_operator elapsed, :<, 8, err  # 20 s and more when each waits for an agent
   end
 
   # As ltrace -c: only functions that were called have a row; the others are counted on stderr.
