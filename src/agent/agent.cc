@@ -220,5 +220,9 @@ __attribute__((constructor)) static void memprof_agent_loaded() {
   pthread_atfork(nullptr, nullptr, memprof::agent::after_fork_in_child);
   std::atexit(memprof::agent::wait_for_sessions_at_exit);
   const auto hold = memprof::agent::claims_hold();
+  // Said before the agent's thread can take a request: a trace started now finds Ruby not
+  // started yet (recording_sessions.h).
+  memprof::agent::note_launch_held(hold != memprof::agent::Hold::kNone);
   if (memprof_agent_start() == 0 && hold != memprof::agent::Hold::kNone) memprof::agent::hold_until_traced(hold);
+  memprof::agent::note_launch_held(false);
 }

@@ -16,6 +16,7 @@ namespace memprof::agent {
 namespace {
 
 std::atomic<bool> g_session_started{false};
+std::atomic<bool> g_launch_held{false};
 std::atomic<bool> g_session_active{false};
 std::atomic<bool> g_exiting{false};
 // How long exit() waits for the CLI to collect the last results.
@@ -30,6 +31,8 @@ bool exiting() { return g_exiting.load(std::memory_order_acquire); }
 }  // namespace
 
 bool session_started() { return g_session_started.load(std::memory_order_acquire); }
+
+void note_launch_held(bool held) { g_launch_held.store(held, std::memory_order_release); }
 
 void forget_sessions_in_child() {
   // Before: a child of a traced process (a shell's subshell, a forked worker) inherited "a
@@ -78,17 +81,24 @@ void RecordingSessions::after_reply() {
 
 Result<std::string> RecordingSessions::trace_start(const std::string& body) {
   MEMPROF_TRY(request, tracer::decode_trace_request(body));
+  // A launched command held at its first instruction: its Ruby, if it has one, has not started
+  // yet; a program without one (a wrapper script it runs first: an rbenv shim, sh -c) leaves
+  // ruby:gc and Ruby lines to the program it execs, and the CLI says at the end when none had.
+  const bool launched = g_launch_held.load(std::memory_order_acquire);
   bool ruby_gc = false;
   for (const std::string& pattern : request.patterns) {
     if (!tracer::is_event_pattern(pattern)) continue;
     if (pattern != "ruby:gc") return err("unknown event '{}' (memprof traces ruby:gc)", pattern);
-    if (ruby_ == nullptr || !ruby_->vm_ready())
+    if (ruby_ == nullptr && launched) continue;
+    if (ruby_ == nullptr || !(ruby_->vm_ready() || launched))
       return err("ruby:gc: process {} is not running a supported Ruby", ::getpid());
     ruby_gc = true;
   }
+  if (request.ruby_caller && ruby_ == nullptr && launched) request.ruby_caller = false;
   if (request.ruby_caller && (ruby_ == nullptr || !find_ruby_caller_api()))
     return err("--ruby-caller: process {} is not running a supported Ruby", ::getpid());
-  if (request.ruby_caller) MEMPROF_TRY_STATUS(watch_vm_end());
+  // Ruby lines must not be read, nor jobs posted (ruby:gc's disabling), once the VM has ended.
+  if (request.ruby_caller || ruby_gc) MEMPROF_TRY_STATUS(watch_vm_end());
   tracer::set_caller_source(request.ruby_caller ? &ruby_caller : nullptr);
   auto session = tracer::TraceSession::start(std::move(request));
   if (!session.ok()) {
@@ -104,7 +114,8 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
       end_trace();
       return err("{}", source.message());
     }
-    auto events = RubyGcEvents::enable(*ruby_, *source);
+    auto events = ruby_->vm_ready() ? RubyGcEvents::enable(*ruby_, *source)
+                                    : RubyGcEvents::enable_when_ruby_starts(*ruby_, *source);
     if (!events.ok()) {
       end_trace();
       return err("{}", events.message());

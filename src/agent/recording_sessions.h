@@ -68,6 +68,8 @@ class RecordingSessions {
 
 // Whether a session has been started in this process (held launches wait for it).
 bool session_started();
+// While a launched program waits at its first instruction for its first session (agent.cc).
+void note_launch_held(bool held);
 // At exit (an atexit handler): see above.
 void wait_for_sessions_at_exit();
 // In a forked child: the parent's sessions are not the child's, and no CLI waits for its exit.

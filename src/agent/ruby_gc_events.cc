@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "agent/request_handler.h"
+#include "core/hook/entry_hook.h"
 #include "core/hook/got_hook.h"
 #include "core/hook/loaded_object.h"
 #include "tracer/tick_clock.h"
@@ -94,10 +95,11 @@ int create_thread_watching_ractors(pthread_t* thread, const pthread_attr_t* attr
   return __atomic_load_n(&g_real_create_thread, __ATOMIC_ACQUIRE)(thread, attributes, start, argument);
 }
 
-Result<std::unique_ptr<hook::GotHook>> watch_for_ractors(const RubyRuntime& ruby) {
+// `booted`: Ruby has made its main Ractor (before that, ruby_single_main_ractor is null too).
+Result<std::unique_ptr<hook::GotHook>> watch_for_ractors(const RubyRuntime& ruby, bool booted) {
   resolve(g_single_main_ractor, "ruby_single_main_ractor");
   if (g_single_main_ractor == nullptr) return err("ruby:gc: Ruby {} has no ruby_single_main_ractor", ruby.version());
-  if (*g_single_main_ractor == nullptr)
+  if (booted && *g_single_main_ractor == nullptr)
     return err("ruby:gc: this process has started Ractors, and Ruby {} crashes when a Ractor starts "
                "while a GC event hook is on (Ruby bug #18464, fixed in 3.3)",
                ruby.version());
@@ -115,41 +117,76 @@ Result<std::unique_ptr<hook::GotHook>> watch_for_ractors(const RubyRuntime& ruby
   return std::move(*hook);
 }
 
+// Makes (once) and enables the TracePoint. On a Ruby thread holding the GVL, under the lock
+// Ractor.new needs: no Ractor starts between the check and the enabling.
+Result<std::string> enable_tracepoint(const RubyApi&) {
+  if (g_single_main_ractor != nullptr && *g_single_main_ractor == nullptr)
+    return err("ruby:gc: a Ractor started just now, and this Ruby crashes when one starts while a GC event "
+               "hook is on (Ruby bug #18464, fixed in 3.3)");
+  if (g_tracepoint == 0) {
+    g_tracepoint = g_gc_api.tracepoint_new(0, kGcStart | kGcEnter | kGcExit, on_gc_event, nullptr);
+    g_gc_api.register_address(&g_tracepoint);
+  }
+  g_tracing = true;
+  g_gc_api.tracepoint_enable(g_tracepoint);
+  return std::string();
+}
+
+// A launched Ruby is traced from before its VM exists. ruby_options is where the `ruby`
+// program goes once its VM is made (ruby_init) and before anything runs in it: it loads
+// RubyGems (a Rails app's boot has nine GCs by then) and the script. Its entry is the first
+// moment the TracePoint can be made, on the main thread, which holds the GVL.
+using RubyOptions = void* (*)(int, char**);
+RubyOptions g_original_ruby_options = nullptr;  // written before the jump, never cleared
+const RubyApi* g_booting_ruby = nullptr;
+
+void* enable_at_ruby_options(int argc, char** argv) {
+  (void)enable_tracepoint(*g_booting_ruby);  // no Ractor exists before the program runs
+  return g_original_ruby_options(argc, argv);
+}
+
 }  // namespace
 
-Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable(RubyRuntime& ruby, uint32_t source) {
+Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::prepare(RubyRuntime& ruby, uint32_t source, bool booted) {
   auto api = find_gc_api();
   if (!api) return err("ruby:gc: this Ruby lacks the TracePoint C API");
   g_gc_api = *api;
   std::unique_ptr<RubyGcEvents> events(new RubyGcEvents(ruby));
   if (before_ruby_3_3(ruby.api())) {
-    MEMPROF_TRY(watch, watch_for_ractors(ruby));
+    MEMPROF_TRY(watch, watch_for_ractors(ruby, booted));
     events->ractor_watch_ = std::move(watch);
   }
   g_source = source;
   g_stopped_for_ractor = false;
-  // On the Ruby thread, under the lock Ractor.new needs: no Ractor starts between the check
-  // and the enabling.
-  MEMPROF_TRY_STATUS(ruby.run(
-      [](const RubyApi&) -> Result<std::string> {
-        if (g_single_main_ractor != nullptr && *g_single_main_ractor == nullptr)
-          return err("ruby:gc: a Ractor started just now, and this Ruby crashes when one starts while a GC event "
-                     "hook is on (Ruby bug #18464, fixed in 3.3)");
-        if (g_tracepoint == 0) {
-          g_tracepoint = g_gc_api.tracepoint_new(0, kGcStart | kGcEnter | kGcExit, on_gc_event, nullptr);
-          g_gc_api.register_address(&g_tracepoint);
-        }
-        g_tracing = true;
-        g_gc_api.tracepoint_enable(g_tracepoint);
-        return std::string();
-      },
-      kRubyTimeout));
   return events;
+}
+
+Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable(RubyRuntime& ruby, uint32_t source) {
+  MEMPROF_TRY(events, prepare(ruby, source, /*booted=*/true));
+  MEMPROF_TRY_STATUS(ruby.run(enable_tracepoint, kRubyTimeout));
+  return std::move(events);
+}
+
+Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable_when_ruby_starts(RubyRuntime& ruby, uint32_t source) {
+  RubyOptions ruby_options = nullptr;
+  resolve(ruby_options, "ruby_options");
+  if (ruby_options == nullptr) return err("ruby:gc: Ruby {} has no ruby_options to start from", ruby.version());
+  MEMPROF_TRY(events, prepare(ruby, source, /*booted=*/false));
+  g_booting_ruby = &ruby.api();
+  MEMPROF_TRY(watch, hook::EntryHook::install(reinterpret_cast<void*>(ruby_options),
+                                              reinterpret_cast<void*>(&enable_at_ruby_options),
+                                              {.publish_original = reinterpret_cast<void**>(&g_original_ruby_options)}));
+  events->start_watch_ = std::move(watch);
+  return std::move(events);
 }
 
 bool RubyGcEvents::stopped_for_ractor() { return g_stopped_for_ractor.exchange(false); }
 
 RubyGcEvents::~RubyGcEvents() {
+  // First the way in: a main thread past it holds the GVL until its TracePoint is on, so the
+  // job below, which needs the GVL, runs after that. Before Ruby has started there is nothing
+  // to disable (run() says so at once).
+  start_watch_.reset();
   // The TracePoint object stays registered (and disabled): a later trace enables it again.
   (void)ruby_.run(
       [](const RubyApi&) -> Result<std::string> {

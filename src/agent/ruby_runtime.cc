@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "agent/ruby_vm_end_watch.h"
 #include "core/util/proc_file.h"
 #include "inject/waiting_syscalls.h"
 
@@ -121,6 +122,8 @@ void RubyRuntime::wake_main_thread(bool insist) const {
 Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const RubyApi&)> work,
                                      std::chrono::milliseconds timeout) {
   if (!vm_ready()) return err("Ruby has not started yet in this process");
+  // A job posted to a VM that is gone (a process in exit(), after ruby_cleanup) crashes it.
+  if (ruby_vm_ended()) return err("Ruby's VM has ended in this process");
   {
     std::lock_guard lock(mutex_);
     if (state_ == State::kRunning || state_ == State::kQueued)

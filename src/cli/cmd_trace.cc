@@ -227,11 +227,12 @@ class TracePrinter {
   uint64_t earlier_dropped_ = 0, earlier_untraced_ = 0;
 };
 
-// Patterns that match no function traced so far in any program of the process.
-std::vector<std::string> unmatched_patterns(const TraceOptions& options, const TracePrinter& printer) {
+// Patterns that match no function traced so far in any program of the process; `events`: the
+// event patterns (ruby:gc) too, which are traced under their own name.
+std::vector<std::string> unmatched_patterns(const TraceOptions& options, const TracePrinter& printer, bool events) {
   std::vector<std::string> unmatched;
   for (const std::string& pattern : options.symbols) {
-    if (tracer::is_event_pattern(pattern)) continue;
+    if (tracer::is_event_pattern(pattern) && !events) continue;
     bool matched = std::any_of(printer.traced_names().begin(), printer.traced_names().end(),
                                [&](const std::string& name) { return tracer::matches_any({pattern}, name); });
     if (!matched) unmatched.push_back(pattern);
@@ -258,13 +259,18 @@ int run_trace(const TraceOptions& options) {
   // Ends the trace of a process that ended (or, launched, that memprof waits for): the
   // command's status, or 0.
   // A launched command is told at its end which patterns none of its programs had: a wrapper
-  // script it execs first (an rbenv shim) has none of them. A running process is told at once.
+  // script it execs first (an rbenv shim) has none of them, nor a Ruby for ruby:gc. A running
+  // process is told at once (ruby:gc in one without Ruby is refused).
   auto warn_unmatched = [&](const TracePrinter& printer, bool at_end) {
     if (at_end != process.launched()) return;
-    for (const std::string& pattern : unmatched_patterns(options, printer))
-      fmt::print(stderr, "memprof: {} a function matching '{}'{}\n",
-                 at_end ? "no program of the command defined" : "no loaded object defines", pattern,
-                 at_end ? "" : " (objects loaded later are watched)");
+    for (const std::string& pattern : unmatched_patterns(options, printer, at_end)) {
+      if (tracer::is_event_pattern(pattern))
+        fmt::print(stderr, "memprof: no program of the command ran a supported Ruby: {} recorded nothing\n", pattern);
+      else
+        fmt::print(stderr, "memprof: {} a function matching '{}'{}\n",
+                   at_end ? "no program of the command defined" : "no loaded object defines", pattern,
+                   at_end ? "" : " (objects loaded later are watched)");
+    }
   };
   auto finish_with_process = [&](TracePrinter& printer) {
     printer.finish();

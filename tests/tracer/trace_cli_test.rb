@@ -382,6 +382,46 @@ class TraceCliTest < Minitest::Test
     run_job(target, "again", /\Aalive 3\z/)
   end
 
+  # The GC counts of every ruby:gc record that started a collection, in order.
+  def gc_starts(out) = out.lines.filter_map { |line| line[/\] ruby:gc\((\d+), start\)/, 1]&.to_i }
+
+  GC_PROGRAM = 'GC.start; 3.times { Array.new(300_000) { "x" * 20 } }; GC.start; puts "gc_count #{GC.count}"'
+
+  # ruby:gc of a launched Ruby: on from before its VM ran anything, so every collection is a
+  # record, RubyGems' at boot included (1, 2, ... up to the program's last GC.count), also when
+  # a wrapper script execs the Ruby. Before: "ruby:gc: process N is not running a supported Ruby"
+  # for `-- ruby`, as for the wrapper (sh), whose Ruby had not started or which had none.
+  # The machine's Ruby and those of the test matrix (3.3 and 3.4, shared and static libruby).
+  RUBIES = [RbConfig.ruby, *ENV.fetch("MEMPROF_MATRIX_RUBIES", "").split(":")].freeze
+
+  def test_ruby_gc_of_a_launched_ruby_sees_every_collection_from_its_boot
+    commands = RUBIES.map { |ruby| [ruby, "-e", GC_PROGRAM] }
+    commands << ["sh", "-c", 'exec "$0" -e "$1"', RbConfig.ruby, GC_PROGRAM]
+    commands.each do |command|
+      out, err, status = memprof("trace", "-x", "ruby:gc", "--", *command)
+      assert status.success?, "#{command.first}: #{err}"
+      count = Integer(out[/^gc_count (\d+)$/, 1])
+      assert_operator count, :>=, 3, out
+      assert_equal (1..count).to_a, gc_starts(out), "#{command.first}: #{out}"
+      assert_match(/^memprof: process \d+ exited with status 0$/, err)  # 139 when the trace's end crashed it
+    end
+    _, err, status = memprof("trace", "-x", "ruby:gc", "-x", "traced_add", "--", "sh", "-c", "true")
+    assert status.success?, err
+    assert_includes err, "memprof: no program of the command ran a supported Ruby: ruby:gc recorded nothing\n"
+  end
+
+  # A Ruby that exits while ruby:gc is traced: the trace ends after Ruby's VM did, when no
+  # job can be posted to it any more. Before: the agent posted one (to turn the TracePoint off)
+  # and the process died of a segfault in exit().
+  def test_a_ruby_that_exits_while_its_gcs_are_traced_exits_normally
+    target = ruby_job_target("$stdin.gets\nGC.start\nputs \"bye\"\n")
+    trace = start_trace(target.pid, "-x", "ruby:gc")
+    run_job(target, "go", /\Abye\z/)
+    assert_equal 0, target.wait_exit.exitstatus, target.context
+    lines = stop_trace(trace)
+    assert_operator lines.grep(/\] ruby:gc\(\d+, start\)/).size, :>=, 1, lines.join("\n")
+  end
+
   SQLITE_SCRIPT = <<~RUBY
     $stdout.sync = true
     puts "ready \#{Process.pid}"
