@@ -38,6 +38,7 @@ struct TraceOptions {
   bool summary = false;
   bool json = false;
   bool ruby_caller = false;
+  bool verbose = false;
   std::string output;
   std::string duration;
   size_t string_limit = 32;
@@ -93,6 +94,7 @@ tracer::TraceRequest make_request(const TraceOptions& options, const Prototypes&
   request.libraries = options.libraries;
   request.records = !options.summary;
   request.ruby_caller = options.ruby_caller;
+  request.verbose = options.verbose;
   for (const trace::PrototypeSet* set : {&prototypes.defaults, &prototypes.user})
     for (const auto& [name, prototype] : set->prototypes())
       if (tracer::matches_any(options.symbols, name)) {
@@ -384,6 +386,9 @@ MEMPROF_COMMAND(
       sub.add_option("-o,--output", options->output, "Write the trace to FILE instead of stdout");
       sub.add_option("--duration", options->duration, "Stop after this long (30s, 2m); default: until Ctrl-C");
       sub.add_flag("--json", options->json, "One JSON object per call instead of ltrace's lines");
+      sub.add_flag("-v,--verbose", options->verbose,
+                   "Say why for each function traced only through the GOT or not at all (without it, an "
+                   "object with more than 3 of a kind gets one line naming them)");
       sub.add_flag("--ruby-caller", options->ruby_caller,
                    "Show the Ruby file:line that made each call (Ruby processes)");
       sub.add_option("command", options->command, "Command to start and trace (after --)");

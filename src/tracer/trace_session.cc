@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "core/hook/loaded_object.h"
 #include "core/util/path_name.h"
 #include "core/util/thread_exists.h"
@@ -25,6 +27,48 @@ struct Candidate {
   // __memmove_avx_unaligned_erms + 3). A jump over those bytes crashed the process
   // (`trace -x '*'`): such functions are traced through the GOT only.
   bool ifunc = false;
+};
+
+// Functions of one object that are traced only through the GOT, or not at all, each with why:
+// said one line each when they are few (or with `verbose`), else one line per kind that names
+// them (`trace -x 'rb_*'` came with 105 lines of reasons ahead of the trace itself).
+class ObjectProblems {
+ public:
+  void got_only(const std::string& name, std::string why) { got_only_.push_back({name, std::move(why)}); }
+  void untraceable(const std::string& name, std::string why) { untraceable_.push_back({name, std::move(why)}); }
+
+  void say(const std::string& object, bool verbose, std::vector<std::string>& problems) const {
+    if (verbose || got_only_.size() <= kOneLineEach) {
+      for (const auto& [name, why] : got_only_)
+        problems.push_back(fmt::format("{} in {}: its entry cannot be patched ({}); only calls through the GOT are seen",
+                                       name, object, why));
+    } else {
+      problems.push_back(fmt::format("{}: {} functions are traced only through the GOT (their entries cannot be "
+                                     "patched; calls from inside the object are not seen): {} (-v: why, for each)",
+                                     object, got_only_.size(), names(got_only_)));
+    }
+    if (verbose || untraceable_.size() <= kOneLineEach) {
+      for (const auto& [name, why] : untraceable_)
+        problems.push_back(fmt::format("cannot trace {} in {}: {}", name, object, why));
+    } else {
+      problems.push_back(fmt::format("{}: {} functions cannot be traced: {} (-v: why, for each)", object,
+                                     untraceable_.size(), names(untraceable_)));
+    }
+  }
+
+ private:
+  static constexpr size_t kOneLineEach = 3;
+  static constexpr size_t kNamed = 6;
+  using Named = std::vector<std::pair<std::string, std::string>>;
+
+  static std::string names(const Named& list) {
+    std::string out;
+    for (size_t i = 0; i < std::min(list.size(), kNamed); ++i) out += (i ? ", " : "") + list[i].first;
+    if (list.size() > kNamed) out += fmt::format(" and {} more", list.size() - kNamed);
+    return out;
+  }
+
+  Named got_only_, untraceable_;
 };
 
 bool traceable_object(const hook::LoadedObject& object, const TraceRequest& request) {
@@ -144,6 +188,7 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     if (std::find(seen_objects_.begin(), seen_objects_.end(), object.key()) != seen_objects_.end()) continue;
     seen_objects_.push_back(object.key());
     if (!traceable_object(object, request_)) continue;
+    ObjectProblems object_problems;
     for (Candidate& candidate : matching_functions(object, request_)) {
       auto function = traced_function(candidate.address);
       if (!function.ok() && traced_function_table_full()) {
@@ -151,7 +196,7 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
         continue;
       }
       if (!function.ok()) {
-        pending_problems_.push_back(fmt::format("{} in {}: {}", candidate.name, object.path, function.message()));
+        object_problems.untraceable(candidate.name, function.message());
         continue;
       }
       TracedFunction& traced = **function;
@@ -161,18 +206,15 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
         traced.capture = {};
       auto entry_refusal = hook_function(candidate.name, candidate.address, candidate.ifunc, traced);
       if (!entry_refusal.ok()) {
-        pending_problems_.push_back(fmt::format("cannot trace {} in {}: {}", candidate.name, object.path,
-                                                entry_refusal.message()));
+        object_problems.untraceable(candidate.name, entry_refusal.message());
         continue;
       }
       const bool through_got = entry_refusal->has_value();
-      if (through_got)
-        pending_problems_.push_back(fmt::format("{} in {}: its entry cannot be patched ({}); only calls "
-                                                "through the GOT are seen",
-                                                candidate.name, object.path, **entry_refusal));
+      if (through_got) object_problems.got_only(candidate.name, std::move(**entry_refusal));
       ids_.push_back(traced.id);
       added.push_back({traced.id, candidate.name, object.path, candidate.address, through_got});
     }
+    object_problems.say(object.path, request_.verbose, pending_problems_);
   }
   if (beyond_the_table > 0)
     pending_problems_.push_back(fmt::format("{} more matching functions are not traced: at most {} are (name fewer, "

@@ -41,6 +41,7 @@ struct TraceRequest {
   std::map<std::string, trace::ArgumentCapture, std::less<>> captures;  // by function name
   bool records = true;  // false: counters only (memprof trace -c)
   bool ruby_caller = false;  // each record carries the Ruby file:line (the agent's caller source)
+  bool verbose = false;      // a problem line for each function traced only through the GOT, or not at all
 };
 
 struct HookedFunction {

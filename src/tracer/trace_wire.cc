@@ -13,7 +13,8 @@ constexpr std::string_view kCaptureLetters = "-sbSB";  // indexed by trace::Capt
 }  // namespace
 
 std::string encode_trace_request(const TraceRequest& request) {
-  std::string body = fmt::format("records {}\nruby_caller {}\n", request.records ? 1 : 0, request.ruby_caller ? 1 : 0);
+  std::string body = fmt::format("records {}\nruby_caller {}\nverbose {}\n", request.records ? 1 : 0,
+                                 request.ruby_caller ? 1 : 0, request.verbose ? 1 : 0);
   for (const auto& pattern : request.patterns) body += "x " + pattern + "\n";
   for (const auto& library : request.libraries) body += "l " + library + "\n";
   for (const auto& [name, capture] : request.captures) {
@@ -33,6 +34,8 @@ Result<TraceRequest> decode_trace_request(std::string_view body) {
       request.records = value != "0";
     } else if (key == "ruby_caller") {
       request.ruby_caller = value != "0";
+    } else if (key == "verbose") {
+      request.verbose = value != "0";
     } else if (key == "x") {
       request.patterns.emplace_back(value);
     } else if (key == "l") {

@@ -382,6 +382,26 @@ class TraceCliTest < Minitest::Test
     run_job(target, "again", /\Aalive 3\z/)
   end
 
+  # A glob over a large library: the functions whose entries cannot be patched are named on one
+  # line per kind and object, and -v says why for each. Before: one line each with its reason,
+  # 105 lines for `rb_*` on Debian's libruby ahead of the trace (`rb_io_*`: 9 of them).
+  def test_many_functions_traced_only_through_the_got_are_one_line
+    target = ruby_job_target("$stdin.gets\n")
+    _, err, status = memprof("trace", "-p", target.pid, "-c", "-x", "rb_io_*", "--duration", "200ms")
+    assert status.success?, err
+    got_only = err.lines.grep(/ functions are traced only through the GOT /)
+    assert_equal 1, got_only.size, err
+    assert_match(%r{\Amemprof: \S+/libruby[^:]*: (\d+) functions are traced only through the GOT \(their entries cannot be patched; calls from inside the object are not seen\): (rb_\w+, ){5}rb_\w+ and \d+ more \(-v: why, for each\)\n\z},
+                 got_only.first)
+    count = Integer(got_only.first[/: (\d+) functions/, 1])
+    assert_empty err.lines.grep(/its entry cannot be patched/)
+    assert_operator err.lines.size, :<=, 5, err
+
+    _, err, status = memprof("trace", "-p", target.pid, "-v", "-c", "-x", "rb_io_*", "--duration", "200ms")
+    assert status.success?, err
+    assert_equal count, err.lines.grep(/\Amemprof: rb_\w+ in \S+: its entry cannot be patched \(.+\); only calls through the GOT are seen\n\z/).size, err
+  end
+
   # The GC counts of every ruby:gc record that started a collection, in order.
   def gc_starts(out) = out.lines.filter_map { |line| line[/\] ruby:gc\((\d+), start\)/, 1]&.to_i }
 
