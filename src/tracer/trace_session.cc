@@ -61,10 +61,14 @@ class ObjectProblems {
   static constexpr size_t kNamed = 6;
   using Named = std::vector<std::pair<std::string, std::string>>;
 
+  // The first kNamed in alphabetical order.
   static std::string names(const Named& list) {
+    std::vector<std::string_view> sorted;
+    for (const auto& named : list) sorted.push_back(named.first);
+    std::sort(sorted.begin(), sorted.end());
     std::string out;
-    for (size_t i = 0; i < std::min(list.size(), kNamed); ++i) out += (i ? ", " : "") + list[i].first;
-    if (list.size() > kNamed) out += fmt::format(" and {} more", list.size() - kNamed);
+    for (size_t i = 0; i < std::min(sorted.size(), kNamed); ++i) out += fmt::format("{}{}", i ? ", " : "", sorted[i]);
+    if (sorted.size() > kNamed) out += fmt::format(" and {} more", sorted.size() - kNamed);
     return out;
   }
 

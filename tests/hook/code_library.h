@@ -20,6 +20,8 @@ class CodeLibrary {
     straddling_calls = reinterpret_cast<int (*)(int)>(::dlsym(handle_, "code_straddling_calls"));
     square_calls = reinterpret_cast<unsigned long (*)()>(::dlsym(handle_, "code_square_calls"));
     plus_bias_calls = reinterpret_cast<unsigned long (*)()>(::dlsym(handle_, "code_plus_bias_calls"));
+    probe_return_address = reinterpret_cast<void* (*)()>(::dlsym(handle_, "code_probe_return_address"));
+    probe_frames = reinterpret_cast<int (*)(void***)>(::dlsym(handle_, "code_probe_frames"));
   }
   ~CodeLibrary() {
     if (handle_) ::dlclose(handle_);
@@ -40,6 +42,10 @@ class CodeLibrary {
   int (*straddling_calls)(int) = nullptr;  // three calls whose displacements cross 16-byte blocks
   unsigned long (*square_calls)() = nullptr;
   unsigned long (*plus_bias_calls)() = nullptr;
+  // What code_probe (called by code_call_first_probe) saw: where it returns, and the frames an
+  // unwinder found above it.
+  void* (*probe_return_address)() = nullptr;
+  int (*probe_frames)(void*** frames) = nullptr;
 
  private:
   std::string error_;

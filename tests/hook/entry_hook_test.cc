@@ -166,24 +166,50 @@ TEST_P(EntryHookTest, RefusesWhatCannotMove) {
   EXPECT_EQ(null.message(), "entry hook: null target");
 }
 
-TEST_P(EntryHookTest, ACallInTheDisplacedBytesIsRefusedAndTheFunctionIsLeftAlone) {
-  // Before: the call was relocated into the trampoline, so its return address was there; a C++
-  // exception thrown below it found no FDE for that frame and the target called std::terminate.
-  auto start = reinterpret_cast<uintptr_t>(code.address("code_call_first"));
-  std::vector<uint8_t> before(reinterpret_cast<const uint8_t*>(start), reinterpret_cast<const uint8_t*>(start) + 16);
-  auto hook = EntryHook::install(code.address("code_call_first"), reinterpret_cast<void*>(&replacement_for_refusals));
-  ASSERT_FALSE(hook.ok());
-  // subq $8,%rsp (4 bytes), then the call at offset 4: the jump would displace 9 bytes.
-  EXPECT_EQ(hook.message(),
-            fmt::format("the call at {:#x} is within the first 9 bytes of the function at {:#x}: run "
-                        "from the trampoline, it would return there, where unwinders (C++ exceptions, "
-                        "backtraces) find no frame information",
-                        start + 4, start));
-  EXPECT_TRUE(std::equal(before.begin(), before.end(), reinterpret_cast<const uint8_t*>(start)));
-  EXPECT_EQ(code.function<int(int)>("code_call_first")(3), 4);  // unhooked: the callee's x + 1
-  // The refusal left no registration behind: a later hook of a movable function still works.
-  auto other = EntryHook::install(code.address("code_plus_bias"), reinterpret_cast<void*>(&replacement_for_refusals));
-  EXPECT_TRUE(other.ok()) << other.message();
+int (*real_call_first)(int) = nullptr;
+int hooked_call_first(int x) { return real_call_first(x) + 100; }
+
+// subq $8,%rsp (4 bytes), then a call at offset 4: the jump displaces 9 bytes, the call among
+// them. Before: refused ("the call at ... is within the first 9 bytes"), because a call copied
+// into the trampoline returns there, where an unwinder finds no FDE (a C++ exception thrown
+// below it called std::terminate). Now the call is emulated: it returns into the function.
+TEST_P(EntryHookTest, ACallInTheDisplacedBytesReturnsIntoTheFunctionItself) {
+  for (const char* name : {"code_call_first", "code_call_first_probe"}) {
+    auto start = reinterpret_cast<uintptr_t>(code.address(name));
+    std::vector<uint8_t> before(reinterpret_cast<const uint8_t*>(start), reinterpret_cast<const uint8_t*>(start) + 16);
+    {
+      auto hook = EntryHook::install(code.address(name), reinterpret_cast<void*>(&hooked_call_first),
+                                     {.publish_original = reinterpret_cast<void**>(&real_call_first)});
+      ASSERT_TRUE(hook.ok()) << name << ": " << hook.message();
+      EXPECT_EQ((*hook)->displaced_bytes(), 9u);
+      EXPECT_EQ(code.function<int(int)>(name)(3), 104) << name;  // the callee's x + 1, through the hook
+    }
+    EXPECT_TRUE(std::equal(before.begin(), before.end(), reinterpret_cast<const uint8_t*>(start))) << name;
+    EXPECT_EQ(code.function<int(int)>(name)(3), 4) << name;
+  }
+}
+
+// The frame an unwinder sees below the emulated call is the hooked function's: code_probe
+// returns to code_call_first_probe + 9, and glibc's backtrace walks from there up to this test.
+TEST_P(EntryHookTest, UnwindersWalkThroughAFunctionWhoseFirstCallRunsFromTheTrampoline) {
+  auto start = reinterpret_cast<uintptr_t>(code.address("code_call_first_probe"));
+  auto hook = EntryHook::install(code.address("code_call_first_probe"), reinterpret_cast<void*>(&hooked_call_first),
+                                 {.publish_original = reinterpret_cast<void**>(&real_call_first)});
+  ASSERT_TRUE(hook.ok()) << hook.message();
+  EXPECT_EQ(code.function<int(int)>("code_call_first_probe")(3), 104);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(code.probe_return_address()), start + 9);
+  void** frames = nullptr;
+  const int count = code.probe_frames(&frames);
+  auto found = [&](uintptr_t from, uintptr_t to) {
+    return std::any_of(frames, frames + count, [&](void* frame) {
+      auto address = reinterpret_cast<uintptr_t>(frame);
+      return address > from && address <= to;
+    });
+  };
+  EXPECT_TRUE(found(start, start + 9)) << count << " frames";
+  // hooked_call_first's own frame, above the trampoline: the walk went past the emulated call.
+  const auto caller = reinterpret_cast<uintptr_t>(&hooked_call_first);
+  EXPECT_TRUE(found(caller, caller + 64)) << count << " frames";
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimization, EntryHookTest, ::testing::Values(HOOK_CODE_O0_PATH, HOOK_CODE_O2_PATH),

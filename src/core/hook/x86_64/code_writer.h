@@ -50,6 +50,12 @@ class CodeWriter {
       u64(target);
     }
   }
+  // Pushes a 64-bit value as a call pushes its return address: push imm32 (sign-extended),
+  // then mov dword [rsp+4], imm32 for the upper half. No register or flag changes.
+  void push_u64(uint64_t value) {
+    u8(0x68), u32(static_cast<uint32_t>(value));
+    u8(0xc7), u8(0x44), u8(0x24), u8(0x04), u32(static_cast<uint32_t>(value >> 32));
+  }
   // jcc rel32 (0f 80+cc) when in reach, else the inverse condition skipping an absolute jump.
   void jump_if(uint8_t condition, uintptr_t target) {
     if (rel32_reaches(here() + 6, target)) {

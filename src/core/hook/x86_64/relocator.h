@@ -23,9 +23,11 @@ struct Prologue {
 Result<Prologue> measure_prologue(const Decoder& decoder, uintptr_t source, size_t min_bytes);
 
 // The relocated copy of `prologue` for address `destination`, followed by a jump back to
-// source + prologue.bytes. Fails for calls (their return address would be in the trampoline,
-// which unwinders cannot walk), rel8-only branches (jrcxz, loop), branches into the displaced
-// bytes, and RIP-relative operands out of rel32 reach from `destination`.
+// source + prologue.bytes. A rel32 call among the displaced instructions ends the copy: it is
+// emulated (its return address, in the function itself, pushed; the callee jumped to), so that
+// unwinders find a frame they know. Fails for indirect calls, rel8-only branches (jrcxz, loop),
+// branches into the displaced bytes, and RIP-relative operands out of rel32 reach from
+// `destination`.
 Result<std::vector<uint8_t>> relocate_prologue(const Decoder& decoder, uintptr_t source,
                                                const Prologue& prologue, uintptr_t destination);
 
