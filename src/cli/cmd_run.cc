@@ -35,9 +35,13 @@ attach::LaunchedCommand::Environment tracking_environment() {
           {"MEMPROF_AGENT_LIB", *lib}};
 }
 
-// Waits for the agent to answer, then says how to read the process.
+// Waits for the agent to answer, then says how to read the process, or why it cannot be read
+// (a command that ended at once needs no word).
 void announce(const attach::LaunchedCommand& command, bool track) {
-  if (!command.wait_for_agent().ok()) return;
+  if (Status ready = command.wait_for_agent(); !ready.ok()) {
+    if (command.running()) fmt::print(stderr, "memprof: warning: {}; it runs without memprof\n", ready.message());
+    return;
+  }
   pid_t pid = command.pid();
   // The agent answers before the command's own code runs: a Ruby program is tracked from its
   // first line, anything else only carries the agent (trace and native work on it).

@@ -81,6 +81,15 @@ class AttachCliTest < Minitest::Test
     assert_equal 7, status.exitstatus, run.context
   end
 
+  # A program the agent cannot be preloaded into runs, and memprof says so at once. Before:
+  # nothing was said, and `memprof top -p PID` then failed with "no agent".
+  def test_run_says_when_the_agent_cannot_be_preloaded
+    _, err, status = memprof("run", "--", ENV.fetch("STATIC_PROGRAM"))
+    assert_equal 0, status.exitstatus, err
+    assert_match(/\Amemprof: warning: process \d+: the program is statically linked: memprof's agent cannot be preloaded into it; it runs without memprof\n\z/,
+                 err)
+  end
+
   # Before: detach stopped the process's own tracking too (its Memprof.stats then raised
   # NotStartedError).
   def test_detach_leaves_the_tracking_a_process_started_itself
