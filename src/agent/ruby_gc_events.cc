@@ -119,7 +119,7 @@ Result<std::unique_ptr<hook::GotHook>> watch_for_ractors(const RubyRuntime& ruby
 
 // Makes (once) and enables the TracePoint. On a Ruby thread holding the GVL, under the lock
 // Ractor.new needs: no Ractor starts between the check and the enabling.
-Result<std::string> enable_tracepoint(const RubyApi&) {
+Result<std::string> enable_tracepoint() {
   if (g_single_main_ractor != nullptr && *g_single_main_ractor == nullptr)
     return err("ruby:gc: a Ractor started just now, and this Ruby crashes when one starts while a GC event "
                "hook is on (Ruby bug #18464, fixed in 3.3)");
@@ -138,10 +138,9 @@ Result<std::string> enable_tracepoint(const RubyApi&) {
 // moment the TracePoint can be made, on the main thread, which holds the GVL.
 using RubyOptions = void* (*)(int, char**);
 RubyOptions g_original_ruby_options = nullptr;  // written before the jump, never cleared
-const RubyApi* g_booting_ruby = nullptr;
 
 void* enable_at_ruby_options(int argc, char** argv) {
-  (void)enable_tracepoint(*g_booting_ruby);  // no Ractor exists before the program runs
+  (void)enable_tracepoint();  // no Ractor exists before the program runs
   return g_original_ruby_options(argc, argv);
 }
 
@@ -163,7 +162,7 @@ Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::prepare(RubyRuntime& ruby, u
 
 Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable(RubyRuntime& ruby, uint32_t source) {
   MEMPROF_TRY(events, prepare(ruby, source, /*booted=*/true));
-  MEMPROF_TRY_STATUS(ruby.run(enable_tracepoint, kRubyTimeout));
+  MEMPROF_TRY_STATUS(ruby.run([](const RubyApi&) { return enable_tracepoint(); }, kRubyTimeout));
   return std::move(events);
 }
 
@@ -172,7 +171,6 @@ Result<std::unique_ptr<RubyGcEvents>> RubyGcEvents::enable_when_ruby_starts(Ruby
   resolve(ruby_options, "ruby_options");
   if (ruby_options == nullptr) return err("ruby:gc: Ruby {} has no ruby_options to start from", ruby.version());
   MEMPROF_TRY(events, prepare(ruby, source, /*booted=*/false));
-  g_booting_ruby = &ruby.api();
   MEMPROF_TRY(watch, hook::EntryHook::install(reinterpret_cast<void*>(ruby_options),
                                               reinterpret_cast<void*>(&enable_at_ruby_options),
                                               {.publish_original = reinterpret_cast<void**>(&g_original_ruby_options)}));
