@@ -93,7 +93,7 @@ bool RecordedProcess::replaced_program() const {
   // The connection closes as exec begins; the new program's vector is there a moment later.
   for (int waited_ms = 0; waited_ms <= 200; waited_ms += 10) {
     if (gone()) return false;
-    if (ProgramIdentity now = read_program(pid_); now.known() && now.random_bytes != program_.random_bytes) return true;
+    if (ProgramIdentity now = read_program(pid_); now.known() && !now.same_program(program_)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;

@@ -40,8 +40,9 @@ Result<std::vector<uint8_t>> relocate_prologue(const Decoder& decoder, uintptr_t
     // whose unwind information covers it, and the callee is jumped to. The callee returns into
     // the function, which goes on there: a rel32 call is 5 bytes, so that address is past the
     // jump the hook writes, and nothing displaced after the call runs from the trampoline.
-    // (`sub $8,%rsp; call f` starts 105 functions of Debian's libruby.) An indirect call, whose
-    // operand the push could move (rsp-based), is refused.
+    // (89 exported functions of Debian's libruby have a call in their first 5 bytes, as in
+    // `sub $8,%rsp; call f`.) An indirect call, whose operand the push could move (rsp-based),
+    // is refused.
     if (insn.flow == Flow::kCall) {
       if (!insn.relative_branch)
         return err("the indirect call at {:#x} is within the first {} bytes of the function at {:#x}", address,
