@@ -73,6 +73,7 @@ void RecordingSessions::end_abandoned() {
 }
 
 void RecordingSessions::after_reply() {
+  if (std::exchange(release_exec_after_reply_, false)) release_waiting_exec();
   if (!active()) g_session_active.store(false, std::memory_order_release);
   // A held launch goes on only once the start's reply is out: a command that aborts at once
   // (native's "abort" fixture) used to die before the reply left, on a loaded machine.
@@ -107,6 +108,8 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
     return err("{}", session.message());
   }
   trace_ = std::move(*session);
+  std::vector<std::string> problems;
+  watch_exec(problems);
   if (ruby_gc) {
     // A failure here ends the trace just started (and with it its hooks).
     auto source = trace_->add_event_source("ruby:gc");
@@ -124,19 +127,23 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
   }
   note_started();
   tracer::TraceReadout readout = trace_->read(0);
+  readout.problems.insert(readout.problems.end(), problems.begin(), problems.end());
   return tracer::encode_readout(readout, trace_->initial_functions(), trace_->totals(), tracer::calls_in_flight());
 }
 
 Result<std::string> RecordingSessions::trace_read() {
   if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
+  const bool exec = read_with_exec_release();
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   readout.process_exiting = exiting();
+  readout.exec_waiting = exec;
   note_ruby_gc_stop(readout);
   return tracer::encode_readout(readout, readout.new_functions, trace_->totals(), tracer::calls_in_flight());
 }
 
 Result<std::string> RecordingSessions::trace_stop() {
   if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
+  (void)read_with_exec_release();
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   note_ruby_gc_stop(readout);
   auto totals = trace_->totals();
@@ -156,11 +163,32 @@ void RecordingSessions::end_trace() {
   gc_events_.reset();
   trace_.reset();
   drop_unused_vm_end_watch();
+  drop_unused_exec_watch();
 }
 
 void RecordingSessions::end_native() {
   native_.reset();
   drop_unused_vm_end_watch();
+  drop_unused_exec_watch();
+}
+
+void RecordingSessions::watch_exec(std::vector<std::string>& problems) {
+  if (exec_watch_ != nullptr) return;
+  auto watch = ExecWatch::install();
+  if (!watch.ok()) {
+    problems.push_back(fmt::format("an exec will not wait for the last reads ({})", watch.message()));
+    return;
+  }
+  exec_watch_ = std::move(*watch);
+}
+
+void RecordingSessions::drop_unused_exec_watch() {
+  if (!active()) exec_watch_.reset();
+}
+
+bool RecordingSessions::read_with_exec_release() {
+  release_exec_after_reply_ = exec_waiting();
+  return release_exec_after_reply_;
 }
 
 Status RecordingSessions::watch_vm_end() {
@@ -197,21 +225,24 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
   native_ = std::move(*session);
   note_started();
   problems.insert(problems.end(), native_->problems().begin(), native_->problems().end());
+  watch_exec(problems);
   return native::encode_snapshot(native_->snapshot(), problems, exiting());
 }
 
-Result<std::string> RecordingSessions::native_read(const std::string& body) const {
+Result<std::string> RecordingSessions::native_read(const std::string& body) {
   if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
   // "wait_ms N": answer after N ms, or at once when the process starts exiting, so that a
   // process in exit() waits for the CLI's stop no longer than a reply takes.
   unsigned wait_ms = 0;
   if (body.starts_with("wait_ms ")) wait_ms = std::min<unsigned>(std::strtoul(body.c_str() + 8, nullptr, 10), 5000);
-  for (unsigned waited = 0; waited < wait_ms && !exiting(); waited += 5) ::usleep(5000);
+  for (unsigned waited = 0; waited < wait_ms && !exiting() && !exec_waiting(); waited += 5) ::usleep(5000);
+  (void)read_with_exec_release();
   return native::encode_snapshot(native_->snapshot(), {}, exiting());
 }
 
 Result<std::string> RecordingSessions::native_stop() {
   if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
+  (void)read_with_exec_release();
   std::string last = native::encode_snapshot(native_->snapshot(), {}, exiting());
   end_native();
   return last;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/exec_watch.h"
 #include "agent/ruby_gc_events.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_vm_end_watch.h"
@@ -49,16 +50,24 @@ class RecordingSessions {
   void note_ruby_gc_stop(tracer::TraceReadout& readout);
   void end_trace();
   Result<std::string> native_start(const std::string& body);
-  Result<std::string> native_read(const std::string& body) const;
+  Result<std::string> native_read(const std::string& body);
   Result<std::string> native_stop();
   void end_native();
   // Ruby lines (ruby_caller.h) are read only while the VM's end is watched; the watch goes with
   // the last session.
   Status watch_vm_end();
   void drop_unused_vm_end_watch();
+  // While a session runs, an exec waits for the next read (exec_watch.h); `problems` gets why
+  // when it cannot be watched.
+  void watch_exec(std::vector<std::string>& problems);
+  void drop_unused_exec_watch();
+  // What is read now for a reply: an exec that waits since before it goes on once it is out.
+  bool read_with_exec_release();
 
   RubyRuntime* ruby_;
   std::unique_ptr<RubyVmEndWatch> vm_end_watch_;
+  std::unique_ptr<ExecWatch> exec_watch_;
+  bool release_exec_after_reply_ = false;
   std::unique_ptr<tracer::TraceSession> trace_;
   std::unique_ptr<RubyGcEvents> gc_events_;  // memprof trace -x ruby:gc
   std::unique_ptr<native::NativeSession> native_;

@@ -351,7 +351,12 @@ int run_trace(const TraceOptions& options) {
     auto readout = trace::parse_readout(*read);
     if (!readout.ok()) return fail(readout.message());
     exiting = readout->exiting;  // the process waits in exit() for the stop below
+    const bool exec = readout->exec;  // it waited in execve for this readout: everything before is in
     printer.take(std::move(*readout));
+    // An exec that fails (execvp's directories without the program) returns to the program,
+    // which is traced on.
+    if (exec && process.replaced_program())
+      if (auto status = follow_exec(printer)) return *status;
   }
   process.stop_following();
   auto stopped = attach::agent_request(pid, "trace-stop");

@@ -16,7 +16,8 @@ Result<Readout> parse_readout(std::string_view body) {
   Readout out;
   uint64_t records = 0;
   if (root["dropped"].get(out.dropped) || root["untraced"].get(out.untraced) ||
-      root["in_flight"].get(out.in_flight) || root["exiting"].get(out.exiting) || root["records"].get(records))
+      root["in_flight"].get(out.in_flight) || root["exiting"].get(out.exiting) || root["exec"].get(out.exec) ||
+      root["records"].get(records))
     return err("malformed trace readout from the agent (counts)");
   simdjson::dom::array functions, problems, totals;
   if (root["functions"].get(functions) || root["problems"].get(problems) || root["totals"].get(totals))

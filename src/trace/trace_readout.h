@@ -32,6 +32,7 @@ struct Readout {
   uint64_t untraced = 0;
   uint64_t in_flight = 0;
   bool exiting = false;  // the process is in exit(), waiting for trace-stop
+  bool exec = false;     // a thread waits in execve for this readout to be out (agent/exec_watch.h)
   std::vector<ReadoutTotals> totals;
   std::vector<CallRecord> records;
 };

@@ -65,6 +65,7 @@ struct TraceReadout {
   uint64_t dropped = 0;                       // records lost to full rings, since the start of this trace
   uint64_t untraced = 0;  // calls not traced: nested too deep, or no thread state left
   bool process_exiting = false;  // exit() is waiting for the trace to stop
+  bool exec_waiting = false;     // an exec is waiting for this readout to be out
 };
 
 class TraceSession {

@@ -70,9 +70,10 @@ std::string encode_readout(const TraceReadout& readout, const std::vector<Hooked
   out += "],\"problems\":[";
   for (size_t i = 0; i < readout.problems.size(); ++i)
     out += (i ? "," : "") + json_quoted(readout.problems[i]);
-  out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"exiting\":{},\"records\":{},"
+  out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"exiting\":{},\"exec\":{},\"records\":{},"
                      "\"totals\":[",
-                     readout.dropped, readout.untraced, in_flight, readout.process_exiting, readout.records.size());
+                     readout.dropped, readout.untraced, in_flight, readout.process_exiting, readout.exec_waiting,
+                     readout.records.size());
   for (size_t i = 0; i < totals.size(); ++i)
     out += fmt::format("{}[{},{},{}]", i ? "," : "", totals[i].id, totals[i].calls, totals[i].nanoseconds);
   out += "]}\n";

@@ -145,6 +145,19 @@ class TraceCliTest < Minitest::Test
     assert_operator elapsed, :<, 6, err  # 10.3 s or more when it waits
   end
 
+  # A program that execs right after its calls: the exec waits for the CLI's next read, so that
+  # every call before it is counted, whether the new program is followed or not. Before: the
+  # calls of the last 10 ms (all 500 here, most runs) went with the old program.
+  def test_the_calls_made_just_before_an_exec_are_counted
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec_now", 500, "self", "once", 300)
+    assert status.success?, err
+    assert_equal 800, summary_calls(out.lines)["traced_add"], out + err
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec_now", 500, ENV.fetch("STATIC_PROGRAM"))
+    assert status.success?, err
+    assert_equal 500, summary_calls(out.lines)["traced_add"], out + err
+    assert_match(/^memprof: process \d+ replaced its program \(exec\): the program is statically linked/, err)
+  end
+
   # A program the agent cannot be preloaded into: the calls made before the exec are kept, and
   # the line says why the new program is not traced.
   def test_a_command_that_execs_a_static_program_keeps_the_calls_made_before_the_exec
