@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <utility>
 
 #include "agent/ruby_caller.h"
 #include "native/native_wire.h"
