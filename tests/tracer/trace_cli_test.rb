@@ -425,13 +425,13 @@ class TraceCliTest < Minitest::Test
 
   GC_PROGRAM = 'GC.start; 3.times { Array.new(300_000) { "x" * 20 } }; GC.start; puts "gc_count #{GC.count}"'
 
+  # The machine's Ruby and those of the test matrix (3.3 and 3.4, shared and static libruby).
+  RUBIES = [RbConfig.ruby, *ENV.fetch("MEMPROF_MATRIX_RUBIES", "").split(":")].freeze
+
   # ruby:gc of a launched Ruby: on from before its VM ran anything, so every collection is a
   # record, RubyGems' at boot included (1, 2, ... up to the program's last GC.count), also when
   # a wrapper script execs the Ruby. Before: "ruby:gc: process N is not running a supported Ruby"
   # for `-- ruby`, as for the wrapper (sh), whose Ruby had not started or which had none.
-  # The machine's Ruby and those of the test matrix (3.3 and 3.4, shared and static libruby).
-  RUBIES = [RbConfig.ruby, *ENV.fetch("MEMPROF_MATRIX_RUBIES", "").split(":")].freeze
-
   def test_ruby_gc_of_a_launched_ruby_sees_every_collection_from_its_boot
     commands = RUBIES.map { |ruby| [ruby, "-e", GC_PROGRAM] }
     commands << ["sh", "-c", 'exec "$0" -e "$1"', RbConfig.ruby, GC_PROGRAM]

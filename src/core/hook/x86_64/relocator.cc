@@ -40,7 +40,7 @@ Result<std::vector<uint8_t>> relocate_prologue(const Decoder& decoder, uintptr_t
     // whose unwind information covers it, and the callee is jumped to. The callee returns into
     // the function, which goes on there: a rel32 call is 5 bytes, so that address is past the
     // jump the hook writes, and nothing displaced after the call runs from the trampoline.
-    // (89 exported functions of Debian's libruby have a call in their first 5 bytes, as in
+    // (89 exported functions of Debian's libruby have a call among those bytes, as in
     // `sub $8,%rsp; call f`.) An indirect call, whose operand the push could move (rsp-based),
     // is refused.
     if (insn.flow == Flow::kCall) {
