@@ -6,7 +6,10 @@
 //
 // Fork: only the forking thread survives in the child, so the agent's thread and socket do not;
 // a pthread_atfork child handler starts fresh ones for the child (puma and unicorn workers get
-// their own agent), except in the children the agent forks itself for heap dumps.
+// their own agent), except in the children the agent forks itself for heap dumps. The child's
+// new thread first ends the trace and native sessions copied from the parent, which restores
+// every byte they patched: a worker forked while its master was traced is then like any other
+// (it can be traced itself, and pays for no hook).
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,6 +18,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -27,6 +31,7 @@
 #include "agent/ruby_calls.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_service.h"
+#include "core/hook/hook_change.h"
 #include "native/native_session.h"
 #include "tracer/trampoline.h"
 
@@ -83,9 +88,21 @@ void log_problem(const std::string& message) {
 // when the child ended (seen following an exec chain through pyenv's shims).
 constinit std::atomic<int> g_listening_fd{-1};
 
+// The sessions the agent thread serves, for a forked child to end (see the top); the child's
+// copy, once its fork handler took it, until its new thread has ended them. The child owns
+// them: the handler that did in the parent lives on a stack nothing will unwind.
+constinit std::atomic<RecordingSessions*> g_serving_sessions{nullptr};
+constinit std::atomic<RecordingSessions*> g_inherited_sessions{nullptr};
+
+void end_inherited_sessions() {
+  std::unique_ptr<RecordingSessions> inherited(g_inherited_sessions.exchange(nullptr));
+  if (inherited != nullptr) inherited->end_all();
+}
+
 void serve() {
   tracer::ignore_this_thread();
   native::ignore_this_thread();
+  end_inherited_sessions();
   auto server = ControlServer::open(::getuid(), ::getpid());
   if (!server.ok()) {
     log_problem(server.message());
@@ -96,6 +113,10 @@ void serve() {
     ~Published() { g_listening_fd.store(-1, std::memory_order_release); }
   } published(server->listening_fd());
   RequestHandler handler(ruby_runtime(), ruby_service());
+  struct Serving {  // declared after the handler: unpublished before its sessions end
+    explicit Serving(RecordingSessions& sessions) { g_serving_sessions.store(&sessions, std::memory_order_release); }
+    ~Serving() { g_serving_sessions.store(nullptr, std::memory_order_release); }
+  } serving(handler.sessions());
   if (const char* lib = std::getenv(kPreloadedGemVariable); lib != nullptr && *lib != '\0')
     handler.adopt_preloaded_gem(lib);
   while (!handler.detach_requested()) {
@@ -158,7 +179,14 @@ void after_fork_in_child() {
   if (int parents = g_listening_fd.exchange(-1); parents >= 0) ::close(parents);
   // The parent's agent thread does not exist here; a lock it held stays held: start over.
   bool was_running = g_running;
-  // The parent's trace and native sessions are the parent's: nobody reads the child's copies.
+  // The parent's trace and native sessions are the parent's: nobody reads the child's copies,
+  // which only pass calls through until the new thread ends them -- if the fork copied them
+  // whole (hook_change.h); else they stay as they are, frozen.
+  hook::settle_hooks_after_fork();
+  RecordingSessions* inherited = g_serving_sessions.exchange(nullptr, std::memory_order_acq_rel);
+  // Forked again before this process's thread took its own copy: that copy is the one to end.
+  if (inherited == nullptr) inherited = g_inherited_sessions.load(std::memory_order_acquire);
+  g_inherited_sessions.store(hook::hooks_frozen() ? nullptr : inherited, std::memory_order_release);
   tracer::stop_tracing_in_child();
   native::stop_recording_in_child();
   forget_sessions_in_child();

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "agent/ruby_caller.h"
+#include "core/hook/hook_change.h"
 #include "native/native_wire.h"
 #include "tracer/process_hooks.h"
 #include "tracer/trace_wire.h"
@@ -49,6 +50,7 @@ void wait_for_sessions_at_exit() {
 }
 
 Result<std::string> RecordingSessions::handle(const std::string& verb, const std::string& body) {
+  if ((verb == "trace-start" || verb == "native-start") && hook::hooks_frozen()) return err("{}", hook::kFrozenHooks);
   auto now = std::chrono::steady_clock::now();
   if (verb.starts_with("trace-")) last_trace_read_ = now;
   if (verb.starts_with("native-")) last_native_read_ = now;
@@ -62,11 +64,13 @@ Result<std::string> RecordingSessions::handle(const std::string& verb, const std
 }
 
 void RecordingSessions::end_all() {
+  hook::HookChange change;
   end_trace();
   end_native();
 }
 
 void RecordingSessions::end_abandoned() {
+  hook::HookChange change;
   auto now = std::chrono::steady_clock::now();
   if (trace_ != nullptr && now - last_trace_read_ >= kAbandonedAfter) end_trace();
   if (native_ != nullptr && now - last_native_read_ >= kAbandonedAfter) end_native();
@@ -74,6 +78,7 @@ void RecordingSessions::end_abandoned() {
 }
 
 void RecordingSessions::after_reply() {
+  hook::HookChange change;
   if (std::exchange(release_exec_after_reply_, false)) release_waiting_exec();
   if (!active()) g_session_active.store(false, std::memory_order_release);
   // A held launch goes on only once the start's reply is out: a command that aborts at once
@@ -82,6 +87,7 @@ void RecordingSessions::after_reply() {
 }
 
 Result<std::string> RecordingSessions::trace_start(const std::string& body) {
+  hook::HookChange change;
   MEMPROF_TRY(request, tracer::decode_trace_request(body));
   // A launched command held at its first instruction: its Ruby, if it has one, has not started
   // yet; a program without one (a wrapper script it runs first: an rbenv shim, sh -c) leaves
@@ -133,6 +139,7 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
 }
 
 Result<std::string> RecordingSessions::trace_read() {
+  hook::HookChange change;
   if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
   const bool exec = read_with_exec_release();
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
@@ -143,6 +150,7 @@ Result<std::string> RecordingSessions::trace_read() {
 }
 
 Result<std::string> RecordingSessions::trace_stop() {
+  hook::HookChange change;
   if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
   (void)read_with_exec_release();
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
@@ -204,6 +212,7 @@ void RecordingSessions::drop_unused_vm_end_watch() {
 }
 
 Result<std::string> RecordingSessions::native_start(const std::string& body) {
+  hook::HookChange change;
   if (native_ != nullptr)
     return err("process {} is already tracked by memprof native (memprof native -p {})", ::getpid(), ::getpid());
   MEMPROF_TRY(request, native::decode_native_request(body));
@@ -237,11 +246,13 @@ Result<std::string> RecordingSessions::native_read(const std::string& body) {
   unsigned wait_ms = 0;
   if (body.starts_with("wait_ms ")) wait_ms = std::min<unsigned>(std::strtoul(body.c_str() + 8, nullptr, 10), 5000);
   for (unsigned waited = 0; waited < wait_ms && !exiting() && !exec_waiting(); waited += 5) ::usleep(5000);
+  hook::HookChange change;  // after the wait: a fork meanwhile finds nothing changing
   (void)read_with_exec_release();
   return native::encode_snapshot(native_->snapshot(), {}, exiting());
 }
 
 Result<std::string> RecordingSessions::native_stop() {
+  hook::HookChange change;
   if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
   (void)read_with_exec_release();
   std::string last = native::encode_snapshot(native_->snapshot(), {}, exiting());

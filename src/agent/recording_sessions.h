@@ -25,6 +25,9 @@ namespace memprof::agent {
 
 inline constexpr std::chrono::seconds kAbandonedAfter{10};
 
+// Sessions, their hooks and their watches change only inside a hook::HookChange (each verb but
+// native-read's wait, and each end): a fork in the middle of a change leaves a child that can
+// neither trust nor end its copy of them (hook_change.h).
 class RecordingSessions {
  public:
   // `ruby` is null in a process without (a supported) Ruby.

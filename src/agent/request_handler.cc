@@ -58,7 +58,7 @@ std::string RequestHandler::handle(const Request& request) {
     if (request.verb == "fork-ruby") return fork_ruby_command(request.body);
     if (request.verb == "detach") return detach();
     if (request.verb.starts_with("trace-") || request.verb.starts_with("native-"))
-      return sessions_.handle(request.verb, request.body);
+      return sessions_->handle(request.verb, request.body);
     return err("unknown request '{}'", request.verb);
   }();
   return reply.ok() ? encode_reply_ok(*reply) : encode_reply_error(reply.message());
@@ -121,7 +121,7 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& command
 
 Result<std::string> RequestHandler::detach() {
   detach_requested_ = true;
-  sessions_.end_all();
+  sessions_->end_all();
   if (ruby_ == nullptr || !g_memprof_loaded) return std::string("{\"stopped\":false}");
   auto stopped = ruby_command("stop");
   service_->stop(kRubyThreadTimeout);

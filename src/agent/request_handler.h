@@ -24,12 +24,12 @@ class RequestHandler {
  public:
   // `runtime` and `service` are null in a process without (a supported) Ruby.
   RequestHandler(RubyRuntime* runtime, RubyService* service)
-      : ruby_(runtime), service_(service), sessions_(runtime) {}
+      : ruby_(runtime), service_(service), sessions_(std::make_unique<RecordingSessions>(runtime)) {}
 
   // The reply frame's payload.
   std::string handle(const Request& request);
   // The trace and native sessions (recording_sessions.h).
-  RecordingSessions& sessions() { return sessions_; }
+  RecordingSessions& sessions() { return *sessions_; }
   bool detach_requested() const { return detach_requested_; }
 
   // Launch mode (memprof run): the program loads the gem itself, at its start; the agent's Ruby
@@ -50,7 +50,9 @@ class RequestHandler {
   RubyRuntime* ruby_;
   RubyService* service_;
   bool detach_requested_ = false;
-  RecordingSessions sessions_;
+  // On the heap: a forked child ends its copy of them (agent.cc) once the thread whose stack
+  // held this handler is gone, and glibc gives that stack to the child's next thread.
+  std::unique_ptr<RecordingSessions> sessions_;
 };
 
 // How long a request waits for Ruby to run the agent's postponed job (ruby_runtime.h): when

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/hook/entry_hook.h"
+#include "core/hook/hook_change.h"
 #include "tracer/trace_session.h"
 #include "tracer/trampoline.h"
 
@@ -65,8 +66,10 @@ void hook_unwinders_locked() {
 
 void* watched_dlopen(const char* file, int flags) {
   void* handle = __atomic_load_n(&g_real_dlopen, __ATOMIC_ACQUIRE)(file, flags);
-  if (handle != nullptr) {
+  // A child forked while a trace changed (hook_change.h): g_mutex may be held for good.
+  if (handle != nullptr && !hook::hooks_frozen()) {
     Untraced untraced;
+    hook::HookChange change;
     std::lock_guard lock(g_mutex);
     hook_unwinders_locked();  // libgcc_s may have come with the new objects
     if (g_session != nullptr) g_session->hook_new_objects();
@@ -85,6 +88,8 @@ uint64_t calls_in_flight() {
 }
 
 Status watch_process_for(TraceSession* session) {
+  if (hook::hooks_frozen()) return err("{}", hook::kFrozenHooks);
+  hook::HookChange change;
   std::lock_guard lock(g_mutex);
   if (g_session != nullptr) return err("this process is already being traced by another memprof trace");
   hook_unwinders_locked();
@@ -101,6 +106,8 @@ Status watch_process_for(TraceSession* session) {
 }
 
 uint64_t release_process_hooks(TraceSession* session) {
+  if (hook::hooks_frozen()) return calls_in_flight();
+  hook::HookChange change;
   std::lock_guard lock(g_mutex);
   if (g_session != session) return calls_in_flight();
   g_session = nullptr;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/hook/hook_change.h"
 #include "core/hook/loaded_object.h"
 #include "core/util/path_name.h"
 #include "core/util/thread_exists.h"
@@ -144,6 +145,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
   std::erase_if(request.patterns, is_event_pattern);  // the agent's business (add_event_source)
   std::unique_ptr<TraceSession> session(new TraceSession(std::move(request)));
   Untraced untraced;
+  hook::HookChange change;
   MEMPROF_TRY_STATUS(watch_process_for(session.get()));
   set_recording(session->request_.records);
   start_tracing_here();
@@ -162,6 +164,8 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
 
 TraceSession::~TraceSession() {
   Untraced untraced;
+  hook::HookChange change;
+  if (hook::hooks_frozen()) return;  // its hooks pass calls through for good (hook_change.h)
   release_process_hooks(this);
   std::lock_guard lock(mutex_);
   entry_hooks_.clear();
@@ -170,6 +174,7 @@ TraceSession::~TraceSession() {
 
 Result<uint32_t> TraceSession::add_event_source(const char* name) {
   MEMPROF_TRY(id, event_source(name));
+  hook::HookChange change;  // mutex_ must not be copied held into a fork (hook_change.h)
   std::lock_guard lock(mutex_);
   ids_.push_back(id);
   initial_.push_back({id, name, "", 0, false});
@@ -177,6 +182,7 @@ Result<uint32_t> TraceSession::add_event_source(const char* name) {
 }
 
 void TraceSession::hook_new_objects() {
+  hook::HookChange change;
   std::lock_guard lock(mutex_);
   hook_objects_locked(pending_functions_);
 }
@@ -253,6 +259,7 @@ TraceReadout TraceSession::read(size_t max_records) {
   Untraced untraced;
   TraceReadout out;
   {
+    hook::HookChange change;
     std::lock_guard lock(mutex_);
     out.new_functions = std::move(pending_functions_);
     pending_functions_.clear();
@@ -304,6 +311,7 @@ std::vector<FunctionCounters> TraceSession::sum_counters(uint32_t functions) con
 }
 
 std::vector<FunctionTotals> TraceSession::totals() const {
+  hook::HookChange change;
   std::lock_guard lock(mutex_);
   std::vector<FunctionCounters> sums = sum_counters(function_count());
   std::vector<FunctionTotals> out;

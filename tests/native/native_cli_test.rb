@@ -69,6 +69,22 @@ class NativeCliTest < Minitest::Test
     assert_empty section(lines, "Live at the end (leaked), by call site").select { |_, name| name.include?("native_") }
   end
 
+  # A child forked while its parent is tracked (a preforking server's worker) ends its copy of
+  # the session, and `native -p CHILD` counts its own blocks exactly. Before: "process CHILD is
+  # already tracked by memprof native", from the copy nobody read.
+  def test_a_child_forked_during_a_session_is_tracked_on_its_own
+    target = native_target
+    parent = start_native(target.pid)
+    child = Integer(run_job(target, "fork", /\Aforked \d+\z/)[/\d+/])
+    native = start_native(child)
+    run_job(target, "leak 30 512", /\Adone leak/)
+    leaked = section(stop_native(native), "Live at the end (leaked), by call site")
+    assert_equal [15_360, 30], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0]
+    refute section(stop_native(parent), "Live at the end (leaked), by call site").any? { |_, name| name.include?("native_leak") }
+  ensure
+    Process.kill(:KILL, child) if child
+  end
+
   def test_launch_mode_and_json
     out, err, status = memprof("native", "--json", "--", TARGET, "once", 50, 1000)
     assert status.success?, err

@@ -105,6 +105,32 @@ class TraceCliTest < Minitest::Test
     assert_operator longest.to_i, :<, 1500, out  # 2,000 or more when a child waits
   end
 
+  # A worker forked while its master is traced (a preforking server) is no longer touched by the
+  # trace: its agent ends its copy, which puts back the bytes it patched, and it can be traced
+  # on its own. Before: the child's copy stayed, passing calls through for good, and
+  # `trace -p CHILD` answered "this process is already being traced by another memprof trace".
+  def test_a_child_forked_during_a_trace_can_be_traced_on_its_own
+    target = c_target
+    untouched = run_job(target, "bytes traced_add", /\Abytes \h+\z/)
+    parent_trace = start_trace(target.pid, "-c", "-x", "traced_add")
+    refute_equal untouched, run_job(target, "bytes traced_add", /\Abytes \h+\z/), "the trace patched nothing"
+    child = Integer(run_job(target, "fork", /\Aforked \d+\z/)[/\d+/])
+    bytes = nil
+    3.times do  # the child's agent thread ends the copy on its own: a moment after the fork
+      bytes = run_job(target, "bytes traced_add", /\Abytes \h+\z/)
+      break if bytes == untouched
+
+      sleep 0.1
+    end
+    assert_equal untouched, bytes, "the parent's trace is still patched into its child"
+    child_trace = start_trace(child, "-c", "-x", "traced_add")
+    run_job(target, "threads 2 1000", /\Adone threads 1001000\z/)
+    assert_equal 2000, summary_calls(stop_trace(child_trace))["traced_add"]
+    assert_nil summary_calls(stop_trace(parent_trace))["traced_add"], "the child's calls are not its parent's"
+  ensure
+    Process.kill(:KILL, child) if child
+  end
+
   # A forked child closes its parent's listening socket. Before: the child kept it open, so
   # after the parent exec'd the socket file still took connections that nobody would accept
   # (the CLI following an exec through pyenv's shims had one reset in 10-20 runs).
@@ -446,6 +472,33 @@ class TraceCliTest < Minitest::Test
     _, err, status = memprof("trace", "-x", "ruby:gc", "-x", "traced_add", "--", "sh", "-c", "true")
     assert status.success?, err
     assert_includes err, "memprof: no program of the command ran a supported Ruby: ruby:gc recorded nothing\n"
+  end
+
+  # A Ruby worker forked while its master's collections are traced: the worker's copy of the
+  # master's TracePoint goes off, and a trace of the worker sees each of its collections once.
+  # Before: `trace -p WORKER` answered "already being traced by another memprof trace".
+  def test_a_ruby_worker_forked_during_a_ruby_gc_trace_has_its_collections_traced_once
+    target = ruby_job_target(<<~'RUBY')
+      $stdin.gets
+      worker = fork do
+        puts "forked #{Process.pid}"
+        while $stdin.gets
+          first = GC.count + 1
+          3.times { GC.start }
+          puts "collected #{first} #{GC.count}"
+        end
+      end
+      Process.wait(worker)
+    RUBY
+    master_trace = start_trace(target.pid, "-x", "ruby:gc")
+    worker = Integer(run_job(target, "fork", /\Aforked \d+\z/)[/\d+/])
+    worker_trace = start_trace(worker, "-x", "ruby:gc")
+    first, last = run_job(target, "go", /\Acollected \d+ \d+\z/).split.drop(1).map { |n| Integer(n) }
+    lines = stop_trace(worker_trace)
+    assert_equal (first..last).to_a, gc_starts(lines.join("\n")), lines.join("\n")
+    assert_empty gc_starts(stop_trace(master_trace).join("\n")), "the worker's collections are not its master's"
+  ensure
+    Process.kill(:KILL, worker) if worker
   end
 
   # A Ruby that exits while ruby:gc is traced: the trace ends after Ruby's VM did, when no

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/hook/hook_change.h"
 #include "core/hook/loaded_object.h"
 #include "core/hook/near_memory.h"
 #include "core/hook/patch.h"
@@ -194,6 +195,8 @@ Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install_at(void* target, voi
                                                                std::span<const uintptr_t> at) {
   MEMPROF_TRY_STATUS(check_arguments(target, replacement));
   if (at.empty()) return err("call-site hook: no site to redirect to {}", target);
+  if (hooks_frozen()) return err("{}", kFrozenHooks);
+  HookChange change;
   std::unique_ptr<CallSiteHook> hook(new CallSiteHook);
   hook->target_ = target;
   MEMPROF_TRY(object, object_containing(reinterpret_cast<const void*>(at.front())));
@@ -253,7 +256,8 @@ Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install_at(void* target, voi
 
 CallSiteHook::~CallSiteHook() {
   // An unloaded object's pages may now belong to something else: never touch them.
-  if (sites_.empty() || !is_loaded(object_key_)) return;
+  if (sites_.empty() || hooks_frozen() || !is_loaded(object_key_)) return;
+  HookChange change;
   std::vector<SmallPatch> patches;
   for (const auto& site : sites_) {
     // Only a site that still calls our thunk is ours to restore.

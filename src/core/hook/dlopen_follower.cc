@@ -20,6 +20,7 @@
 #include <cerrno>
 
 #include "core/hook/got_hook_state.h"
+#include "core/hook/hook_change.h"
 
 namespace memprof::hook {
 namespace {
@@ -40,8 +41,10 @@ Follower& follower() {
 }
 
 void patch_new_objects() {
+  if (hooks_frozen()) return;
   int saved_errno = errno;
   {
+    HookChange change;
     std::lock_guard lock(got_registry_mutex());
     auto objects = loaded_objects();
     if (objects.ok()) {
@@ -57,8 +60,10 @@ void patch_new_objects() {
 }
 
 void forget_unloaded_objects() {
+  if (hooks_frozen()) return;
   int saved_errno = errno;
   {
+    HookChange change;
     std::lock_guard lock(got_registry_mutex());
     auto objects = loaded_objects();
     if (objects.ok()) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/hook/entry_trap.h"
+#include "core/hook/hook_change.h"
 #include "core/hook/near_memory.h"
 #include "core/hook/patch.h"
 #include "core/hook/thread_parking.h"
@@ -162,7 +163,9 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
                                                       EntryHookOptions options) {
   if (target == nullptr || replacement == nullptr)
     return err("entry hook: null {}", target == nullptr ? "target" : "replacement");
+  if (hooks_frozen()) return err("{}", kFrozenHooks);
   auto start = reinterpret_cast<uintptr_t>(target);
+  HookChange change;
   std::lock_guard lock(registry_mutex());
   auto& targets = hooked_targets();
   if (std::find(targets.begin(), targets.end(), start) != targets.end())
@@ -217,6 +220,8 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
 }
 
 EntryHook::~EntryHook() {
+  if (hooks_frozen()) return;  // the jump stays, and its trampoline: calls pass through
+  HookChange change;
   std::lock_guard lock(registry_mutex());
   std::erase(hooked_targets(), reinterpret_cast<uintptr_t>(target_));
   // An unloaded object's pages may now belong to something else: never touch them.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/hook/got_hook_state.h"
+#include "core/hook/hook_change.h"
 #include "core/hook/patch.h"
 
 namespace memprof::hook {
@@ -224,6 +225,8 @@ Result<std::shared_ptr<GotHook::State>> install_got_hook_locked(std::string symb
 
 Result<std::unique_ptr<GotHook>> GotHook::install(std::string symbol, void* replacement,
                                                   GotHookOptions options) {
+  if (hooks_frozen()) return err("{}", kFrozenHooks);
+  HookChange change;
   std::lock_guard lock(got_registry_mutex());
   bool follow = options.follow_dlopen;
   // The follower first: a dlopen completing while the slots are being written is then seen.
@@ -245,6 +248,8 @@ Result<void*> GotHook::find_original(std::string_view symbol) {
 GotHook::GotHook(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
 GotHook::~GotHook() {
+  if (hooks_frozen()) return;  // the slots keep the replacement, which calls the original
+  HookChange change;
   std::lock_guard lock(got_registry_mutex());
   auto& hooks = active_got_hooks();
   hooks.erase(std::find(hooks.begin(), hooks.end(), state_));
@@ -257,11 +262,13 @@ void* GotHook::replacement() const { return state_->replacement; }
 const std::string& GotHook::symbol() const { return state_->symbol; }
 
 size_t GotHook::patched_slots() const {
+  HookChange change;  // a read, but under the lock a fork must not copy held
   std::lock_guard lock(got_registry_mutex());
   return state_->slots.size();
 }
 
 std::vector<GotSlot> GotHook::slots() const {
+  HookChange change;  // a read, but under the lock a fork must not copy held
   std::lock_guard lock(got_registry_mutex());
   std::vector<GotSlot> result;
   for (const auto& s : state_->slots) result.push_back(s.slot);
@@ -269,6 +276,7 @@ std::vector<GotSlot> GotHook::slots() const {
 }
 
 std::vector<std::string> GotHook::follow_errors() const {
+  HookChange change;  // a read, but under the lock a fork must not copy held
   std::lock_guard lock(got_registry_mutex());
   return state_->follow_errors;
 }

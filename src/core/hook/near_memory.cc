@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/hook/hook_change.h"
 #include "core/util/page_size.h"
 #include "core/util/proc_maps.h"
 #include "core/util/scoped_fd.h"
@@ -94,6 +95,8 @@ bool matches(const Retained& r, const std::vector<uint8_t>& code) {
 
 Result<uintptr_t> place_trampoline(const TrampolineKey& key, const NearPlacement& placement,
                                    const CodeGenerator& generate) {
+  if (hooks_frozen()) return err("{}", kFrozenHooks);
+  HookChange change;
   std::lock_guard lock(cache_mutex());
   for (const Retained& r : cache()) {
     if (!(r.key == key) || !placement.accepts(r.address, r.size)) continue;
