@@ -31,6 +31,7 @@
 #include "agent/ruby_calls.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_service.h"
+#include "agent/ruby_vm_end_watch.h"
 #include "core/hook/hook_change.h"
 #include "native/native_session.h"
 #include "tracer/trampoline.h"
@@ -190,6 +191,7 @@ void after_fork_in_child() {
   tracer::stop_tracing_in_child();
   native::stop_recording_in_child();
   forget_sessions_in_child();
+  forget_vm_users_in_child();
   new (&g_start_mutex) std::mutex;
   g_running = false;
   if (forking_for_handler() || !was_running) return;

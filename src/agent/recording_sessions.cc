@@ -202,7 +202,7 @@ bool RecordingSessions::read_with_exec_release() {
 
 Status RecordingSessions::watch_vm_end() {
   if (vm_end_watch_ != nullptr) return ok_status();
-  MEMPROF_TRY(watch, RubyVmEndWatch::install());
+  MEMPROF_TRY(watch, RubyVmEndWatch::acquire());
   vm_end_watch_ = std::move(watch);
   return ok_status();
 }

@@ -68,7 +68,7 @@ class RecordingSessions {
   bool read_with_exec_release();
 
   RubyRuntime* ruby_;
-  std::unique_ptr<RubyVmEndWatch> vm_end_watch_;
+  std::shared_ptr<RubyVmEndWatch> vm_end_watch_;
   std::unique_ptr<ExecWatch> exec_watch_;
   bool release_exec_after_reply_ = false;
   std::unique_ptr<tracer::TraceSession> trace_;

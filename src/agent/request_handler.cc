@@ -80,7 +80,18 @@ Status RequestHandler::require_memprof() const {
 
 Status RequestHandler::ensure_service() {
   MEMPROF_TRY_STATUS(require_memprof());
+  return start_service();
+}
+
+Status RequestHandler::start_service() {
+  watch_vm_end();
   return service_->start(*g_lib_file, *g_extension_file, kRubyTimeout, kRubyThreadTimeout);
+}
+
+void RequestHandler::watch_vm_end() {
+  // Without it (a Ruby with no ruby_vm_destruct, a child forked mid-change) jobs are posted as
+  // before: no reason to refuse the request.
+  (void)ruby_->watch_vm_end();
 }
 
 Result<std::string> RequestHandler::load(const std::string& body) {
@@ -92,8 +103,7 @@ Result<std::string> RequestHandler::load(const std::string& body) {
     g_lib_file = new std::string(body.substr(0, newline));
     g_extension_file = new std::string(body.substr(newline + 1));
   }
-  MEMPROF_TRY_STATUS(
-      service_->start(*g_lib_file, *g_extension_file, kRubyTimeout, kRubyThreadTimeout));
+  MEMPROF_TRY_STATUS(start_service());
   g_memprof_loaded = true;
   return fmt::format(R"({{"loaded":{}}})", fresh);
 }
@@ -105,6 +115,7 @@ Result<std::string> RequestHandler::ruby_command(const std::string& command) {
 
 Result<std::string> RequestHandler::fork_ruby_command(const std::string& command) {
   MEMPROF_TRY_STATUS(require_memprof());
+  watch_vm_end();
   std::optional<ForkedHandler> child;
   MEMPROF_TRY_STATUS(ruby_->run(
       [&](const RubyApi& api) -> Result<std::string> {
@@ -122,9 +133,13 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& command
 Result<std::string> RequestHandler::detach() {
   detach_requested_ = true;
   sessions_->end_all();
-  if (ruby_ == nullptr || !g_memprof_loaded) return std::string("{\"stopped\":false}");
-  auto stopped = ruby_command("stop");
-  service_->stop(kRubyThreadTimeout);
+  if (ruby_ == nullptr) return std::string("{\"stopped\":false}");
+  Result<std::string> stopped = std::string("{\"stopped\":false}");
+  if (g_memprof_loaded) {
+    stopped = ruby_command("stop");
+    service_->stop(kRubyThreadTimeout);
+  }
+  ruby_->release_vm_end_watch();  // the last patched bytes
   return stopped;
 }
 

@@ -46,6 +46,9 @@ class RequestHandler {
   Status require_memprof() const;
 
   Status ensure_service();
+  // Starts the gem's Ruby thread (ruby_service.h) unless it runs, watching the VM's end first.
+  Status start_service();
+  void watch_vm_end();
 
   RubyRuntime* ruby_;
   RubyService* service_;

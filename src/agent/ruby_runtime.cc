@@ -21,6 +21,7 @@ namespace {
 constexpr std::chrono::milliseconds kWakeInterval{50};
 // When SIGVTALRM has not been enough by then, SIGCHLD; again every 0.9 s (wake_main_thread).
 constexpr std::chrono::milliseconds kInsistAfter{300};
+constexpr const char* kVmEnded = "Ruby's VM has ended in this process (it is exiting)";
 
 }  // namespace
 
@@ -82,6 +83,8 @@ void RubyRuntime::run_queued_job() {
 }
 
 bool RubyRuntime::trigger() {
+  VmInUse vm;  // the VM's end waits until the job is posted, or this sees that it has ended
+  if (!vm.ok()) return false;
   if (api_.job_preregister != nullptr && api_.job_trigger != nullptr) {
     // Preregistering from this thread is safe on 3.3 and 3.4 (it takes no Ruby lock and reads
     // no execution context); it is done once, so the 32-entry table never fills.
@@ -122,8 +125,9 @@ void RubyRuntime::wake_main_thread(bool insist) const {
 Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const RubyApi&)> work,
                                      std::chrono::milliseconds timeout) {
   if (!vm_ready()) return err("Ruby has not started yet in this process");
-  // A job posted to a VM that is gone (a process in exit(), after ruby_cleanup) crashes it.
-  if (ruby_vm_ended()) return err("Ruby's VM has ended in this process");
+  // A job posted to a VM that is gone (a process in exit(), after ruby_cleanup) crashes it:
+  // callers hold a RubyVmEndWatch (watch_vm_end, or their session's).
+  if (ruby_vm_ended()) return err(kVmEnded);
   {
     std::lock_guard lock(mutex_);
     if (state_ == State::kRunning || state_ == State::kQueued)
@@ -136,6 +140,11 @@ Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const Rub
   auto insist_after = std::chrono::steady_clock::now() + kInsistAfter;
   while (state_ != State::kDone) {
     if (state_ == State::kQueued) {
+      if (ruby_vm_ended()) {  // the job will never run
+        state_ = State::kIdle;
+        work_ = nullptr;
+        return err(kVmEnded);
+      }
       if (std::chrono::steady_clock::now() >= deadline) {
         state_ = State::kIdle;
         work_ = nullptr;
@@ -157,6 +166,13 @@ Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const Rub
   }
   state_ = State::kIdle;
   return std::move(result_);
+}
+
+Status RubyRuntime::watch_vm_end() {
+  if (vm_end_watch_ != nullptr) return ok_status();
+  MEMPROF_TRY(watch, RubyVmEndWatch::acquire());
+  vm_end_watch_ = std::move(watch);
+  return ok_status();
 }
 
 void RubyRuntime::reset_after_fork() {

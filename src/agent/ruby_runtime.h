@@ -22,10 +22,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
+#include "agent/ruby_vm_end_watch.h"
 #include "core/util/result.h"
 
 namespace memprof::agent {
@@ -92,6 +94,12 @@ class RubyRuntime {
   // queued; Ruby's registration of the job (this object) is inherited and stays valid.
   void reset_after_fork();
 
+  // Watches the VM's end, so that no job is posted to a VM that has ended, until released (an
+  // attach: from its load to its detach; sessions hold their own). Held here, not by the
+  // request handler: a forked child's runtime is its parent's, whole, and its detach lets go.
+  Status watch_vm_end();
+  void release_vm_end_watch() { vm_end_watch_.reset(); }
+
  private:
   enum class State { kIdle, kQueued, kRunning, kDone };
   static void job_entry(void* self);
@@ -107,6 +115,7 @@ class RubyRuntime {
   State state_ = State::kIdle;
   std::function<Result<std::string>(const RubyApi&)> work_;
   Result<std::string> result_{std::string()};
+  std::shared_ptr<RubyVmEndWatch> vm_end_watch_;
 };
 
 // "main thread is in read(2)" / "main thread is running" — for messages, from /proc.

@@ -134,6 +134,28 @@ class AttachCliTest < Minitest::Test
     detach!(target)
   end
 
+  # A request that comes once Ruby's VM has ended (the process is in exit(), after ruby_cleanup;
+  # here an exit handler waits there) is refused, and the process is left to end as it would.
+  # Before: the agent posted a job to the freed VM, and the process died of a segfault.
+  def test_a_request_after_rubys_vm_ended_is_refused_without_harm
+    target = ruby_job_target(<<~'RUBY')
+      require "fiddle"
+      libc = Fiddle.dlopen(nil)
+      on_exit = Fiddle::Function.new(libc["on_exit"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_VOIDP], Fiddle::TYPE_INT)
+      on_exit.call(libc["pause"], nil)  # exit() runs it after Ruby's VM is gone: waits for a signal
+      $stdin.gets
+    RUBY
+    attach!(target)
+    target.send_line("end")
+    syscall = "/proc/#{target.pid}/task/#{target.pid}/syscall"
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    sleep 0.05 until File.read(syscall).start_with?("34 ") || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    assert File.read(syscall).start_with?("34 "), "the process never reached its exit handler (pause(2))"
+    _, err, status = memprof("dump", "-p", target.pid, "-o", File.join(@tmpdir, "late.json"))
+    assert_equal [1, "memprof: process #{target.pid}: Ruby's VM has ended in this process (it is exiting)\n"], [status.exitstatus, err]
+    assert_alive(target)
+  end
+
   def test_dump_of_an_attached_process_reads_in_analyze
     target = spawn_target("target.rb", "commands")
     target.wait_for(/\Aready #{target.pid}\z/)
