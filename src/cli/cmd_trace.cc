@@ -242,8 +242,19 @@ std::vector<std::string> unmatched_patterns(const TraceOptions& options, const T
   return unmatched;
 }
 
+// " in an object named by -l 'A' or 'B'" when -l narrowed where functions are looked for.
+std::string libraries_named(const TraceOptions& options) {
+  if (options.libraries.empty()) return "";
+  std::string out = " in an object named by -l";
+  for (size_t i = 0; i < options.libraries.size(); ++i)
+    out += fmt::format("{} '{}'", i == 0 ? "" : " or", options.libraries[i]);
+  return out;
+}
+
 int run_trace(const TraceOptions& options) {
   if (options.symbols.empty()) return fail("name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)");
+  if (std::find(options.symbols.begin(), options.symbols.end(), "") != options.symbols.end())
+    return fail("-x needs a function name or a glob, not an empty string");
   auto duration = attach::parse_optional_duration(options.duration);
   if (!duration.ok()) return fail(duration.message());
   auto prototypes = load_prototypes(options.prototype_files);
@@ -269,9 +280,9 @@ int run_trace(const TraceOptions& options) {
       if (tracer::is_event_pattern(pattern))
         fmt::print(stderr, "memprof: no program of the command ran a supported Ruby: {} recorded nothing\n", pattern);
       else
-        fmt::print(stderr, "memprof: {} a function matching '{}'{}\n",
+        fmt::print(stderr, "memprof: {} a function matching '{}'{}{}\n",
                    at_end ? "no program of the command defined" : "no loaded object defines", pattern,
-                   at_end ? "" : " (objects loaded later are watched)");
+                   libraries_named(options), at_end ? "" : " (objects loaded later are watched)");
     }
   };
   auto finish_with_process = [&](TracePrinter& printer) {

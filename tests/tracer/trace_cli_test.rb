@@ -159,6 +159,18 @@ class TraceCliTest < Minitest::Test
     assert_match(/^memprof: no program of the command defined a function matching 'memprof_no_such_function'$/, err)
   end
 
+  # -l narrows where functions are looked for, and the warning says so (it named only the
+  # pattern, as if no object at all had the function). An empty -x is refused.
+  def test_a_pattern_no_object_named_by_l_defines_names_the_objects_searched
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "-l", "libnosuch*.so", "-l", "other.so", "--",
+                               TARGET, "once", 5)
+    assert status.success?, err
+    assert_nil summary_calls(out.lines)["traced_add"], out
+    assert_match(/^memprof: no program of the command defined a function matching 'traced_add' in an object named by -l 'libnosuch\*\.so' or 'other\.so'$/, err)
+    _, err, status = memprof("trace", "-x", "", "--", TARGET, "once", 5)
+    assert_equal [1, "memprof: -x needs a function name or a glob, not an empty string\n"], [status.exitstatus, err]
+  end
+
   # The trace ends (--duration) before the command execs: the new program runs at once.
   # Before: it waited 10 s before its first instruction for a trace that was over.
   def test_a_program_execd_after_the_trace_ended_does_not_wait
