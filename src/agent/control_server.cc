@@ -46,7 +46,7 @@ Result<ControlServer> ControlServer::open(uid_t uid, pid_t pid) {
     return err("{}: {}", path, std::strerror(saved));
   }
   // Sockets of processes that ended without removing theirs: requests queue meanwhile.
-  remove_stale_sockets(socket_directory(uid));
+  sweep_stale_sockets(socket_directory(uid));
   return ControlServer(std::move(fd), std::move(path), pid);
 }
 

@@ -33,6 +33,15 @@ bool nobody_listens(const std::string& path) {
 
 }  // namespace
 
+size_t sweep_stale_sockets(const std::string& directory) {
+  const std::string stamp = directory + "/.swept";
+  struct stat st {};
+  if (::lstat(stamp.c_str(), &st) == 0 && ::time(nullptr) - st.st_mtime < kYoungestRemovedSeconds) return 0;
+  ScopedFd touched(::open(stamp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (touched.valid()) (void)::futimens(touched.get(), nullptr);
+  return remove_stale_sockets(directory);
+}
+
 bool follow_marker_names_live_cli(const std::string& path) {
   char text[32];
   ScopedFd marker(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));

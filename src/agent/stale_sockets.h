@@ -15,6 +15,11 @@ namespace memprof::agent {
 // ended: a CLI killed by SIGKILL leaves its marker behind.
 size_t remove_stale_sockets(const std::string& directory);
 
+// remove_stale_sockets, unless one ran in the last minute (the mtime of `directory`/.swept says
+// when): every agent start swept, and each child of a forking server (resque forks one per job)
+// read the whole directory -- thousands of entries, all too young to remove -- at its fork.
+size_t sweep_stale_sockets(const std::string& directory);
+
 // Whether the follow marker at `path` names a process that is alive (the CLI following).
 bool follow_marker_names_live_cli(const std::string& path);
 
