@@ -142,6 +142,10 @@ std::atomic<bool> g_passing_through{false};  // a forked child: no new call is t
 
 // Initial-exec: a plain %fs-relative load, no __tls_get_addr (which may call malloc).
 thread_local ThreadTrace* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+// Set by ignore_this_thread, read when the thread claims its state: an ignored thread (the
+// agent's) gets one only if it ever makes a traced call -- not a 4 MB mapping and 51 KB written
+// at every agent start, each forked child's included.
+thread_local bool t_ignored __attribute__((tls_model("initial-exec"))) = false;
 
 uint64_t exit_stub() { return reinterpret_cast<uint64_t>(&memprof_trace_exit); }
 
@@ -165,7 +169,7 @@ long raw_syscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0
 ThreadTrace* adopt(ThreadTrace* state) {
   state->tid = static_cast<uint32_t>(raw_syscall(SYS_gettid));
   state->busy = false;
-  state->ignored = false;
+  state->ignored = t_ignored;
   state->depth = 0;
   state->abandoned_next = 0;
   for (AbandonedCall& call : state->abandoned) call = {};
@@ -406,8 +410,8 @@ void start_tracing_here() noexcept { g_passing_through.store(false, std::memory_
 void set_caller_source(CallerSource source) { g_caller_source.store(source, std::memory_order_relaxed); }
 
 void ignore_this_thread() {
-  ThreadTrace* state = this_thread_state();
-  if (state != nullptr) state->ignored = true;
+  t_ignored = true;
+  if (t_state != nullptr) t_state->ignored = true;
 }
 
 Untraced::Untraced() {

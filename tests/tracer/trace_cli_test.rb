@@ -105,6 +105,14 @@ class TraceCliTest < Minitest::Test
     assert_operator longest.to_i, :<, 1500, out  # 2,000 or more when a child waits
   end
 
+  # The agent's own thread allocates for every readout: none of its calls is the program's.
+  def test_the_agents_own_calls_are_not_traced
+    target = c_target
+    _, err, status = memprof("trace", "-p", target.pid, "-c", "-x", "malloc", "-x", "free", "--duration", "1s")
+    assert status.success?, err
+    assert_includes err, "memprof: 2 of the 2 traced functions were not called\n"
+  end
+
   # A worker forked while its master is traced (a preforking server) is no longer touched by the
   # trace: its agent ends its copy, which puts back the bytes it patched, and it can be traced
   # on its own. Before: the child's copy stayed, passing calls through for good, and
