@@ -200,12 +200,7 @@ bool RecordingSessions::read_with_exec_release() {
   return release_exec_after_reply_;
 }
 
-Status RecordingSessions::watch_vm_end() {
-  if (vm_end_watch_ != nullptr) return ok_status();
-  MEMPROF_TRY(watch, RubyVmEndWatch::acquire());
-  vm_end_watch_ = std::move(watch);
-  return ok_status();
-}
+Status RecordingSessions::watch_vm_end() { return RubyVmEndWatch::hold(vm_end_watch_); }
 
 void RecordingSessions::drop_unused_vm_end_watch() {
   if (trace_ == nullptr && native_ == nullptr) vm_end_watch_.reset();

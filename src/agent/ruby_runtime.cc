@@ -168,12 +168,7 @@ Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const Rub
   return std::move(result_);
 }
 
-Status RubyRuntime::watch_vm_end() {
-  if (vm_end_watch_ != nullptr) return ok_status();
-  MEMPROF_TRY(watch, RubyVmEndWatch::acquire());
-  vm_end_watch_ = std::move(watch);
-  return ok_status();
-}
+Status RubyRuntime::watch_vm_end() { return RubyVmEndWatch::hold(vm_end_watch_); }
 
 void RubyRuntime::reset_after_fork() {
   new (&mutex_) std::mutex;

@@ -43,6 +43,13 @@ Result<std::shared_ptr<RubyVmEndWatch>> RubyVmEndWatch::acquire() {
   return watch;
 }
 
+Status RubyVmEndWatch::hold(std::shared_ptr<RubyVmEndWatch>& holder) {
+  if (holder != nullptr) return ok_status();
+  MEMPROF_TRY(watch, acquire());
+  holder = std::move(watch);
+  return ok_status();
+}
+
 bool ruby_vm_ended() noexcept { return g_vm_ended.load(std::memory_order_acquire); }
 
 VmInUse::VmInUse() noexcept {

@@ -17,10 +17,12 @@ namespace memprof::agent {
 
 class RubyVmEndWatch {
  public:
-  // The watch, installed by the first caller (only the agent's thread calls this).
-  static Result<std::shared_ptr<RubyVmEndWatch>> acquire();
+  // Makes `holder` one of the watch's holders, unless it is already; the first installs the
+  // watch (only the agent's thread calls this).
+  static Status hold(std::shared_ptr<RubyVmEndWatch>& holder);
 
  private:
+  static Result<std::shared_ptr<RubyVmEndWatch>> acquire();
   explicit RubyVmEndWatch(std::unique_ptr<hook::EntryHook> hook) : hook_(std::move(hook)) {}
   std::unique_ptr<hook::EntryHook> hook_;
 };

@@ -87,6 +87,9 @@ class Tracker {
   // NEWOBJ event, which has already adjusted the frame's program counter (see current_site).
   void record(VALUE object, bool from_event = false) noexcept {
     if (!active() || RB_SPECIAL_CONST_P(object)) return;
+    // A hook that a child forked mid-change could not remove (core/hook/hook_change.h) still
+    // calls in when tracking restarted there through the NEWOBJ event: each object once.
+    if (!from_event && mechanism_ != Mechanism::kHooks) [[unlikely]] return;
     int type = slot_type(object);
     if (!is_tracked_type(type)) return;
     if (type == RUBY_T_DATA && is_ractor(object)) [[unlikely]] on_ractor_created();
