@@ -103,8 +103,10 @@ void end_inherited_sessions() {
 void serve() {
   tracer::ignore_this_thread();
   native::ignore_this_thread();
-  end_inherited_sessions();
   auto server = ControlServer::open(::getuid(), ::getpid());
+  // Once the socket exists, so that `-p CHILD` finds it (a request waits in the backlog): ending
+  // a copied ruby:gc waits for the child's Ruby to run a job.
+  end_inherited_sessions();
   if (!server.ok()) {
     log_problem(server.message());
     return;
