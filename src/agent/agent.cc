@@ -8,9 +8,8 @@
 // a pthread_atfork child handler starts fresh ones for the child (puma and unicorn workers get
 // their own agent), except in the children the agent forks itself for heap dumps. The child's
 // new thread opens its socket, then ends the trace and native sessions copied from the parent
-// before it serves a request, which restores
-// every byte they patched: a worker forked while its master was traced is then like any other
-// (it can be traced itself, and pays for no hook).
+// before it serves a request, which restores every byte they patched: a worker forked while its
+// master was traced is then like any other (it can be traced itself, and pays for no hook).
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
