@@ -179,13 +179,15 @@ int start_thread() {
 }
 
 void after_fork_in_child() {
+  // The parent's trace and native sessions are the parent's: nobody reads the child's copies,
+  // which only pass calls through until the new thread ends them -- if the fork copied them
+  // whole (hook_change.h); else they stay as they are, frozen. First: it also puts back the
+  // int3 of a hook being installed at the fork, which this handler (close may be traced) and
+  // the thread it starts (every signal blocked: SIGTRAP would kill the process) could reach.
+  hook::settle_hooks_after_fork();
   if (int parents = g_listening_fd.exchange(-1); parents >= 0) ::close(parents);
   // The parent's agent thread does not exist here; a lock it held stays held: start over.
   bool was_running = g_running;
-  // The parent's trace and native sessions are the parent's: nobody reads the child's copies,
-  // which only pass calls through until the new thread ends them -- if the fork copied them
-  // whole (hook_change.h); else they stay as they are, frozen.
-  hook::settle_hooks_after_fork();
   RecordingSessions* inherited = g_serving_sessions.exchange(nullptr, std::memory_order_acq_rel);
   // Forked again before this process's thread took its own copy: that copy is the one to end.
   if (inherited == nullptr) inherited = g_inherited_sessions.load(std::memory_order_acquire);

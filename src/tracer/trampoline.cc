@@ -12,6 +12,7 @@
 
 #include "core/hook/near_memory.h"
 #include "core/hook/x86_64/code_writer.h"
+#include "core/util/raw_syscall.h"
 #include "trace/safe_read.h"
 #include "tracer/tick_clock.h"
 
@@ -149,23 +150,6 @@ thread_local bool t_ignored __attribute__((tls_model("initial-exec"))) = false;
 
 uint64_t exit_stub() { return reinterpret_cast<uint64_t>(&memprof_trace_exit); }
 
-// A system call without libc, for the code that runs before a thread's busy flag exists: any
-// libc function there (mmap, syscall, __errno_location for errno) may be one being traced, and
-// calling it re-entered the hook without end (tracing __errno_location overflowed the stack;
-// tracing mmap mapped 510 states of 3 MB). The kernel's result: a negative errno on failure;
-// errno is not touched.
-long raw_syscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0, long a5 = 0, long a6 = 0) {
-  long result;
-  register long r10 asm("r10") = a4;
-  register long r8 asm("r8") = a5;
-  register long r9 asm("r9") = a6;
-  asm volatile("syscall"
-               : "=a"(result)
-               : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-               : "rcx", "r11", "memory");
-  return result;
-}
-
 ThreadTrace* adopt(ThreadTrace* state) {
   state->tid = static_cast<uint32_t>(raw_syscall(SYS_gettid));
   state->busy = false;
@@ -179,7 +163,8 @@ ThreadTrace* adopt(ThreadTrace* state) {
 
 // This thread's state: a free one left by an exited thread, else a new mapping. Called on a
 // thread's first traced call, from inside the hook, before its busy flag exists: no libc call
-// (raw_syscall), never malloc.
+// (raw_syscall), never malloc -- mmap, syscall or __errno_location may be traced functions
+// (tracing __errno_location overflowed the stack; tracing mmap mapped 510 states of 3 MB).
 ThreadTrace* claim_state() {
   uint32_t count = g_state_count.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < count; ++i) {

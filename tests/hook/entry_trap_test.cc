@@ -2,6 +2,7 @@
 // reaches it runs the detour, disarming puts the exact byte back, and a breakpoint that is not
 // ours still does what it did without us.
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core/hook/entry_trap.h"
+#include "core/hook/hook_change.h"
 #include "core/hook/patch.h"
 
 namespace memprof::hook {
@@ -48,6 +50,34 @@ TEST(EntryTrap, AChildForkedWhileTheInt3IsInPlaceGetsTheFirstByteBack) {
   EXPECT_EQ(*reinterpret_cast<const uint8_t*>(start), 0xcc);  // the parent's stays until disarmed
   ASSERT_TRUE(disarm_entry_trap(start).ok());
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// The agent's fork handler, registered before any int3 (at the agent's load), runs before the
+// one that puts the bytes back, and it starts a thread with every signal blocked that calls
+// malloc at once: when a fork caught malloc's int3 (a trace starting), that thread died of
+// SIGTRAP with the child (a shell's `sleep`, 1 in 25 traces of a forking bash). The agent's
+// handler calls settle_hooks_after_fork first; it must leave no int3 behind. The fork here
+// runs no handler at all (as seen from a handler registered first), and the child blocks
+// every signal before calling the function.
+TEST(EntryTrap, SettlingHooksInAForkedChildPutsTheFirstByteBack) {
+  const auto start = reinterpret_cast<uintptr_t>(&held_function);
+  const uint8_t first_byte = *reinterpret_cast<const uint8_t*>(start);
+  ASSERT_TRUE(arm_entry_trap(start, reinterpret_cast<uintptr_t>(&detour_function)).ok());
+  const auto child = static_cast<pid_t>(::syscall(SYS_fork));
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sigset_t all;
+    sigfillset(&all);
+    ::sigprocmask(SIG_SETMASK, &all, nullptr);
+    settle_hooks_after_fork();
+    const bool restored = *reinterpret_cast<const uint8_t*>(start) == first_byte;
+    ::_exit(held_function(3) == 4 && restored ? 0 : 1);  // called either way: an int3 kills
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(disarm_entry_trap(start).ok());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) : "status " + std::to_string(status));
 }
 
 // The handler stays installed after the first arming; an int3 at an address no hook armed

@@ -16,6 +16,7 @@
 #include "core/hook/patch.h"
 #include "core/hook/previous_handler.h"
 #include "core/util/proc_file.h"
+#include "core/util/raw_syscall.h"
 
 namespace memprof::hook {
 namespace {
@@ -63,27 +64,33 @@ void on_trap(int signal, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 
+}  // namespace
+
 // A fork while an int3 was in place: the parent writes the jump, the child (alone, with the
 // locks of threads it does not have) never would. It puts the byte back through /proc/self/mem,
-// which needs no lock, no allocation and no change of page protection.
-void put_back_replaced_bytes_in_child() {
+// which needs no lock, no allocation and no change of page protection, with raw system calls:
+// open, pwrite or close may be functions being hooked, and a caller that reaches their int3
+// with SIGTRAP blocked (Ruby blocks every signal around fork) is killed.
+void put_back_entry_traps_in_child() noexcept {
   const size_t entries = g_entries.load(std::memory_order_acquire);
-  int fd = -1;
+  long fd = -1;
   for (size_t i = 0; i < entries; ++i) {
     const int byte = g_replaced_byte[i].exchange(kNoByte, std::memory_order_acq_rel);
     const auto start = g_start[i].load(std::memory_order_relaxed);
     // Forked between the jump's store and its entry_trap_replaced(): the jump stays.
     if (byte == kNoByte || *reinterpret_cast<const uint8_t*>(start) != kInt3) continue;
-    if (fd < 0) fd = static_cast<int>(::syscall(SYS_open, "/proc/self/mem", O_RDWR | O_CLOEXEC));
+    if (fd < 0) fd = raw_syscall(SYS_open, reinterpret_cast<long>("/proc/self/mem"), O_RDWR | O_CLOEXEC);
     const auto value = static_cast<uint8_t>(byte);
-    if (fd >= 0 && ::pwrite(fd, &value, 1, static_cast<off_t>(start)) != 1) continue;  // left as is
+    if (fd >= 0) (void)raw_syscall(SYS_pwrite64, fd, reinterpret_cast<long>(&value), 1, static_cast<long>(start));
   }
-  if (fd >= 0) ::close(fd);
+  if (fd >= 0) (void)raw_syscall(SYS_close, fd);
 }
+
+namespace {
 
 Status install_trap_handler() {
   static const int error = [] {
-    if (int failed = ::pthread_atfork(nullptr, nullptr, &put_back_replaced_bytes_in_child); failed != 0)
+    if (int failed = ::pthread_atfork(nullptr, nullptr, &put_back_entry_traps_in_child); failed != 0)
       return failed;
     struct sigaction action;
     std::memset(&action, 0, sizeof(action));

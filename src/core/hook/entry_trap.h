@@ -40,6 +40,13 @@ void entry_trap_replaced(uintptr_t start);
 // it back by itself.
 Status disarm_entry_trap(uintptr_t start);
 
+// In a forked child: puts back the first byte of every int3 the fork copied (the parent writes
+// their jumps, the child never would). Idempotent; run by a pthread_atfork child handler
+// registered with the first int3, and first thing by settle_hooks_after_fork (hook_change.h),
+// so that a fork handler registered earlier (the agent's, which starts a thread that blocks
+// every signal) calls settle_hooks_after_fork before anything that may reach an int3.
+void put_back_entry_traps_in_child() noexcept;
+
 // Whether one of `threads` (of this process) blocks SIGTRAP, or cannot be checked.
 bool any_thread_blocks_sigtrap(std::span<const pid_t> threads);
 

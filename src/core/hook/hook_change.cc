@@ -6,6 +6,9 @@
 
 #include <atomic>
 
+#include "core/hook/entry_trap.h"
+#include "core/util/raw_syscall.h"
+
 namespace memprof::hook {
 namespace {
 
@@ -38,8 +41,11 @@ HookChange::~HookChange() {
 }
 
 void settle_hooks_after_fork() noexcept {
-  // getpid without glibc's help: it has cached nothing since 2.25, but says so nowhere.
-  const auto self = static_cast<pid_t>(::syscall(SYS_getpid));
+  // First: until then a function whose entry an int3 holds kills a caller that blocks SIGTRAP.
+  put_back_entry_traps_in_child();
+  // getpid without glibc (it has cached nothing since 2.25, but says so nowhere; and it may be
+  // a hooked function).
+  const auto self = static_cast<pid_t>(raw_syscall(SYS_getpid));
   if (g_settled_in.exchange(self, std::memory_order_relaxed) == self) return;
   // The other threads' open changes: none of those threads exists here.
   if (g_open_changes.exchange(t_open_changes, std::memory_order_relaxed) != t_open_changes)

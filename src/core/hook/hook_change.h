@@ -25,9 +25,10 @@ class HookChange {
   HookChange& operator=(const HookChange&) = delete;
 };
 
-// Decides, in a forked child, whether its hooks are frozen: called by a pthread_atfork child
-// handler (registered with the first HookChange, and by the agent's own), while the child has
-// no other thread. Idempotent in each process.
+// Decides, in a forked child, whether its hooks are frozen, after putting back the int3s the
+// fork copied (entry_trap.h): called by a pthread_atfork child handler (registered with the
+// first HookChange) and first thing by the agent's own, while the child has no other thread.
+// Idempotent in each process.
 void settle_hooks_after_fork() noexcept;
 
 // True in a process forked while a HookChange was open, and in its descendants.
