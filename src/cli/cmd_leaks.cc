@@ -30,8 +30,8 @@ void print_text(const std::vector<attach::LeakSuspect>& suspects, const LeaksOpt
     fmt::print("no site grew in all {} rounds of {}\n", options.rounds, options.interval);
     return;
   }
-  fmt::print("{} sites grew in all {} rounds of {} (live objects allocated since attach):\n",
-             suspects.size(), options.rounds, options.interval);
+  fmt::print("{} site{} grew in all {} rounds of {} (live objects allocated since attach):\n",
+             suspects.size(), suspects.size() == 1 ? "" : "s", options.rounds, options.interval);
   fmt::print("{:>10} {:>11} {:>11}  {}\n", "GROWTH", "LIVE", "BYTES", "FILE:LINE CLASS");
   size_t shown = 0;
   for (const attach::LeakSuspect& suspect : suspects) {
