@@ -1,6 +1,7 @@
 // The patching function: protections read and restored, atomic-store choice, refusals.
 #include <fmt/format.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -10,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/hook/hook_change.h"
 #include "core/hook/patch.h"
 #include "core/util/scoped_fd.h"
 #include "test_support.h"
@@ -39,6 +41,46 @@ TEST(Patch, WritesReadOnlyAndExecutablePagesAndRestoresTheirProtection) {
     EXPECT_EQ(target[-1], 0xcc);
     EXPECT_EQ(target[3], 0xcc);
   }
+}
+
+// Forks in the middle of a patch, while its page is writable (and executable).
+class ForkingGate final : public StoreGate {
+ public:
+  explicit ForkingGate(const void* target) : target_(target) {}
+  bool before_store() noexcept override {
+    child_ = ::fork();
+    if (child_ == 0) {
+      settle_hooks_after_fork();  // as the agent's fork handler does, whatever ran before it
+      ::_exit(testing::protection_of(target_) == PROT_READ + PROT_EXEC ? 0 : 1);
+    }
+    return true;
+  }
+  void after_store() noexcept override {}
+  pid_t child() const { return child_; }
+
+ private:
+  const void* target_;
+  pid_t child_ = -1;
+};
+
+// The parent puts the page's protection back after the store; a child forked between the two
+// (a preforking server while a trace starts) has no patcher to do it, and kept the page
+// writable and executable for good.
+TEST(Patch, AChildForkedDuringAPatchGetsThePagesProtectionBack) {
+  ScopedMmap pages = map_pages(1, PROT_READ | PROT_WRITE);
+  ASSERT_TRUE(pages.valid());
+  std::memset(pages.data(), 0xc3, page());
+  ASSERT_EQ(::mprotect(pages.data(), page(), PROT_READ | PROT_EXEC), 0);
+  auto* target = static_cast<uint8_t*>(pages.data()) + 64;
+  const uint8_t bytes[] = {0x90};
+  ForkingGate gate(target);
+  bool busy = false;
+  ASSERT_TRUE(patch_memory(target, bytes, gate, &busy).ok());
+  int status = 0;
+  ASSERT_EQ(::waitpid(gate.child(), &status, 0), gate.child());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_EQ(testing::protection_of(target), PROT_READ | PROT_EXEC);
+  EXPECT_EQ(*target, 0x90);
 }
 
 TEST(Patch, SpanningTwoPagesWhenAlone) {

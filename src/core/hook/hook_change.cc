@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "core/hook/entry_trap.h"
+#include "core/hook/patch.h"
 #include "core/util/raw_syscall.h"
 
 namespace memprof::hook {
@@ -43,6 +44,7 @@ HookChange::~HookChange() {
 void settle_hooks_after_fork() noexcept {
   // First: until then a function whose entry an int3 holds kills a caller that blocks SIGTRAP.
   put_back_entry_traps_in_child();
+  restore_patch_protections_in_child();
   // getpid without glibc (it has cached nothing since 2.25, but says so nowhere; and it may be
   // a hooked function).
   const auto self = static_cast<pid_t>(raw_syscall(SYS_getpid));

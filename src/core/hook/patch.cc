@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "core/hook/x86_64/atomic_store.h"
 #include "core/util/page_size.h"
 #include "core/util/proc_maps.h"
+#include "core/util/raw_syscall.h"
 
 namespace memprof::hook {
 namespace {
@@ -44,6 +46,15 @@ struct PageProtection {
   bool changed = false;
 };
 
+// The pages made writable by the patch in progress (under patch_mutex) and their protections
+// before it, for a child forked meanwhile: plain constant-initialized atomics, which the child
+// reads without a lock. Entries from `g_unprotected_count` on are stale.
+constexpr size_t kMaxUnprotectedPages = 8192;  // 32 MB of code in one patch
+constinit std::atomic<uintptr_t> g_unprotected_page[kMaxUnprotectedPages];
+constinit std::atomic<int> g_unprotected_original[kMaxUnprotectedPages];
+constinit std::atomic<size_t> g_unprotected_count{0};
+constinit std::atomic<size_t> g_unprotected_page_size{0};
+
 // Puts back every protection this patch changed; reports the first failure.
 Status restore_protections(std::vector<PageProtection>& pages) {
   Status result = ok_status();
@@ -54,6 +65,8 @@ Status restore_protections(std::vector<PageProtection>& pages) {
                    std::strerror(errno));
     p.changed = false;
   }
+  // After the mprotects: a child forked before this puts back some of them again, harmlessly.
+  g_unprotected_count.store(0, std::memory_order_release);
   return result;
 }
 
@@ -139,6 +152,15 @@ Status make_writable(const std::vector<MapEntry>& mappings, uintptr_t begin, uin
     PageProtection p{page, mapping->protection()};
     int writable = p.original | PROT_READ | PROT_WRITE;
     if (writable != p.original) {
+      // Recorded first: a child forked right after the mprotect must find it.
+      const size_t recorded = g_unprotected_count.load(std::memory_order_relaxed);
+      if (recorded == kMaxUnprotectedPages)
+        return err("cannot patch {} bytes at {:#x}: more than {} pages in one patch", end - begin, begin,
+                   kMaxUnprotectedPages);
+      g_unprotected_page_size.store(page_size(), std::memory_order_relaxed);
+      g_unprotected_page[recorded].store(page, std::memory_order_relaxed);
+      g_unprotected_original[recorded].store(p.original, std::memory_order_relaxed);
+      g_unprotected_count.store(recorded + 1, std::memory_order_release);
       if (::mprotect(reinterpret_cast<void*>(page), page_size(), writable) != 0)
         return err("mprotect({:#x}, PROT_WRITE): {}", page, std::strerror(errno));
       p.changed = true;
@@ -149,6 +171,15 @@ Status make_writable(const std::vector<MapEntry>& mappings, uintptr_t begin, uin
 }
 
 }  // namespace
+
+void restore_patch_protections_in_child() noexcept {
+  const size_t count = g_unprotected_count.exchange(0, std::memory_order_acq_rel);
+  const auto size = static_cast<long>(g_unprotected_page_size.load(std::memory_order_relaxed));
+  for (size_t i = 0; i < count; ++i) {
+    (void)raw_syscall(SYS_mprotect, static_cast<long>(g_unprotected_page[i].load(std::memory_order_relaxed)),
+                      size, g_unprotected_original[i].load(std::memory_order_relaxed));
+  }
+}
 
 namespace {
 

@@ -12,7 +12,8 @@
 //   2. Pages: the protection of each touched page is read from /proc/self/maps (not assumed),
 //      PROT_WRITE is added for the store only, and the recorded protection is put back; every
 //      mprotect result is checked. Executable pages are briefly W+X because other threads may be
-//      executing code on them; none is left that way.
+//      executing code on them; none is left that way, not even in a child forked meanwhile
+//      (restore_patch_protections_in_child).
 //   3. Serialization: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) makes every thread
 //      of the process execute a core-serializing instruction before the patch returns, as the
 //      Intel SDM asks for cross-modifying code (falls back to local cpuid where unsupported).
@@ -57,6 +58,12 @@ struct SmallPatch {
   uint8_t size;
 };
 Status patch_memory(std::span<const SmallPatch> patches, size_t* written = nullptr);
+
+// In a forked child: puts back the protection of every page a patch had made writable at the
+// fork (the parent puts back its own; the child, with no patcher thread, never would: it kept
+// code pages writable and executable for good). With raw system calls, no lock, no allocation;
+// run by settle_hooks_after_fork (hook_change.h).
+void restore_patch_protections_in_child() noexcept;
 
 // Protection (PROT_* bits) of the page holding `address`, from /proc/self/maps.
 Result<int> page_protection(const void* address);
