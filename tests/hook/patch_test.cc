@@ -83,6 +83,43 @@ TEST(Patch, AChildForkedDuringAPatchGetsThePagesProtectionBack) {
   EXPECT_EQ(*target, 0x90);
 }
 
+// Settles again while the page is writable: as the handler registered with the first
+// HookChange does, after the agent's handler started the thread now patching.
+class SettlingGate final : public StoreGate {
+ public:
+  bool before_store() noexcept override {
+    settle_hooks_after_fork();
+    return true;
+  }
+  void after_store() noexcept override {}
+};
+
+// In a forked child the agent's new thread ends the copied sessions (patches) while the fork
+// handlers registered after the agent's still run: settling twice in a process must not make
+// a page read-only again under a patch in progress (the store then killed the child: twice in
+// 33 native sessions on a forking shell, with df7e725).
+TEST(Patch, SettlingAgainInTheSameChildLeavesAPatchInProgressAlone) {
+  ScopedMmap pages = map_pages(1, PROT_READ | PROT_WRITE);
+  ASSERT_TRUE(pages.valid());
+  std::memset(pages.data(), 0xc3, page());
+  ASSERT_EQ(::mprotect(pages.data(), page(), PROT_READ | PROT_EXEC), 0);
+  auto* target = static_cast<uint8_t*>(pages.data()) + 64;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    settle_hooks_after_fork();
+    SettlingGate gate;
+    bool busy = false;
+    const uint8_t bytes[] = {0x90};
+    const bool patched = patch_memory(target, bytes, gate, &busy).ok();
+    ::_exit(patched && *target == 0x90 && testing::protection_of(target) == PROT_READ + PROT_EXEC ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) : "status " + std::to_string(status));
+}
+
 TEST(Patch, SpanningTwoPagesWhenAlone) {
   ScopedMmap pages = map_pages(2, PROT_READ | PROT_EXEC);
   ASSERT_TRUE(pages.valid());

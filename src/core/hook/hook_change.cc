@@ -42,13 +42,17 @@ HookChange::~HookChange() {
 }
 
 void settle_hooks_after_fork() noexcept {
-  // First: until then a function whose entry an int3 holds kills a caller that blocks SIGTRAP.
-  put_back_entry_traps_in_child();
-  restore_patch_protections_in_child();
   // getpid without glibc (it has cached nothing since 2.25, but says so nowhere; and it may be
   // a hooked function).
   const auto self = static_cast<pid_t>(raw_syscall(SYS_getpid));
+  // Once per process: a later handler (this one, registered with the first HookChange, runs
+  // after the agent's) may find the agent's new thread in the middle of a patch, whose page
+  // it must not make read-only again under that thread's store.
   if (g_settled_in.exchange(self, std::memory_order_relaxed) == self) return;
+  // Then at once: until the int3s are gone, a function whose entry one holds kills a caller
+  // that blocks SIGTRAP.
+  put_back_entry_traps_in_child();
+  restore_patch_protections_in_child();
   // The other threads' open changes: none of those threads exists here.
   if (g_open_changes.exchange(t_open_changes, std::memory_order_relaxed) != t_open_changes)
     g_frozen.store(true, std::memory_order_relaxed);
