@@ -15,6 +15,7 @@ namespace memprof::tracer {
 namespace {
 
 using DlopenFn = void* (*)(const char*, int);
+using DlcloseFn = int (*)(void*);
 using RaiseFn = int (*)(void*);
 using ForcedUnwindFn = int (*)(void*, void*, void*);
 
@@ -27,6 +28,7 @@ TraceSession* g_session = nullptr;
 // trace (it waits for `memprof trace` at exit), and while other threads call hooked functions.
 struct Hooks {
   std::unique_ptr<hook::EntryHook> dlopen;
+  std::unique_ptr<hook::EntryHook> dlclose;
   std::vector<std::unique_ptr<hook::EntryHook>> unwinders;
 };
 Hooks& hooks() {
@@ -34,6 +36,7 @@ Hooks& hooks() {
   return *instance;
 }
 DlopenFn g_real_dlopen = nullptr;
+DlcloseFn g_real_dlclose = nullptr;
 RaiseFn g_real_raise = nullptr;
 ForcedUnwindFn g_real_forced_unwind = nullptr;
 
@@ -77,6 +80,28 @@ void* watched_dlopen(const char* file, int flags) {
   return handle;
 }
 
+// An object unloaded and loaded again lands at the same address as often as not: with the
+// same identity (bias, dynamic section) it looked seen, and was never traced again.
+int watched_dlclose(void* handle) {
+  const int result = __atomic_load_n(&g_real_dlclose, __ATOMIC_ACQUIRE)(handle);
+  if (result == 0 && !hook::hooks_frozen()) {
+    Untraced untraced;
+    hook::HookChange change;
+    std::lock_guard lock(g_mutex);
+    if (g_session != nullptr) g_session->forget_unloaded_objects();
+  }
+  return result;
+}
+
+// Entry-hooks the loader function `name` with `replacement`.
+template <typename Fn>
+Result<std::unique_ptr<hook::EntryHook>> hook_loader_function(const char* name, Fn replacement, Fn* original) {
+  void* address = ::dlsym(RTLD_DEFAULT, name);
+  if (address == nullptr) return err("{} not found: cannot watch objects loaded later", name);
+  return hook::EntryHook::install(address, reinterpret_cast<void*>(replacement),
+                                  {.park_threads = true, .publish_original = reinterpret_cast<void**>(original)});
+}
+
 }  // namespace
 
 uint64_t calls_in_flight() {
@@ -94,12 +119,14 @@ Status watch_process_for(TraceSession* session) {
   if (g_session != nullptr) return err("this process is already being traced by another memprof trace");
   hook_unwinders_locked();
   if (hooks().dlopen == nullptr) {
-    void* dlopen_address = ::dlsym(RTLD_DEFAULT, "dlopen");
-    if (dlopen_address == nullptr) return err("dlopen not found: cannot watch objects loaded later");
-    MEMPROF_TRY(hook, hook::EntryHook::install(
-                          dlopen_address, reinterpret_cast<void*>(&watched_dlopen),
-                          {.park_threads = true, .publish_original = reinterpret_cast<void**>(&g_real_dlopen)}));
+    MEMPROF_TRY(hook, hook_loader_function("dlopen", &watched_dlopen, &g_real_dlopen));
     hooks().dlopen = std::move(hook);
+  }
+  if (hooks().dlclose == nullptr) {
+    // Without it an object loaded again at the same address is not traced again: no reason to
+    // refuse the trace.
+    if (auto hook = hook_loader_function("dlclose", &watched_dlclose, &g_real_dlclose); hook.ok())
+      hooks().dlclose = std::move(*hook);
   }
   g_session = session;
   return ok_status();
@@ -112,6 +139,7 @@ uint64_t release_process_hooks(TraceSession* session) {
   if (g_session != session) return calls_in_flight();
   g_session = nullptr;
   hooks().dlopen.reset();  // its trampoline stays callable for a thread inside it
+  hooks().dlclose.reset();
   uint64_t in_flight = calls_in_flight();
   // The originals stay published: a thread inside a replacement right now still calls them.
   if (in_flight == 0) hooks().unwinders.clear();

@@ -1,6 +1,8 @@
 // The hooks a trace needs besides the traced functions themselves, one set per process:
 // - dlopen: after it returns, the running session hooks the matching functions of the objects
 //   it loaded (a `require "sqlite3"` after the trace began is traced from its first call);
+// - dlclose: after it returns, the session forgets the objects it unloaded, so that one loaded
+//   again (often at the same address) is hooked again;
 // - _Unwind_RaiseException and _Unwind_ForcedUnwind (libgcc_s): before the unwinder walks a
 //   thread's stack, the real return addresses go back into it (trampoline.h).
 //
@@ -15,9 +17,10 @@ namespace memprof::tracer {
 
 class TraceSession;
 
-// Makes `session` the one dlopen reports to and hooks dlopen and the unwinder.
+// Makes `session` the one dlopen and dlclose report to and hooks them and the unwinder.
 Status watch_process_for(TraceSession* session);
-// Stops reporting to `session`; unhooks dlopen, and the unwinder when nothing is in flight.
+// Stops reporting to `session`; unhooks dlopen and dlclose, and the unwinder when nothing is in
+// flight.
 // Returns the number of traced calls still in flight.
 uint64_t release_process_hooks(TraceSession* session);
 

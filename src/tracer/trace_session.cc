@@ -187,6 +187,20 @@ void TraceSession::hook_new_objects() {
   hook_objects_locked(pending_functions_);
 }
 
+void TraceSession::forget_unloaded_objects() {
+  hook::HookChange change;
+  std::lock_guard lock(mutex_);
+  auto objects = hook::loaded_objects();
+  if (!objects.ok()) return;  // forgets nothing: an object loaded again is then not traced
+  auto unloaded = [&](const hook::ObjectKey& key) { return !hook::is_loaded(*objects, key); };
+  std::erase_if(seen_objects_, unloaded);
+  // Their bytes went with the object (the destructors leave unloaded objects alone); the
+  // registry of hooked entries would refuse the next load's entries while they exist.
+  std::erase_if(entry_hooks_, [&](const auto& hook) {
+    return hook->object_key().dynamic != nullptr && unloaded(hook->object_key());
+  });
+}
+
 void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
   auto objects = hook::loaded_objects();
   if (!objects.ok()) {
@@ -221,6 +235,8 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
       }
       const bool through_got = entry_refusal->has_value();
       if (through_got) object_problems.got_only(candidate.name, std::move(**entry_refusal));
+      // An object loaded again at the same address: its functions are the ones traced already.
+      if (std::find(ids_.begin(), ids_.end(), traced.id) != ids_.end()) continue;
       ids_.push_back(traced.id);
       added.push_back({traced.id, candidate.name, object.path, candidate.address, through_got});
     }

@@ -87,6 +87,9 @@ class TraceSession {
 
   // The dlopen watch: hooks matching functions of objects loaded since the last look.
   void hook_new_objects();
+  // The dlclose watch: forgets the objects no longer loaded and their hooks, so that an object
+  // loaded again, at the same address as often as not, is hooked again.
+  void forget_unloaded_objects();
   // Adds an event source (trampoline.h's event_source) to the trace's functions and totals.
   Result<uint32_t> add_event_source(const char* name);
 

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -239,6 +240,32 @@ TEST(Tracer, FunctionsOfALibraryLoadedAfterTheStartAreTracedFromTheirFirstCall) 
   EXPECT_EQ(readout.records[0].returned.integer, 15u);
   session.reset();
   dlclose(library);
+}
+
+// dlclose then dlopen maps the library again, most often at the same address: it looked like
+// the object seen already, and was never traced again (0 of 500 calls of a library a program
+// loads and unloads in a loop). Each load's calls count, once in the totals.
+TEST(Tracer, ALibraryUnloadedAndLoadedAgainIsTracedAgain) {
+  auto session = trace({"traced_late"});
+  ASSERT_NE(session, nullptr);
+  std::set<uintptr_t> addresses;
+  for (int load = 1; load <= 3; ++load) {
+    void* library = dlopen(TRACER_LATE_PATH, RTLD_NOW);
+    ASSERT_NE(library, nullptr) << dlerror();
+    auto late = reinterpret_cast<int (*)(int)>(dlsym(library, "traced_late"));
+    ASSERT_NE(late, nullptr);
+    addresses.insert(reinterpret_cast<uintptr_t>(late));
+    EXPECT_EQ(late(load), 3 * load);
+    EXPECT_EQ(late(10 * load), 30 * load);
+    ASSERT_EQ(dlclose(library), 0) << dlerror();
+  }
+  auto readout = session->read(100);
+  ASSERT_EQ(readout.records.size(), 6u) << addresses.size() << " load address(es)";
+  EXPECT_EQ(readout.records[5].returned.integer, 90u);
+  ASSERT_EQ(readout.new_functions.size(), addresses.size());  // one per address, not per load
+  uint64_t calls = 0;
+  for (const FunctionTotals& totals : session->totals()) calls += totals.calls;
+  EXPECT_EQ(calls, 6u);
 }
 
 TEST(Tracer, StopWhileCallsAreInFlightRestoresEveryByteAndTheCallsReturn) {

@@ -62,6 +62,7 @@ class EntryHook {
                  // the trampoline stays valid
 
   void* target() const { return target_; }
+  const ObjectKey& object_key() const { return object_key_; }  // empty outside any object
   // Callable relocated prologue: behaves like the unhooked target. Stays callable after
   // uninstall (trampolines are never unmapped; a thread may still be inside one).
   void* original() const { return original_; }
