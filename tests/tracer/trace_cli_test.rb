@@ -124,9 +124,12 @@ class TraceCliTest < Minitest::Test
     refute_equal untouched, run_job(target, "bytes traced_add", /\Abytes \h+\z/), "the trace patched nothing"
     child = Integer(run_job(target, "fork", /\Aforked \d+\z/)[/\d+/])
     bytes = nil
-    3.times do  # the child's agent thread ends the copy on its own: a moment after the fork
+    # The child's agent thread ends the copy on its own, a moment after the fork: 0.3 s was
+    # too short on a loaded machine (two cores, another test beside this one).
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+    loop do
       bytes = run_job(target, "bytes traced_add", /\Abytes \h+\z/)
-      break if bytes == untouched
+      break if bytes == untouched || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
 
       sleep 0.1
     end
