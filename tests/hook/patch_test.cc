@@ -43,6 +43,16 @@ TEST(Patch, WritesReadOnlyAndExecutablePagesAndRestoresTheirProtection) {
   }
 }
 
+// One page of code (every byte a `ret`), read and executable as code pages are; invalid when
+// it cannot be made.
+ScopedMmap code_page() {
+  ScopedMmap pages = map_pages(1, PROT_READ | PROT_WRITE);
+  if (!pages.valid()) return pages;
+  std::memset(pages.data(), 0xc3, page());
+  if (::mprotect(pages.data(), page(), PROT_READ | PROT_EXEC) != 0) return ScopedMmap();
+  return pages;
+}
+
 // Forks in the middle of a patch, while its page is writable (and executable).
 class ForkingGate final : public StoreGate {
  public:
@@ -67,10 +77,8 @@ class ForkingGate final : public StoreGate {
 // (a preforking server while a trace starts) has no patcher to do it, and kept the page
 // writable and executable for good.
 TEST(Patch, AChildForkedDuringAPatchGetsThePagesProtectionBack) {
-  ScopedMmap pages = map_pages(1, PROT_READ | PROT_WRITE);
+  ScopedMmap pages = code_page();
   ASSERT_TRUE(pages.valid());
-  std::memset(pages.data(), 0xc3, page());
-  ASSERT_EQ(::mprotect(pages.data(), page(), PROT_READ | PROT_EXEC), 0);
   auto* target = static_cast<uint8_t*>(pages.data()) + 64;
   const uint8_t bytes[] = {0x90};
   ForkingGate gate(target);
@@ -99,10 +107,8 @@ class SettlingGate final : public StoreGate {
 // a page read-only again under a patch in progress (the store then killed the child: twice in
 // 33 native sessions on a forking shell, with df7e725).
 TEST(Patch, SettlingAgainInTheSameChildLeavesAPatchInProgressAlone) {
-  ScopedMmap pages = map_pages(1, PROT_READ | PROT_WRITE);
+  ScopedMmap pages = code_page();
   ASSERT_TRUE(pages.valid());
-  std::memset(pages.data(), 0xc3, page());
-  ASSERT_EQ(::mprotect(pages.data(), page(), PROT_READ | PROT_EXEC), 0);
   auto* target = static_cast<uint8_t*>(pages.data()) + 64;
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
