@@ -26,9 +26,10 @@ class HookChange {
 };
 
 // Decides, in a forked child, whether its hooks are frozen, after putting back the int3s the
-// fork copied (entry_trap.h) and the protection of pages a patch had made writable (patch.h): called by a pthread_atfork child handler (registered with the
-// first HookChange) and first thing by the agent's own, while the child has no other thread.
-// Idempotent in each process.
+// fork copied (entry_trap.h) and the protection of pages a patch had made writable (patch.h):
+// called by a pthread_atfork child handler (registered with the first HookChange) and first
+// thing by the agent's own, while the child has no other thread. Once per process: later calls
+// return at once.
 void settle_hooks_after_fork() noexcept;
 
 // True in a process forked while a HookChange was open, and in its descendants.
