@@ -210,7 +210,7 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
   // vdso function, whose page cannot be patched, hung the agent for good).
   std::unique_ptr<EntryHook> hook(new EntryHook);
   hook->target_ = target;
-  if (auto object = object_containing(target); object.ok()) hook->object_key_ = object->key();
+  if (auto key = object_key_containing(target); key.ok()) hook->object_key_ = *key;
   hook->original_ = original;
   hook->saved_ = std::move(saved);
   hook->displaced_bytes_ = prologue.bytes;

@@ -7,21 +7,36 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <span>
 
 namespace memprof::hook {
 namespace {
 
-struct RawObject {
-  std::string name;
-  uintptr_t bias;
-  std::vector<Elf64_Phdr> phdrs;
-};
+std::span<const Elf64_Phdr> headers_of(const dl_phdr_info& info) {
+  return {info.dlpi_phdr, info.dlpi_phnum};
+}
 
-int collect(dl_phdr_info* info, size_t, void* out) {
-  auto& objects = *static_cast<std::vector<RawObject>*>(out);
-  objects.push_back({info->dlpi_name ? info->dlpi_name : "", info->dlpi_addr,
-                     {info->dlpi_phdr, info->dlpi_phdr + info->dlpi_phnum}});
-  return 0;
+// The identity of the object `info` describes, from its program headers alone: nothing of the
+// object's own memory is read.
+ObjectKey key_of(const dl_phdr_info& info) {
+  for (const auto& p : headers_of(info))
+    if (p.p_type == PT_DYNAMIC)
+      return {info.dlpi_addr, reinterpret_cast<const Elf64_Dyn*>(info.dlpi_addr + p.p_vaddr)};
+  return {info.dlpi_addr, nullptr};
+}
+
+// Calls `visit` for each loaded object until it returns true. dl_iterate_phdr holds the
+// loader's list lock around every call, and dlclose unmaps an object only after taking it off
+// that list under the same lock: what `visit` reads of an object cannot be unmapped meanwhile.
+// After dl_iterate_phdr returns, nothing keeps it loaded. `visit` must not call into the
+// loader's locking functions (dlopen, dlclose, dlsym), nor wait for a thread that might.
+template <typename Visit>
+void for_each_object(Visit&& visit) {
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        return (*static_cast<Visit*>(data))(*info) ? 1 : 0;
+      },
+      &visit);
 }
 
 std::string program_path() {
@@ -57,11 +72,11 @@ class DynamicReader {
     size_t entries = phdr.p_memsz / sizeof(Elf64_Dyn);
     if (!inside(start, entries * sizeof(Elf64_Dyn)))
       return err("PT_DYNAMIC at {:#x} lies outside the object's segments", start);
-    object_.dynamic = reinterpret_cast<const Elf64_Dyn*>(start);
+    const auto* dynamic = reinterpret_cast<const Elf64_Dyn*>(start);
     uint64_t values[DT_NUM] = {};
     uint64_t gnu_hash = 0, versym = 0, verneed = 0, verneednum = 0, verdef = 0, verdefnum = 0;
-    for (size_t i = 0; i < entries && object_.dynamic[i].d_tag != DT_NULL; ++i) {
-      const Elf64_Dyn& d = object_.dynamic[i];
+    for (size_t i = 0; i < entries && dynamic[i].d_tag != DT_NULL; ++i) {
+      const Elf64_Dyn& d = dynamic[i];
       if (d.d_tag >= 0 && d.d_tag < DT_NUM) values[d.d_tag] = d.d_un.d_val;
       switch (d.d_tag) {
         case DT_GNU_HASH: gnu_hash = d.d_un.d_ptr; break;
@@ -166,20 +181,22 @@ ObjectRole classify(const LoadedObject& object, size_t index) {
   return index == 0 ? ObjectRole::kProgram : ObjectRole::kLibrary;
 }
 
-LoadedObject read_object(const RawObject& raw, size_t index) {
+// Called inside for_each_object only (see there).
+LoadedObject read_object(const dl_phdr_info& info, size_t index) {
   LoadedObject object;
-  object.path = index == 0 ? program_path() : raw.name;
-  object.bias = raw.bias;
+  object.path = index == 0 ? program_path() : (info.dlpi_name ? info.dlpi_name : "");
+  object.bias = info.dlpi_addr;
+  object.dynamic = key_of(info).dynamic;
   const Elf64_Phdr* dynamic = nullptr;
   const Elf64_Phdr* eh_frame_hdr = nullptr;
-  for (const auto& p : raw.phdrs) {
+  for (const auto& p : headers_of(info)) {
     if (p.p_type == PT_LOAD)
-      object.segments.push_back({raw.bias + p.p_vaddr, raw.bias + p.p_vaddr + p.p_memsz, p.p_flags});
+      object.segments.push_back({object.bias + p.p_vaddr, object.bias + p.p_vaddr + p.p_memsz, p.p_flags});
     if (p.p_type == PT_DYNAMIC) dynamic = &p;
     if (p.p_type == PT_GNU_EH_FRAME) eh_frame_hdr = &p;
   }
   if (eh_frame_hdr != nullptr && eh_frame_hdr->p_memsz > 0) {
-    uintptr_t start = raw.bias + eh_frame_hdr->p_vaddr;
+    uintptr_t start = object.bias + eh_frame_hdr->p_vaddr;
     uintptr_t end = start + eh_frame_hdr->p_memsz;
     for (const auto& s : object.segments)
       if ((s.flags & PF_R) && start >= s.start && end <= s.end) object.eh_frame_hdr = {start, end, s.flags};
@@ -292,12 +309,12 @@ std::vector<uint32_t> LoadedObject::find_symbols(std::string_view name) const {
 }
 
 Result<std::vector<LoadedObject>> loaded_objects() {
-  std::vector<RawObject> raw;
-  ::dl_iterate_phdr(collect, &raw);
-  if (raw.empty()) return err("dl_iterate_phdr reported no loaded object");
   std::vector<LoadedObject> objects;
-  objects.reserve(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i) objects.push_back(read_object(raw[i], i));
+  for_each_object([&](const dl_phdr_info& info) {
+    objects.push_back(read_object(info, objects.size()));
+    return false;
+  });
+  if (objects.empty()) return err("dl_iterate_phdr reported no loaded object");
   return objects;
 }
 
@@ -307,12 +324,21 @@ bool is_loaded(const std::vector<LoadedObject>& objects, const ObjectKey& key) {
 }
 
 bool is_loaded(const ObjectKey& key) {
-  // Only objects at the key's bias can match: the others' dynamic sections are not read.
-  std::vector<RawObject> raw;
-  ::dl_iterate_phdr(collect, &raw);
-  for (size_t i = 0; i < raw.size(); ++i)
-    if (raw[i].bias == key.bias && read_object(raw[i], i).key() == key) return true;
-  return false;
+  bool found = false;
+  for_each_object([&](const dl_phdr_info& info) { return found = key_of(info) == key; });
+  return found;
+}
+
+Result<ObjectKey> object_key_containing(const void* address) {
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  std::optional<ObjectKey> found;
+  for_each_object([&](const dl_phdr_info& info) {
+    for (const auto& p : headers_of(info))
+      if (p.p_type == PT_LOAD && a - (info.dlpi_addr + p.p_vaddr) < p.p_memsz) found = key_of(info);
+    return found.has_value();
+  });
+  if (!found) return err("address {} is not inside any loaded object", address);
+  return *found;
 }
 
 Result<LoadedObject> object_containing(const void* address) {

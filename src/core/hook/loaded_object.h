@@ -78,13 +78,19 @@ struct LoadedObject {
   std::vector<uint32_t> find_symbols(std::string_view name) const;
 };
 
-// Every object currently loaded, in load order (the main program first).
+// Every object currently loaded, in load order (the main program first), each read whole while
+// the loader could not unload it. Nothing keeps them loaded afterwards: another thread's
+// dlclose may unmap an object whose tables a caller goes on reading.
 Result<std::vector<LoadedObject>> loaded_objects();
 
 // The object containing `address`, from a fresh snapshot.
 Result<LoadedObject> object_containing(const void* address);
 
-// Whether the object `key` names is still loaded (false also when the snapshot fails).
+// The identity of the object containing `address`, read from program headers only: cheaper
+// than object_containing, and it reads nothing an unload could take away.
+Result<ObjectKey> object_key_containing(const void* address);
+
+// Whether the object `key` names is still loaded.
 bool is_loaded(const ObjectKey& key);
 // Whether `objects` (one snapshot) holds the object `key` names.
 bool is_loaded(const std::vector<LoadedObject>& objects, const ObjectKey& key);
