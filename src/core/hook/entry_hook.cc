@@ -171,6 +171,12 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
   if (std::find(targets.begin(), targets.end(), start) != targets.end())
     return err("the function at {:#x} already has an entry hook", start);
 
+  // Known before the bytes change: an unload after the patch left a hook without an object,
+  // which its owner could then never tell was gone (a trace kept it, and the address stayed
+  // taken for every later load of the library there).
+  ObjectKey object_key;
+  if (auto key = object_key_containing(target); key.ok()) object_key = *key;
+
   Decoder decoder;
   MEMPROF_TRY(prologue, x86_64::measure_prologue(decoder, start, x86_64::kJumpRel32Size));
   if (options.require_single_instruction && prologue.instructions > 1)
@@ -210,7 +216,7 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
   // vdso function, whose page cannot be patched, hung the agent for good).
   std::unique_ptr<EntryHook> hook(new EntryHook);
   hook->target_ = target;
-  if (auto key = object_key_containing(target); key.ok()) hook->object_key_ = *key;
+  hook->object_key_ = object_key;
   hook->original_ = original;
   hook->saved_ = std::move(saved);
   hook->displaced_bytes_ = prologue.bytes;
