@@ -135,7 +135,12 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
   note_started();
   tracer::TraceReadout readout = trace_->read(0);
   readout.problems.insert(readout.problems.end(), problems.begin(), problems.end());
-  return tracer::encode_readout(readout, trace_->initial_functions(), trace_->totals(), tracer::calls_in_flight());
+  // With the functions a dlopen hooked since the session started: this read took them, and a
+  // function never announced is never shown (a library loaded in a loop, back at the same
+  // address each time, was traced with every call dropped).
+  std::vector<tracer::HookedFunction> functions = trace_->initial_functions();
+  functions.insert(functions.end(), readout.new_functions.begin(), readout.new_functions.end());
+  return tracer::encode_readout(readout, functions, trace_->totals(), tracer::calls_in_flight());
 }
 
 Result<std::string> RecordingSessions::trace_read() {

@@ -341,6 +341,21 @@ class TraceCliTest < Minitest::Test
     assert_match(/\A\[#{target.pid}\] libtracer_late\.so->traced_late\(5\) += 15\z/, lines[0])
   end
 
+  # A library loaded by the target while the trace was starting was hooked but never announced
+  # to the reader, and back at the same address on every later load it kept that function: a
+  # trace of a load-call-unload loop counted 0 calls in about every other session.
+  def test_a_library_loaded_in_a_loop_has_its_calls_counted_in_every_session
+    target = c_target
+    target.send_line("reload")
+    counts = Array.new(4) do
+      trace = start_trace(target.pid, "-c", "-x", "traced_late")
+      sleep 0.5
+      summary_calls(stop_trace(trace))["traced_late"].to_i
+    end
+    run_job(target, "stop reload", /\Adone reload \d+\z/)
+    assert counts.all?(&:positive?), "calls counted by each session: #{counts.inspect}#{target.context}"
+  end
+
   def test_longjmp_out_of_a_traced_call_leaves_the_process_working
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_jump", "-x", "traced_add")
