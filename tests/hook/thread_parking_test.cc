@@ -2,7 +2,10 @@
 // where each one stopped.
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -21,7 +24,10 @@ std::atomic<uint64_t> g_spins{0};
 
 // A loop the spinning thread never leaves until told: where it is parked is inside this
 // function. noipa: a real function with its own code range.
+std::atomic<int> g_spinners{0};
+
 __attribute__((noipa)) void spin_here() {
+  g_spinners.fetch_add(1);
   while (!g_stop.load(std::memory_order_relaxed)) g_spins.fetch_add(1, std::memory_order_relaxed);
 }
 __attribute__((noipa)) void after_spin_here() {}
@@ -29,8 +35,11 @@ __attribute__((noipa)) void after_spin_here() {}
 TEST(ThreadParking, HoldsEveryOtherThreadUntilResumeAndKnowsWhereItStopped) {
   g_stop = false;
   std::vector<std::thread> threads;
+  g_spinners = 0;
   for (int i = 0; i < 3; ++i) threads.emplace_back(spin_here);
-  while (g_spins.load() < 1000) ::usleep(100);
+  // Every one spinning: a thread still being created blocks every signal, and is waited for
+  // only briefly.
+  while (g_spinners.load() < 3 || g_spins.load() < 1000) ::usleep(100);
   auto parking = ThreadParking::prepare();
   ASSERT_TRUE(parking.ok()) << parking.message();
   parking->park(1000, /*spare_sleepers=*/true);
@@ -50,24 +59,60 @@ TEST(ThreadParking, HoldsEveryOtherThreadUntilResumeAndKnowsWhereItStopped) {
   for (auto& thread : threads) thread.join();
 }
 
-TEST(ThreadParking, AThreadBlockingTheSignalIsReportedUnreachedAndNotWaitedForLong) {
+// A thread that blocks the signal can never arrive: it is not waited for (memprof's agent thread
+// blocks every signal, and each patch made by another thread waited the whole timeout for it:
+// a Ruby `require` of a library whose 250 functions were traced took 25 s).
+TEST(ThreadParking, AThreadBlockingTheSignalIsNotWaitedFor) {
   std::atomic<bool> ready{false}, leave{false};
+  std::atomic<uint64_t> spins{0};
   std::thread blocked([&] {
     sigset_t all;
     sigfillset(&all);
     ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
     ready = true;
-    while (!leave) ::usleep(1000);
+    while (!leave) spins.fetch_add(1, std::memory_order_relaxed);  // running, never in the kernel for long
   });
   while (!ready) ::usleep(100);
   auto parking = ThreadParking::prepare();
   ASSERT_TRUE(parking.ok()) << parking.message();
-  parking->park(50, /*spare_sleepers=*/false);
+  const auto start = std::chrono::steady_clock::now();
+  parking->park(/*timeout_ms=*/20'000, /*spare_sleepers=*/false);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(waited, std::chrono::seconds(10));  // not the 20 s timeout
   EXPECT_EQ(parking->parked(), 0u);
   EXPECT_EQ(parking->unreached(), 1u);
   parking->resume();
   leave = true;
-  blocked.join();  // its pending signal arrives once unblocked (at exit): ignored, not fatal
+  blocked.join();
+}
+
+// Asleep in the kernel, a thread that blocks the signal is where the kernel says it stopped:
+// a patch can still tell whether it lies inside the bytes replaced.
+TEST(ThreadParking, AThreadBlockingTheSignalAsleepInTheKernelIsKnownBlocked) {
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  std::atomic<bool> ready{false};
+  std::thread sleeper([&] {
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    ready = true;
+    char byte;
+    (void)!::read(pipe_ends[0], &byte, 1);
+  });
+  while (!ready) ::usleep(100);
+  ::usleep(50 * 1000);  // inside its read
+  EXPECT_EQ(thread_blocks_signal(static_cast<pid_t>(::syscall(SYS_gettid)), SIGUSR2), false);
+  auto parking = ThreadParking::prepare();
+  ASSERT_TRUE(parking.ok()) << parking.message();
+  parking->park(/*timeout_ms=*/20'000, /*spare_sleepers=*/false);
+  EXPECT_EQ(parking->blocked(), 1u);
+  EXPECT_EQ(parking->unreached(), 0u);
+  parking->resume();
+  ASSERT_EQ(::write(pipe_ends[1], "x", 1), 1);
+  sleeper.join();
+  ::close(pipe_ends[0]);
+  ::close(pipe_ends[1]);
 }
 
 // A thread asleep in the kernel is not signalled: the kernel says where it stopped, and its

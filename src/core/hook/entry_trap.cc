@@ -7,6 +7,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -15,7 +16,7 @@
 
 #include "core/hook/patch.h"
 #include "core/hook/previous_handler.h"
-#include "core/util/proc_file.h"
+#include "core/hook/thread_parking.h"
 #include "core/util/raw_syscall.h"
 
 namespace memprof::hook {
@@ -156,15 +157,9 @@ Status disarm_entry_trap(uintptr_t start) {
 }
 
 bool any_thread_blocks_sigtrap(std::span<const pid_t> threads) {
-  for (pid_t tid : threads) {
-    auto status = read_proc_file(fmt::format("/proc/self/task/{}/status", tid));
-    if (!status.ok()) continue;  // gone
-    const std::string mask = status_field(*status, "SigBlk");
-    if (mask.empty()) return true;  // cannot tell: assume it does
-    const uint64_t blocked = std::strtoull(mask.c_str(), nullptr, 16);
-    if (blocked & (uint64_t{1} << (SIGTRAP - 1))) return true;
-  }
-  return false;
+  // A thread whose status cannot be read is gone.
+  return std::any_of(threads.begin(), threads.end(),
+                     [](pid_t tid) { return thread_blocks_signal(tid, SIGTRAP).value_or(false); });
 }
 
 }  // namespace memprof::hook

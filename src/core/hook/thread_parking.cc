@@ -22,6 +22,7 @@ namespace memprof::hook {
 namespace {
 
 constexpr size_t kMaxParked = 8192;
+constexpr uint64_t kBlockingGraceMs = 2;  // see park()
 
 int parking_signal() { return SIGRTMAX - 2; }
 
@@ -89,6 +90,26 @@ std::optional<uintptr_t> blocked_at(const char* syscall_path) noexcept {
   return address;
 }
 
+// Where the hex mask after "SigBlk:" in /proc/self/task/TID/status says whether `signal` is
+// blocked; nullopt when the file cannot be read (the thread is gone).
+std::optional<bool> status_blocks(const char* status_path, int signal) noexcept {
+  int fd = static_cast<int>(::syscall(SYS_open, status_path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return std::nullopt;
+  char text[4096];
+  long length = ::syscall(SYS_read, fd, text, sizeof(text) - 1);
+  ::syscall(SYS_close, fd);
+  if (length <= 0) return std::nullopt;
+  text[length] = '\0';
+  const char* field = std::strstr(text, "SigBlk:");
+  if (field == nullptr) return std::nullopt;
+  uint64_t mask = 0;
+  for (const char* c = field + 7; *c != '\0' && *c != '\n'; ++c) {
+    int digit = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+    if (digit >= 0) mask = mask << 4 | static_cast<uint64_t>(digit);
+  }
+  return (mask >> (signal - 1) & 1) != 0;
+}
+
 uint64_t now_ms() {
   struct timespec now;
   ::clock_gettime(CLOCK_MONOTONIC, &now);
@@ -96,6 +117,18 @@ uint64_t now_ms() {
 }
 
 }  // namespace
+
+std::optional<bool> thread_blocks_signal(pid_t tid, int signal) noexcept {
+  // "/proc/self/task/TID/status" by hand: snprintf is not promised to leave malloc alone.
+  char path[64] = "/proc/self/task/";
+  char digits[16];
+  size_t count = 0;
+  for (auto n = static_cast<unsigned>(tid); count == 0 || n != 0; n /= 10) digits[count++] = static_cast<char>('0' + n % 10);
+  size_t end = std::strlen(path);
+  while (count > 0) path[end++] = digits[--count];
+  std::memcpy(path + end, "/status", sizeof("/status"));
+  return status_blocks(path, signal);
+}
 
 Result<ThreadParking> ThreadParking::prepare() {
   if (!install_handler()) return err("cannot install the thread-parking signal handler: {}", std::strerror(errno));
@@ -112,6 +145,7 @@ Result<ThreadParking> ThreadParking::prepare() {
     }
   }
   parking.blocked_at_.assign(parking.threads_.size(), 0);
+  parking.blocks_.assign(parking.threads_.size(), false);
   ::closedir(dir);
   if (parking.threads_.size() > kMaxParked) return err("{} threads: too many to park", parking.threads_.size());
   return parking;
@@ -121,9 +155,11 @@ ThreadParking::ThreadParking(ThreadParking&& other) noexcept
     : threads_(std::move(other.threads_)),
       syscall_paths_(std::move(other.syscall_paths_)),
       blocked_at_(std::move(other.blocked_at_)),
+      blocks_(std::move(other.blocks_)),
       blocked_(other.blocked_),
       signalled_(other.signalled_),
       parked_(other.parked_),
+      signalled_blocking_(other.signalled_blocking_),
       active_(std::exchange(other.active_, false)) {}
 
 ThreadParking::~ThreadParking() { resume(); }
@@ -138,31 +174,46 @@ void ThreadParking::park(unsigned timeout_ms, bool spare_sleepers) noexcept {
   signalled_ = 0;
   blocked_ = 0;
   int saved_errno = errno;
+  signalled_blocking_ = 0;
   for (size_t i = 0; i < threads_.size(); ++i) {
-    if (auto at = spare_sleepers ? blocked_at(syscall_paths_[i].c_str()) : std::nullopt) {
+    // A thread that blocks the signal arrives only once it unblocks it: soon for one being
+    // created (pthread_create blocks all signals until the new thread is set up), never for
+    // memprof's agent, which blocks them all. Waiting the whole timeout for it at every patch
+    // made a Ruby `require` of a library whose 250 functions were traced take 25 s: it is
+    // waited for only kBlockingGraceMs, and asleep in the kernel, not signalled at all.
+    blocks_[i] = thread_blocks_signal(threads_[i], parking_signal()).value_or(false);
+    if (auto at = spare_sleepers || blocks_[i] ? blocked_at(syscall_paths_[i].c_str()) : std::nullopt) {
       blocked_at_[blocked_++] = *at;  // asleep in the kernel: no signal to cut its sleep short
       continue;
     }
-    if (::syscall(SYS_tgkill, pid, threads_[i], parking_signal()) == 0) ++signalled_;
+    if (::syscall(SYS_tgkill, pid, threads_[i], parking_signal()) != 0) continue;
+    ++signalled_;
+    if (blocks_[i]) ++signalled_blocking_;
   }
   errno = saved_errno;
-  const uint64_t deadline = now_ms() + timeout_ms;
+  const uint64_t start = now_ms();
   for (;;) {
-    parked_ = count_parked();
-    if (parked_ >= signalled_ || now_ms() >= deadline) break;
+    const Arrivals arrived = count_parked();
+    parked_ = arrived.all;
+    const uint64_t now = now_ms();
+    if (parked_ >= signalled_ || now >= start + timeout_ms) break;
+    const bool only_blocking_missing = arrived.all - arrived.blocking >= signalled_ - signalled_blocking_;
+    if (only_blocking_missing && now >= start + kBlockingGraceMs) break;
     ::sched_yield();
   }
 }
 
-// How many of the threads signalled have recorded where they stopped.
-size_t ThreadParking::count_parked() const noexcept {
+// How many of the threads signalled have recorded where they stopped, and how many of those
+// block the signal (they arrived once they unblocked it).
+ThreadParking::Arrivals ThreadParking::count_parked() const noexcept {
   size_t arrived = g_arrived.load(std::memory_order_acquire);
   if (arrived > kMaxParked) arrived = kMaxParked;
-  size_t found = 0;
-  for (pid_t tid : threads_)
+  Arrivals found;
+  for (size_t t = 0; t < threads_.size(); ++t)
     for (size_t i = 0; i < arrived; ++i)
-      if (g_stopped_tid[i].load(std::memory_order_acquire) == tid) {
-        ++found;
+      if (g_stopped_tid[i].load(std::memory_order_acquire) == threads_[t]) {
+        ++found.all;
+        if (blocks_[t]) ++found.blocking;
         break;
       }
   return found;

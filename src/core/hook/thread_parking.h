@@ -27,12 +27,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/util/result.h"
 
 namespace memprof::hook {
+
+// Whether thread `tid` of this process blocks `signal` (its status's SigBlk); nullopt when it
+// cannot be told (the thread is gone). Raw system calls on the stack: no allocation, no lock.
+std::optional<bool> thread_blocks_signal(pid_t tid, int signal) noexcept;
 
 class ThreadParking {
  public:
@@ -44,8 +49,9 @@ class ThreadParking {
 
   // Signals the threads and waits up to `timeout_ms` for each to reach the handler. With
   // `spare_sleepers`, a thread blocked in the kernel is not signalled: where it stopped is read
-  // instead. Threads that exited meanwhile are skipped; threads that block the signal do not
-  // arrive (unreached()). Allocates nothing.
+  // instead. Threads that exited meanwhile are skipped. A thread that blocks the signal is
+  // waited for a few milliseconds only (unreached() if it does not come), and not signalled
+  // while asleep in the kernel (blocked(): where it stopped is known). Allocates nothing.
   void park(unsigned timeout_ms, bool spare_sleepers) noexcept;
   // Lets every parked thread go and waits until each has left the handler. Allocates nothing.
   void resume() noexcept;
@@ -60,13 +66,19 @@ class ThreadParking {
 
  private:
   ThreadParking() = default;
-  size_t count_parked() const noexcept;
+  struct Arrivals {
+    size_t all = 0;
+    size_t blocking = 0;  // threads that blocked the signal when it was sent
+  };
+  Arrivals count_parked() const noexcept;
   std::vector<pid_t> threads_;
   std::vector<std::string> syscall_paths_;  // /proc/self/task/TID/syscall of each thread
   std::vector<uintptr_t> blocked_at_;       // where the blocked ones stopped: blocked_ of them
+  std::vector<bool> blocks_;                // per thread: it blocked the signal at the last park()
   size_t blocked_ = 0;
   size_t signalled_ = 0;
   size_t parked_ = 0;
+  size_t signalled_blocking_ = 0;  // of signalled_: threads that blocked the signal then
   bool active_ = false;
 };
 
