@@ -148,15 +148,7 @@ class TracePrinter {
   // The process exec'd and is traced again: the next readouts' function ids are the new
   // program's. What the old one counted stays in the summary, by function name.
   void new_program() {
-    const std::vector<trace::SummaryRow> called = called_rows();
-    earlier_called_ += called.size();
-    for (const trace::SummaryRow& row : called) {
-      trace::SummaryRow& earlier = earlier_rows_[row.function];
-      earlier.function = row.function;
-      earlier.calls += row.calls;
-      earlier.nanoseconds += row.nanoseconds;
-    }
-    earlier_functions_ += functions_.size();
+    for (trace::SummaryRow& row : called_rows()) earlier_rows_.push_back(std::move(row));
     earlier_dropped_ += dropped_;
     earlier_untraced_ += untraced_;
     functions_.clear();
@@ -172,22 +164,15 @@ class TracePrinter {
 
   void finish() {
     if (options_.summary) {
-      // As ltrace -c: functions called. A glob ('sqlite3_*') matches hundreds never called.
+      // As ltrace -c: functions called, by name. A glob ('sqlite3_*') matches hundreds never called.
       std::vector<trace::SummaryRow> rows = called_rows();
-      const size_t traced = earlier_functions_ + functions_.size();
-      const size_t never_called = traced - earlier_called_ - rows.size();
-      for (const auto& [name, earlier] : earlier_rows_) {
-        auto same = std::find_if(rows.begin(), rows.end(), [&](const auto& row) { return row.function == name; });
-        if (same == rows.end()) {
-          rows.push_back(earlier);
-        } else {
-          same->calls += earlier.calls;
-          same->nanoseconds += earlier.nanoseconds;
-        }
-      }
+      rows.insert(rows.end(), earlier_rows_.begin(), earlier_rows_.end());
+      std::set<std::string> called;
+      for (const trace::SummaryRow& row : rows) called.insert(row.function);
       write(trace::summary_table(std::move(rows)));
-      if (never_called > 0)
-        fmt::print(stderr, "memprof: {} of the {} traced functions were not called\n", never_called, traced);
+      if (const size_t never_called = traced_names_.size() - called.size(); never_called > 0)
+        fmt::print(stderr, "memprof: {} of the {} traced functions were not called\n", never_called,
+                   traced_names_.size());
     }
     if (const uint64_t dropped = earlier_dropped_ + dropped_; dropped > 0)
       fmt::print(stderr, "memprof: {} calls were counted but not shown: the reader fell behind\n", dropped);
@@ -224,8 +209,7 @@ class TracePrinter {
   std::vector<trace::ReadoutTotals> totals_;
   uint64_t dropped_ = 0, untraced_ = 0, in_flight_ = 0;
   // What the programs the process ran before an exec counted.
-  std::map<std::string, trace::SummaryRow> earlier_rows_;
-  size_t earlier_functions_ = 0, earlier_called_ = 0;
+  std::vector<trace::SummaryRow> earlier_rows_;  // called in the programs the process ran before an exec
   uint64_t earlier_dropped_ = 0, earlier_untraced_ = 0;
 };
 

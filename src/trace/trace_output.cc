@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -66,6 +67,20 @@ std::string call_json(const CallRecord& record, const FunctionInfo& function, co
 }
 
 std::string summary_table(std::vector<SummaryRow> rows) {
+  // One row per name: a function of a library loaded again elsewhere, or of the program before
+  // an exec, is the same function to the reader.
+  std::vector<SummaryRow> merged;
+  std::unordered_map<std::string, size_t> index;  // name -> its row in `merged`
+  for (SummaryRow& row : rows) {
+    auto [at, added] = index.try_emplace(row.function, merged.size());
+    if (added) {
+      merged.push_back(std::move(row));
+    } else {
+      merged[at->second].calls += row.calls;
+      merged[at->second].nanoseconds += row.nanoseconds;
+    }
+  }
+  rows = std::move(merged);
   std::stable_sort(rows.begin(), rows.end(),
                    [](const SummaryRow& a, const SummaryRow& b) { return a.nanoseconds > b.nanoseconds; });
   uint64_t total_ns = 0, total_calls = 0;

@@ -38,7 +38,8 @@ struct SummaryRow {
   uint64_t nanoseconds = 0;
 };
 
-// ltrace -c's table, the most time first, with a total line.
+// ltrace -c's table: one row per function name (rows with the same name are added up), the most
+// time first, with a total line.
 std::string summary_table(std::vector<SummaryRow> rows);
 
 }  // namespace memprof::trace
