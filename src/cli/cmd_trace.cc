@@ -156,7 +156,12 @@ class TracePrinter {
     dropped_ = untraced_ = in_flight_ = 0;
   }
 
-  size_t functions() const { return functions_.size(); }
+  // This program's traced functions, by name (a library loaded at two addresses has one each).
+  size_t functions() const {
+    std::set<std::string_view> names;
+    for (const auto& [id, function] : functions_) names.insert(function.name);
+    return names.size();
+  }
   // The names of the functions traced in every program the process ran.
   const std::set<std::string>& traced_names() const { return traced_names_; }
   // Why the trace could not be written (a closed pipe, a full disk), empty while it can.
