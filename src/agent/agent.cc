@@ -162,8 +162,14 @@ int start_thread() {
   std::lock_guard lock(g_start_mutex);
   if (g_running) return 0;
   // The thread takes no signal meant for the process (Ruby's SIGVTALRM, the app's SIGTERM).
+  // SIGTRAP excepted, which only an int3 sends: an entry hook holds the function's entry with
+  // one while the program's threads asleep in the kernel are left asleep, which it does only
+  // when no thread blocks SIGTRAP (entry_trap.h). With this thread blocking it, every hook
+  // written by a program thread (the trace's dlopen watch) signalled every thread, cutting
+  // each sleep short (EINTR).
   sigset_t all, previous;
   sigfillset(&all);
+  sigdelset(&all, SIGTRAP);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);

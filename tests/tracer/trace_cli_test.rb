@@ -356,6 +356,21 @@ class TraceCliTest < Minitest::Test
     assert counts.all?(&:positive?), "calls counted by each session: #{counts.inspect}#{target.context}"
   end
 
+  # A library loaded by the program is hooked on the loading thread; the agent's thread blocked
+  # SIGTRAP, which ruled out holding the entries with an int3, so every patch signalled every
+  # thread: each one asleep had its sleep cut short (nanosleep returns EINTR).
+  def test_hooking_a_loaded_library_leaves_sleeping_threads_asleep
+    target = c_target
+    target.send_line("sleeper")
+    trace = start_trace(target.pid, "-c", "-x", "traced_late*")
+    run_job(target, "late", /\Adone late 15\z/)
+    sleep 0.1
+    run_job(target, "stop sleeper", /\Adone sleeper \d+\z/)
+    stop_trace(trace)
+    assert_equal "done sleeper 0", target.lines.last, "nanosleeps cut short by the hooking#{target.context}"
+    refute_match(/traced_late_squares/, trace.stderr_text)  # entry-hooked, not GOT-only nor refused
+  end
+
   def test_longjmp_out_of_a_traced_call_leaves_the_process_working
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_jump", "-x", "traced_add")
