@@ -96,7 +96,9 @@ class ParkingGate final : public StoreGate {
   void after_store() noexcept override { parking_.resume(); }
 
  private:
-  static constexpr unsigned kParkTimeoutMs = 100;  // threads blocking the signal are not waited for
+  // For a running thread slow to reach the handler (not on a CPU); one that blocks the signal
+  // is waited for briefly only (thread_parking.h).
+  static constexpr unsigned kParkTimeoutMs = 100;
   ThreadParking& parking_;
   uintptr_t start_, end_;
   bool spare_sleepers_;

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <span>
+#include <type_traits>
 
 namespace memprof::hook {
 namespace {
@@ -34,7 +35,7 @@ template <typename Visit>
 void for_each_object(Visit&& visit) {
   ::dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
-        return (*static_cast<Visit*>(data))(*info) ? 1 : 0;
+        return (*static_cast<std::remove_reference_t<Visit>*>(data))(*info) ? 1 : 0;
       },
       &visit);
 }

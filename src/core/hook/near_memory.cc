@@ -82,6 +82,10 @@ Result<ScopedMmap> map_near(const NearPlacement& placement, size_t size) {
     // Kernels before 4.17 treat MAP_FIXED_NOREPLACE as a hint and may map elsewhere.
     if (reinterpret_cast<uintptr_t>(mapped) == address) return region;
   }
+  if (placement.window_start != 0 || placement.window_end != UINTPTR_MAX)
+    return err("no free address in {:#x}-{:#x} (the only window its rel32 can be changed in with one "
+               "store) for a {}-byte trampoline",
+               placement.window_start, placement.window_end, size);
   return err("no free address within ±2 GB of {:#x}-{:#x} for a {}-byte trampoline",
              placement.low, placement.high, size);
 }

@@ -68,6 +68,10 @@ bool install_handler() {
   return installed;
 }
 
+int hex_digit(char c) noexcept {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
 // Where a thread blocked in the kernel stopped, from /proc/self/task/TID/syscall: its last
 // field is the user instruction pointer ("running" while the thread is on a CPU or waiting for
 // one). Raw system calls on a caller's buffer: nothing here allocates or takes a lock.
@@ -83,15 +87,15 @@ std::optional<uintptr_t> blocked_at(const char* syscall_path) noexcept {
   if (last == nullptr) return std::nullopt;
   uintptr_t address = 0;
   for (const char* c = last + 1; *c != '\0' && *c != '\n'; ++c) {
-    int digit = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
+    const int digit = hex_digit(*c);
     if (digit < 0) return std::nullopt;
     address = address * 16 + static_cast<uintptr_t>(digit);
   }
   return address;
 }
 
-// Where the hex mask after "SigBlk:" in /proc/self/task/TID/status says whether `signal` is
-// blocked; nullopt when the file cannot be read (the thread is gone).
+// Whether `signal` is in the "SigBlk:" mask of /proc/self/task/TID/status; nullopt when the
+// file cannot be read (the thread is gone).
 std::optional<bool> status_blocks(const char* status_path, int signal) noexcept {
   int fd = static_cast<int>(::syscall(SYS_open, status_path, O_RDONLY | O_CLOEXEC));
   if (fd < 0) return std::nullopt;
@@ -104,8 +108,7 @@ std::optional<bool> status_blocks(const char* status_path, int signal) noexcept 
   if (field == nullptr) return std::nullopt;
   uint64_t mask = 0;
   for (const char* c = field + 7; *c != '\0' && *c != '\n'; ++c) {
-    int digit = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 : -1;
-    if (digit >= 0) mask = mask << 4 | static_cast<uint64_t>(digit);
+    if (const int digit = hex_digit(*c); digit >= 0) mask = mask << 4 | static_cast<uint64_t>(digit);
   }
   return (mask >> (signal - 1) & 1) != 0;
 }
