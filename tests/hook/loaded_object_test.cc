@@ -1,7 +1,7 @@
 // The loaded-object snapshot while another thread loads and unloads a library: dlclose unmaps
 // the library's pages, and a snapshot that read an object's dynamic section after the loader
 // let go of its list read unmapped memory (a traced program that loads and unloads libbz2
-// 2,000 times a second lost its agent thread to SIGSEGV twice in 45 trace starts).
+// 2,000 times a second lost its agent thread to SIGSEGV twice in about 45 trace starts).
 #include <dlfcn.h>
 
 #include <algorithm>
