@@ -11,9 +11,9 @@ namespace memprof::agent {
 
 namespace {
 
-// The Ruby thread's body. Jobs evaluate code in the lexical scope of the Ruby frame they
-// interrupted (inside `module Rack`, `File` is Rack::File): every constant is written from the
-// top level (::File, ::IO, ...). The agent passes "LIB\nEXTENSION\nREQUEST_FD\nREPLY_FD" in an
+// The Ruby thread's body, evaluated at the top level (TOPLEVEL_BINDING); constants are written
+// from the top level all the same (::File, ::IO, ...), as code evaluated in whatever frame a
+// job interrupted once had to be (inside `module Rack`, `File` is Rack::File). The agent passes "LIB\nEXTENSION\nREQUEST_FD\nREPLY_FD" in an
 // instance variable of Memprof; the IOs never close the agent's descriptors (autoclose: false),
 // so that a forked child's garbage collector cannot close a descriptor number reused since.
 constexpr const char* kStartThread = R"ruby(
@@ -70,9 +70,27 @@ RubyValue call_bytesize(RubyValue string) {
   return g_api->funcallv(string, g_api->intern("bytesize"), 0, nullptr);
 }
 
+// Binding#eval on TOPLEVEL_BINDING. rb_eval_string evaluates in the Ruby frame the job
+// interrupted and raises "Can't eval on top of Fiber or Thread" where there is none: a thread
+// that has just started or is ending runs interrupts too (seen attaching while an app started
+// two threads).
+RubyValue call_eval(RubyValue source) {
+  const RubyApi& api = *g_api;
+  RubyValue name = api.str_new("TOPLEVEL_BINDING", 16);
+  RubyValue binding = api.funcallv(*api.object_class, api.intern("const_get"), 1, &name);
+  return api.funcallv(binding, api.intern("eval"), 1, &source);
+}
+
+// `source` evaluated at the top level under rb_protect (state != 0: an exception, pending).
+RubyValue eval_protected(const RubyApi& api, const char* source, int* state) {
+  g_api = &api;
+  RubyValue code = api.str_new(source, static_cast<long>(std::strlen(source)));
+  return api.protect(call_eval, code, state);
+}
+
 RubyValue nil(const RubyApi& api) {
   int state = 0;
-  return api.eval_string_protect("nil", &state);
+  return eval_protected(api, "nil", &state);
 }
 
 // The bytes of a Ruby String (the handler returns one), copied.
@@ -111,9 +129,8 @@ void set_memprof_ivar(const RubyApi& api, const char* name, const std::string& v
 }
 
 Result<std::string> eval(const RubyApi& api, const char* source, const char* doing) {
-  g_api = &api;
   int state = 0;
-  RubyValue value = api.eval_string_protect(source, &state);
+  RubyValue value = eval_protected(api, source, &state);
   if (state != 0) return take_exception(api, doing);
   return to_string(api, value);
 }
@@ -126,7 +143,7 @@ Status start_ruby_thread(const RubyApi& api, const std::string& lib_file,
   set_memprof_ivar(api, "@agent_boot",
                    fmt::format("{}\n{}\n{}\n{}", lib_file, extension_file, request_fd, reply_fd));
   int state = 0;
-  api.eval_string_protect(kStartThread, &state);
+  eval_protected(api, kStartThread, &state);
   if (state != 0) return take_exception(api, "starting memprof's Ruby thread");
   return ok_status();
 }
@@ -144,8 +161,12 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   pid_t child = ::fork();
   auto fork_time = std::chrono::steady_clock::now() - started;
   if (child == 0) {
-    // Only this thread exists in the child, holding the GVL; none of the parent's other Ruby
-    // threads runs. _exit skips at_exit blocks and finalizers, which belong to the parent.
+    // Only this thread exists in the child, holding the GVL; Ruby must forget the others, as
+    // its own fork makes it do: Ruby 3.3+'s scheduler would hand the GVL, at the handler's
+    // first blocking call (opening the dump), to a thread that was waiting for it in the
+    // parent, and wait forever for it to give it back. _exit skips at_exit blocks and
+    // finalizers, which belong to the parent.
+    api.thread_atfork();
     auto result = eval(api, kHandle, "memprof's agent handler");
     std::string_view text = result.ok() ? std::string_view(*result) : result.message();
     while (!text.empty()) {
@@ -159,7 +180,7 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   int saved_errno = errno;
   // The parent does not need the request any more.
   int state = 0;
-  api.eval_string_protect("::Memprof.remove_instance_variable(:@agent_request)", &state);
+  eval_protected(api, "::Memprof.remove_instance_variable(:@agent_request)", &state);
   if (state != 0) api.set_errinfo(nil(api));
   if (child < 0) return err("fork: {}", std::strerror(saved_errno));
   return ForkedHandler{child, std::move(read_end),

@@ -32,7 +32,7 @@ std::optional<RubyApi> find_ruby_api() {
   resolve(api.job_preregister, "rb_postponed_job_preregister");
   resolve(api.job_trigger, "rb_postponed_job_trigger");
   resolve(api.job_register_one, "rb_postponed_job_register_one");
-  resolve(api.eval_string_protect, "rb_eval_string_protect");
+  resolve(api.thread_atfork, "rb_thread_atfork");
   resolve(api.protect, "rb_protect");
   resolve(api.str_new, "rb_str_new");
   resolve(api.define_module, "rb_define_module");
@@ -46,7 +46,7 @@ std::optional<RubyApi> find_ruby_api() {
   resolve(api.object_class, "rb_cObject");
   bool has_jobs = (api.job_preregister != nullptr && api.job_trigger != nullptr) ||
                   api.job_register_one != nullptr;
-  if (api.api_version == nullptr || !has_jobs || api.eval_string_protect == nullptr ||
+  if (api.api_version == nullptr || !has_jobs || api.thread_atfork == nullptr ||
       api.protect == nullptr || api.str_new == nullptr || api.define_module == nullptr ||
       api.ivar_set == nullptr || api.intern == nullptr || api.funcallv == nullptr ||
       api.string_value_ptr == nullptr || api.num2long == nullptr || api.errinfo == nullptr ||

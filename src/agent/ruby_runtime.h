@@ -43,7 +43,9 @@ struct RubyApi {
   void (*job_trigger)(unsigned handle) = nullptr;
   // ... and before.
   int (*job_register_one)(unsigned flags, void (*func)(void*), void* data) = nullptr;
-  RubyValue (*eval_string_protect)(const char* source, int* state) = nullptr;
+  // After a fork, in the child: Ruby forgets the parent's other threads (what Process.fork
+  // does in the child).
+  void (*thread_atfork)() = nullptr;
   RubyValue (*protect)(RubyValue (*func)(RubyValue), RubyValue arg, int* state) = nullptr;
   RubyValue (*str_new)(const char* bytes, long length) = nullptr;
   RubyValue (*define_module)(const char* name) = nullptr;
