@@ -5,7 +5,9 @@
 #include "cli/command.h"
 #include "cli/object_filter_options.h"
 #include "heap/diff_report.h"
+#include "heap/graph.h"
 #include "heap/loader.h"
+#include "heap/reachability.h"
 
 namespace memprof::cli {
 namespace {
@@ -17,6 +19,13 @@ struct DiffOptions {
   heap::ObjectFilter filter;
   size_t samples = 0;
 };
+
+// The objects of `heap` its roots reach, or nothing when its ROOT lines are missing or some
+// were unreadable: then every object must count as alive.
+std::optional<std::vector<uint8_t>> reachable_objects(const heap::Heap& heap) {
+  if (heap.roots.empty() || heap.lost_root_lines > 0) return std::nullopt;
+  return heap::reachable_from_roots(heap::Graph::build(heap), heap);
+}
 
 int run_diff(const DiffOptions& options) {
   if (options.dumps.size() < 2 || options.dumps.size() > 3) {
@@ -35,8 +44,14 @@ int run_diff(const DiffOptions& options) {
   auto selection = heap::ObjectSelection::make(heaps[1], options.filter);
   if (!selection) return fail(selection.message());
   const heap::Heap* third = heaps.size() == 3 ? &heaps[2] : nullptr;
-  heap::DiffResult diff = heap::diff_heaps(heaps[0], heaps[1], third,
-                                           {.selection = &*selection, .samples = options.samples});
+  auto reachable_b = reachable_objects(heaps[1]);
+  auto reachable_c = third != nullptr ? reachable_objects(*third) : std::nullopt;
+  heap::DiffResult diff = heap::diff_heaps(
+      heaps[0], heaps[1], third,
+      {.selection = &*selection,
+       .samples = options.samples,
+       .reachable_b = reachable_b ? &*reachable_b : nullptr,
+       .reachable_c = reachable_c ? &*reachable_c : nullptr});
   heap::DiffReportContext context{
       .names = {options.dumps[0], options.dumps[1],
                 third != nullptr ? std::string_view(options.dumps[2]) : std::string_view()},
@@ -56,8 +71,10 @@ MEMPROF_COMMAND("diff", "Objects allocated after dump A and still alive in B (an
                       "the dumps carry one (ObjectSpace.trace_object_allocations_start), else by "
                       "address, class and site. Objects that cannot be decided (no generation: "
                       "moved by GC.compact on Ruby 3.1, or older than tracing) are counted and "
-                      "listed apart. Dumps in the wrong order or from different processes are "
-                      "refused. Sample addresses are objects of B.");
+                      "listed apart. Objects no root reaches (garbage the GC had not swept when "
+                      "the dump was taken) are not alive: left out, and counted. Dumps in the "
+                      "wrong order or from different processes are refused. Sample addresses are "
+                      "objects of B.");
                   // "Two or more" to CLI11, which prints a range of 2 to 3 as "x 2" (read: exactly
                   // two); more than three is refused when the command runs.
                   sub.add_option("dumps", options->dumps, "A B [C]: two or three dumps, in the order they were taken")

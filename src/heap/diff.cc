@@ -164,13 +164,26 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
   for (ObjectId id : no_generation) {
     if (take(room_in_a, sig_b.class_of(id))) {
       undecided.push_back(id);
-      result.undecided_memsize += b.memsize[id];
     } else {
       ++result.new_by_class_count;
       fresh.push_back(id);
     }
   }
+  // Garbage in B is not alive there: identified above like any object (it may still claim its
+  // twin in A), then left out.
+  result.garbage_known = options.reachable_b != nullptr;
+  if (options.reachable_b != nullptr) {
+    auto garbage = [&](ObjectId id) {
+      if ((*options.reachable_b)[id]) return false;
+      ++result.garbage_count;
+      result.garbage_memsize += b.memsize[id];
+      return true;
+    };
+    std::erase_if(fresh, garbage);
+    std::erase_if(undecided, garbage);
+  }
   result.undecided_count = undecided.size();
+  for (ObjectId id : undecided) result.undecided_memsize += b.memsize[id];
   std::sort(fresh.begin(), fresh.end());
   for (ObjectId id : fresh) {
     ++result.new_count;
@@ -185,7 +198,11 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
   } else {
     result.max_generation_c = max_generation(*c);
     Signatures sig_c(*c);
+    // Garbage in C is claimed from the start: nothing survives as it.
     std::vector<uint8_t> claimed_c(c->size(), 0);
+    if (options.reachable_c != nullptr) {
+      for (ObjectId id = 0; id < c->size(); ++id) claimed_c[id] = !(*options.reachable_c)[id];
+    }
     std::vector<ObjectId> missing;  // not at their address in C
     for (ObjectId id : fresh) {
       const ObjectId in_c = c->find(b.address[id]);

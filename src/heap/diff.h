@@ -48,6 +48,11 @@ struct DiffRow {
 struct DiffOptions {
   const ObjectSelection* selection = nullptr;  // objects of B to look at; nullptr: all
   size_t samples = 0;                          // sample objects per row
+  // Objects of B and of C reachable from their roots (reachable_from_roots); nullptr: every
+  // object of the dump is taken as alive. An unreachable object is garbage the GC had not
+  // swept yet: not alive, whatever the dump lists.
+  const std::vector<uint8_t>* reachable_b = nullptr;
+  const std::vector<uint8_t>* reachable_c = nullptr;
 };
 
 struct DiffResult {
@@ -73,6 +78,11 @@ struct DiffResult {
   uint64_t undecided_in_c_count = 0;
   uint64_t undecided_in_c_memsize = 0;
   uint64_t address_mismatches = 0;  // addresses present in both with different objects
+  // Objects of B that would be new or undecided but are unreachable in B: left out of every
+  // count and row above. Only when DiffOptions::reachable_b was given (garbage_known).
+  bool garbage_known = false;
+  uint64_t garbage_count = 0;
+  uint64_t garbage_memsize = 0;
   std::vector<DiffRow> rows;            // the kept objects by (location, class), memsize descending
   std::vector<DiffRow> undecided_rows;  // the undecided objects by class, memsize descending
   std::vector<DiffRow> undecided_in_c_rows;  // by (location, class), memsize descending

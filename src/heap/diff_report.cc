@@ -74,6 +74,13 @@ std::string render_diff_text(const DiffReportContext& context, const DiffResult&
   if (diff.has_third) {
     out += fmt::format("still alive in {}: {}\n", names.c, objects_text(diff.kept_count, diff.kept_memsize));
   }
+  if (diff.garbage_known) {
+    out += fmt::format("left out, unreachable in {}: {} (garbage the GC had not swept yet)\n", names.b,
+                       objects_text(diff.garbage_count, diff.garbage_memsize));
+  } else {
+    out += fmt::format("unreachable objects of {} counted as alive: its ROOT lines are missing or "
+                       "were not all read\n", names.b);
+  }
   if (diff.generations) {
     out += fmt::format("allocation generations: newest {} in {}, {} in {}", diff.max_generation_a,
                        names.a, diff.max_generation_b, names.b);
@@ -134,6 +141,12 @@ std::string render_diff_json(const DiffReportContext& context, const DiffResult&
   if (!context.filter.empty()) json.field("filter", context.filter);
   json_count(json, "new", diff.new_count, diff.new_memsize);
   json_count(json, "kept", diff.kept_count, diff.kept_memsize);
+  if (diff.garbage_known) {
+    json_count(json, "garbage", diff.garbage_count, diff.garbage_memsize);
+  } else {
+    json.key("garbage");
+    json.raw("null");
+  }
   json.flag("generations", diff.generations);
   json.key("max_generation");
   json.begin_object();

@@ -22,6 +22,7 @@ struct DiffReportContext {
 
 std::string render_diff_text(const DiffReportContext& context, const DiffResult& diff);
 // {"a","b","c"?,"filter"?,"new":{count,memsize},"kept":{count,memsize},"generations":bool,
+//  "garbage":{count,memsize} (null when B's roots are incomplete),
 //  "max_generation":{"a","b","c"?} (null when absent),
 //  "decided":{"new_by_generation","old_by_generation","new_by_class_count"},
 //  "undecided":{count,memsize},"kept_by_generation","undecided_in_c"?:{count,memsize},

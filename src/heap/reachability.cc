@@ -36,7 +36,7 @@ std::vector<uint8_t> reachable_without_root_kind(const Graph& graph, const Heap&
   std::vector<uint8_t> seen(graph.node_count, 0);
   BigVector<ObjectId> queue = node_queue(graph);
   for (const RootSet& root : heap.roots) {
-    if (heap.str(root.kind) == excluded_kind) continue;
+    if (!excluded_kind.empty() && heap.str(root.kind) == excluded_kind) continue;
     for (ObjectId target : root.targets) {
       if (!seen[target]) {
         seen[target] = 1;

@@ -12,11 +12,17 @@
 
 namespace memprof::heap {
 
-// Objects reachable from the ROOT lines whose kind is not `excluded_kind` (1 = reachable).
-// With excluded_kind = "machine_context", an object reachable from the roots but not marked
-// here is kept alive only by the conservative scan of machine stacks and registers.
+// Objects reachable from the ROOT lines whose kind is not `excluded_kind` (1 = reachable; an
+// empty kind excludes none). With excluded_kind = "machine_context", an object reachable from
+// the roots but not marked here is kept alive only by the conservative scan of machine stacks
+// and registers.
 std::vector<uint8_t> reachable_without_root_kind(const Graph& graph, const Heap& heap,
                                                  std::string_view excluded_kind);
+
+// Objects reachable from any ROOT line (1 = reachable): those Ruby's next GC would keep.
+inline std::vector<uint8_t> reachable_from_roots(const Graph& graph, const Heap& heap) {
+  return reachable_without_root_kind(graph, heap, {});
+}
 
 // The number of reachable objects (per DominatorTree) that only machine_context keeps alive,
 // with their memsize sum, and the per-object marks (1 = only through machine_context).

@@ -173,6 +173,37 @@ TEST(Cli, DiffAcrossGcCompactUsesGenerations) {
   EXPECT_EQ(leaky, 5u);
 }
 
+// A new object no root reaches in B is garbage, not a leak; without B's ROOT lines, nothing says
+// so, and the report says that everything was counted.
+TEST(Cli, DiffLeavesOutGarbageWhenTheRootsAreKnown) {
+  const std::string base = ::testing::TempDir() + "memprof_garbage." + std::to_string(::getpid());
+  auto write = [&](const std::string& suffix, const std::string& text) {
+    std::ofstream(base + suffix, std::ios::binary) << text;
+    return base + suffix;
+  };
+  const std::string object_10 = R"({"address":"0x10", "type":"STRING", "memsize":40})" "\n";
+  const std::string object_20 = R"({"address":"0x20", "type":"STRING", "memsize":56})" "\n";
+  const std::string root = R"({"type":"ROOT", "root":"vm", "references":["0x10"]})" "\n";
+  const std::string a = write(".a", root + object_10);
+  const std::string b = write(".b", root + object_10 + object_20);
+  const std::string b_without_roots = write(".b0", object_10 + object_20);
+
+  CommandResult known = run_memprof("diff " + a + " " + b);
+  ASSERT_EQ(known.exit_code, 0) << known.err;
+  EXPECT_NE(known.out.find("alive in " + b + ": 0 objects, 0 B\nleft out, unreachable in " + b +
+                           ": 1 object, 56 B (garbage the GC had not swept yet)\n"),
+            std::string::npos)
+      << known.out;
+  CommandResult unknown = run_memprof("diff " + a + " " + b_without_roots);
+  ASSERT_EQ(unknown.exit_code, 0) << unknown.err;
+  EXPECT_NE(unknown.out.find("alive in " + b_without_roots + ": 1 object, 56 B\nunreachable objects of " +
+                             b_without_roots + " counted as alive: its ROOT lines are missing or were "
+                             "not all read\n"),
+            std::string::npos)
+      << unknown.out;
+  for (const char* suffix : {".a", ".b", ".b0"}) std::remove((base + suffix).c_str());
+}
+
 TEST(Cli, AnalyzeSaysWhatTheReaderLeftOut) {
   std::string path = ::testing::TempDir() + "memprof_problems." + std::to_string(::getpid()) + ".json";
   {

@@ -4,6 +4,8 @@
 
 #include "heap/analysis.h"
 #include "heap/diff.h"
+#include "heap/graph.h"
+#include "heap/reachability.h"
 #include "test_support.h"
 
 namespace memprof::heap {
@@ -44,6 +46,42 @@ TEST(Diff, ThreeDumpsWithoutGenerations) {
   EXPECT_EQ(three.rows[0].memsize, 64u);
   EXPECT_EQ(three.rows[1].class_name, "Leaky");
   EXPECT_EQ(three.rows[1].count, 1u);
+}
+
+std::vector<uint8_t> reachable(const Heap& heap) { return reachable_from_roots(Graph::build(heap), heap); }
+
+TEST(Diff, GarbageIsNotAlive) {
+  const std::string roots = testing::root_line("vm", {0x10, 0x18, 0x100, 0x200});
+  Heap a = load_text(roots + kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40));
+  // B: 0x200 new and referenced by a root; 0x300 new and referenced by nothing (garbage the GC
+  // had not swept); 0x400 a String only that garbage references.
+  Heap b = load_text(roots + kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40) +
+                     object_line(0x200, "OBJECT", 0x10, {}, 40) +
+                     object_line(0x300, "OBJECT", 0x10, {0x400}, 48) +
+                     object_line(0x400, "STRING", 0x18, {}, 64));
+  // C: 0x200 still there but no root reaches it any more.
+  Heap c = load_text(testing::root_line("vm", {0x10, 0x18}) + kClasses +
+                     object_line(0x200, "OBJECT", 0x10, {}, 40));
+  const std::vector<uint8_t> live_b = reachable(b), live_c = reachable(c);
+
+  DiffResult all = diff_heaps(a, b, nullptr);  // reachability not given: all counted alive
+  EXPECT_EQ(all.new_count, 3u);
+  EXPECT_FALSE(all.garbage_known);
+
+  DiffResult two = diff_heaps(a, b, nullptr, {.reachable_b = &live_b});
+  EXPECT_TRUE(two.garbage_known);
+  EXPECT_EQ(two.new_count, 1u);
+  EXPECT_EQ(two.new_memsize, 40u);
+  EXPECT_EQ(two.garbage_count, 2u);
+  EXPECT_EQ(two.garbage_memsize, 112u);
+  ASSERT_EQ(two.rows.size(), 1u);
+  EXPECT_EQ(two.rows[0].class_name, "Leaky");
+
+  EXPECT_EQ(diff_heaps(a, b, &c, {.reachable_b = &live_b}).kept_count, 1u);
+  DiffResult three = diff_heaps(a, b, &c, {.reachable_b = &live_b, .reachable_c = &live_c});
+  EXPECT_EQ(three.new_count, 1u);
+  EXPECT_EQ(three.kept_count, 0u);
+  EXPECT_TRUE(three.rows.empty());
 }
 
 TEST(Diff, SlotReusedByAnotherClassIsNew) {
