@@ -192,21 +192,18 @@ class AttachCliTest < Minitest::Test
   # go of it (its File.open, its writes): the child must reset Ruby's threads as Ruby's own
   # fork does, or it waits forever for threads that will never run (and `dump` with it).
   def test_dump_while_other_threads_wait_for_the_gvl
-    target = ruby_job_target(<<~RUBY)
+    # Threads that never block: whichever runs the agent's job, the other waits for the GVL.
+    target = threads_target(<<~RUBY)
       kept = Array.new(1000) { |i| "t\#{i % 2}" }
-      # Threads that never block: whichever runs the agent's job, the other waits for the GVL.
       2.times { Thread.new { n = 0; loop { n += 1 } } }
-      puts "threads running"
-      $stdin.each_line { |line| break if line.strip == "finish" }
     RUBY
-    target.wait_for(/\Athreads running\z/)
     attach!(target)
     dump = File.join(@tmpdir, "heap.json")
     out, err, status = memprof("dump", "-p", target.pid, "-o", dump,
                                prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
     assert status.success?, "memprof dump exited #{status.exitstatus}\n#{out}#{err}#{target.context}"
     assert_match(/wrote #{Regexp.escape(dump)} /, out)
-    # Every String the threads kept, and no other, is "t0" or "t1".
+    # Every String of `kept`, and no other, is "t0" or "t1".
     kept = File.foreach(dump).count { |record| record.match?(/"value":"t[01]"/) }
     assert_equal 1000, kept
     assert_alive(target)
@@ -219,17 +216,22 @@ class AttachCliTest < Minitest::Test
   # starting or ending and has no Ruby frame, where rb_eval_string raises "Can't eval on top of
   # Fiber or Thread": the attach failed.
   def test_attach_while_threads_start_and_end
-    target = ruby_job_target(<<~RUBY)
-      Thread.new { loop { Thread.new {}.join } }
-      puts "threads running"
-      $stdin.each_line { |line| break if line.strip == "finish" }
-    RUBY
-    target.wait_for(/\Athreads running\z/)
+    target = threads_target("Thread.new { loop { Thread.new {}.join } }")
     20.times do
       attach!(target)
       detach!(target)
     end
     target.send_line("finish")
     assert target.wait_exit.success?, target.context
+  end
+
+  private
+
+  # A Ruby target that runs `setup` (which starts threads), then waits for "finish" on stdin.
+  def threads_target(setup)
+    target = ruby_job_target("#{setup}\nputs \"threads running\"\n" \
+                             "$stdin.each_line { |line| break if line.strip == \"finish\" }\n")
+    target.wait_for(/\Athreads running\z/)
+    target
   end
 end
