@@ -150,7 +150,22 @@ Status start_ruby_thread(const RubyApi& api, const std::string& lib_file,
 
 bool forking_for_handler() { return g_forking.load(std::memory_order_acquire); }
 
+// Ruby cannot fork while other Ractors run: the child waits forever for them (Process.fork
+// hangs the same way on Ruby 3.1, 3.3 and 3.4), so the handler would never answer.
+Status refuse_fork_beside_ractors(const RubyApi& api) {
+  int state = 0;
+  RubyValue count = eval_protected(api, "defined?(::Ractor.count) ? ::Ractor.count : 1", &state);
+  if (state != 0) return take_exception(api, "counting Ractors");
+  if (long ractors = api.num2long(count); ractors > 1) {
+    return err("{} Ractors are running, and Ruby cannot fork while Ractors run (the child would "
+               "wait for them forever); this needs a fork: try again once only the main Ractor "
+               "is left", ractors);
+  }
+  return ok_status();
+}
+
 Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& command) {
+  MEMPROF_TRY_STATUS(refuse_fork_beside_ractors(api));
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return err("pipe: {}", std::strerror(errno));
   ScopedFd read_end(pipe_fds[0]);

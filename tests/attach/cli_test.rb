@@ -225,6 +225,23 @@ class AttachCliTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # Ruby cannot fork while Ractors run (its own Process.fork hangs the child too): the dump is
+  # refused with the reason, instead of waiting for a child that never answers.
+  def test_dump_is_refused_while_ractors_run
+    target = threads_target("2.times { Ractor.new { a = []; loop { a << 'r' * 10; a.shift if a.size > 100 } } }")
+    attach!(target)
+    dump = File.join(@tmpdir, "heap.json")
+    out, err, status = memprof("dump", "-p", target.pid, "-o", dump,
+                               prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
+    assert_equal [1, ""], [status.exitstatus, out], err
+    assert_equal "memprof: process #{target.pid}: 3 Ractors are running, and Ruby cannot fork while " \
+                 "Ractors run (the child would wait for them forever); this needs a fork: try again " \
+                 "once only the main Ractor is left\n", err
+    refute File.exist?(dump)
+    assert_alive(target)
+    detach!(target)
+  end
+
   private
 
   # A Ruby target that runs `setup` (which starts threads), then waits for "finish" on stdin.
