@@ -13,9 +13,10 @@ namespace {
 
 // The Ruby thread's body, evaluated at the top level (TOPLEVEL_BINDING); constants are written
 // from the top level all the same (::File, ::IO, ...), as code evaluated in whatever frame a
-// job interrupted once had to be (inside `module Rack`, `File` is Rack::File). The agent passes "LIB\nEXTENSION\nREQUEST_FD\nREPLY_FD" in an
-// instance variable of Memprof; the IOs never close the agent's descriptors (autoclose: false),
-// so that a forked child's garbage collector cannot close a descriptor number reused since.
+// job interrupted once had to be (inside `module Rack`, `File` is Rack::File). The agent
+// passes "LIB\nEXTENSION\nREQUEST_FD\nREPLY_FD" in an instance variable of Memprof; the IOs
+// never close the agent's descriptors (autoclose: false), so that a forked child's garbage
+// collector cannot close a descriptor number reused since.
 constexpr const char* kStartThread = R"ruby(
 ::Thread.new(*::Memprof.remove_instance_variable(:@agent_boot).split("\n")) do |lib, ext, request_fd, reply_fd|
   # Nothing this thread allocates is the app's (the gem's tracker is told once it is loaded).

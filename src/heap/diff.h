@@ -78,8 +78,10 @@ struct DiffResult {
   uint64_t undecided_in_c_count = 0;
   uint64_t undecided_in_c_memsize = 0;
   uint64_t address_mismatches = 0;  // addresses present in both with different objects
-  // Objects of B that would be new or undecided but are unreachable in B: left out of every
-  // count and row above. Only when DiffOptions::reachable_b was given (garbage_known).
+  // Objects of B that would be new or undecided but are unreachable in B: left out of the new,
+  // kept and undecided counts and of the rows (new_by_generation and new_by_class_count, which
+  // say how objects were identified, still include them). Only when DiffOptions::reachable_b
+  // was given (garbage_known).
   bool garbage_known = false;
   uint64_t garbage_count = 0;
   uint64_t garbage_memsize = 0;
