@@ -181,9 +181,9 @@ TEST(Cli, DiffLeavesOutGarbageWhenTheRootsAreKnown) {
     std::ofstream(base + suffix, std::ios::binary) << text;
     return base + suffix;
   };
-  const std::string object_10 = R"({"address":"0x10", "type":"STRING", "memsize":40})" "\n";
-  const std::string object_20 = R"({"address":"0x20", "type":"STRING", "memsize":56})" "\n";
-  const std::string root = R"({"type":"ROOT", "root":"vm", "references":["0x10"]})" "\n";
+  const std::string object_10 = testing::object_line(0x10, "STRING", 0, {}, 40);
+  const std::string object_20 = testing::object_line(0x20, "STRING", 0, {}, 56);
+  const std::string root = testing::root_line("vm", {0x10});
   const std::string a = write(".a", root + object_10);
   const std::string b = write(".b", root + object_10 + object_20);
   const std::string b_without_roots = write(".b0", object_10 + object_20);
