@@ -3,6 +3,8 @@
 // call is gone (a Ruby raise unwinds with longjmp, which would skip destructors).
 //
 // The public API and its argument checks live in lib/memprof.rb; these functions assume them.
+#include <unistd.h>
+
 #include <array>
 #include <cstring>
 #include <string>
@@ -122,6 +124,10 @@ VALUE native_ignore_this_thread(VALUE) {
   Tracker::set_this_thread_paused(true);
   return Qnil;
 }
+
+// getpid(2), not Process.pid: Ruby 3.3+ caches the pid and clears the cache only in its own
+// fork, so the attach agent's fork(2) child reads its parent's pid there.
+VALUE native_getpid(VALUE) { return PIDT2NUM(::getpid()); }
 
 VALUE native_live_groups(VALUE) {
   return guarded([](Tracker& t) -> Result<VALUE> {
@@ -367,6 +373,7 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "stats_lines", native_stats_lines, 0);
   rb_define_module_function(native, "live_groups", native_live_groups, 0);
   rb_define_module_function(native, "ignore_this_thread", native_ignore_this_thread, 0);
+  rb_define_module_function(native, "getpid", native_getpid, 0);
   rb_define_module_function(native, "clear", native_clear, 0);
   rb_define_module_function(native, "prune", native_prune, 0);
   rb_define_module_function(native, "report", on_zeroed_stack<report_block>, 0);

@@ -45,6 +45,19 @@ module Memprof
         JSONText.generate(reply)
       end
 
+      # Called by the agent in this process after it killed the forked child `pid` that ran
+      # `command` (it made no progress): removes what the child left behind, the scratch files
+      # of a dump (Output.replace's "partial" beside the path, dump_all's "raw" beside that).
+      def clean_up_after(command, pid)
+        verb, path = command.split(" ", 2)
+        return unless verb == "dump" && path
+
+        partial = Output.scratch_path(path, "partial", pid)
+        [Output.scratch_path(partial, "raw", pid), partial].each do |scratch|
+          File.unlink(scratch) if File.exist?(scratch)
+        end
+      end
+
       private
 
       # memprof's own errors (and a bad argument) say what went wrong for the user to read; any

@@ -43,13 +43,19 @@ module Memprof
     # Yields the path of a new empty file beside `near` (same directory, so a rename is atomic),
     # removed afterwards whatever happens.
     def self.scratch_file(near, tag, api)
-      scratch = File.join(File.dirname(near), ".#{File.basename(near)}.#{Process.pid}.#{tag}")
-      with_path_in_errors(near, api) { File.open(scratch, "w", &:close) }
+      scratch = scratch_path(near, tag, Native.getpid)
+      # EXCL: never through a link or a FIFO someone put in a shared directory under this name.
+      with_path_in_errors(near, api) { File.open(scratch, File::WRONLY | File::CREAT | File::EXCL, &:close) }
       begin
         yield scratch
       ensure
         File.unlink(scratch) if File.exist?(scratch)
       end
+    end
+
+    # The name of process `pid`'s scratch file `tag` beside `near`.
+    def self.scratch_path(near, tag, pid)
+      File.join(File.dirname(near), ".#{File.basename(near)}.#{pid}.#{tag}")
     end
 
     # A File is an IO; a Pathname has #write too, but names a path.

@@ -1,12 +1,18 @@
 #include "agent/request_handler.h"
 
 #include <malloc.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <utility>
 
+#include "agent/child_progress.h"
 #include "agent/ruby_calls.h"
 #include "core/util/json_escape.h"
 
@@ -22,18 +28,46 @@ std::string* g_extension_file = nullptr;
 
 constexpr const char* kAgentVersion = "0.1.0";
 
+// Waits for the next bytes of the child's reply, sampling its progress between them. Fails
+// when the child has slept for `stall_limit` without CPU time or I/O (child_progress.h).
+Status wait_for_output(const ForkedHandler& child, std::chrono::milliseconds stall_limit) {
+  StallWatch watch(stall_limit);
+  const int tick_ms = static_cast<int>(std::clamp<int64_t>(stall_limit.count() / 4, 50, 1000));
+  for (;;) {
+    pollfd output{child.output.get(), POLLIN, 0};
+    int ready = ::poll(&output, 1, tick_ms);
+    if (ready > 0 || (ready < 0 && errno != EINTR)) return ok_status();
+    std::optional<ChildProgress> progress = read_child_progress(child.pid);
+    if (!progress) return ok_status();  // gone: the read sees EOF
+    if (watch.stalled(*progress, std::chrono::steady_clock::now())) {
+      return err("the forked child (pid {}) made no progress for {} s ({}, no CPU time and no "
+                 "I/O) and was killed", child.pid, std::chrono::duration<double>(stall_limit).count(),
+                 describe_state(*progress));
+    }
+  }
+}
+
 // Reads the child's reply to EOF (bounded), then reaps it. A server that reaps every child
 // itself (waitpid(-1), as unicorn's master does) may take the status first: then the reply
-// decides.
-Result<std::string> collect_child(ForkedHandler& child) {
+// decides. A stalled child is killed: while its write end is open it has not exited, so its
+// pid is still its own.
+Result<std::string> collect_child(ForkedHandler& child, std::chrono::milliseconds stall_limit) {
   std::string output;
+  Status failure = ok_status();
   char buffer[65536];
   for (;;) {
+    failure = wait_for_output(child, stall_limit);
+    if (!failure.ok()) {
+      ::kill(child.pid, SIGKILL);
+      break;
+    }
     ssize_t n = ::read(child.output.get(), buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    if (output.size() + static_cast<size_t>(n) > kMaxReplyBytes / 2)
-      return err("the forked child's reply is over {} bytes", kMaxReplyBytes / 2);
+    if (output.size() + static_cast<size_t>(n) > kMaxReplyBytes / 2) {
+      failure = err("the forked child's reply is over {} bytes", kMaxReplyBytes / 2);
+      break;
+    }
     output.append(buffer, static_cast<size_t>(n));
   }
   int status = 0;
@@ -41,10 +75,24 @@ Result<std::string> collect_child(ForkedHandler& child) {
   do {
     reaped = ::waitpid(child.pid, &status, __WALL);
   } while (reaped < 0 && errno == EINTR);
+  if (!failure.ok()) return failure.error();
   bool failed = reaped == child.pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (failed || output.empty() || output[0] != '{')
     return err("{}", output.empty() ? "the forked child ended without a reply" : output);
   return output;
+}
+
+// "STALL_MS\nCOMMAND"
+Result<std::pair<std::chrono::milliseconds, std::string>> parse_fork_request(
+    const std::string& body) {
+  size_t newline = body.find('\n');
+  uint64_t stall_ms = 0;
+  auto [end, ec] = std::from_chars(body.data(), body.data() + std::min(newline, body.size()),
+                                   stall_ms);
+  if (newline == std::string::npos || ec != std::errc() || end != body.data() + newline ||
+      stall_ms == 0)
+    return err("malformed fork-ruby request (expected STALL_MS, a newline, the command)");
+  return std::pair{std::chrono::milliseconds(stall_ms), body.substr(newline + 1)};
 }
 
 }  // namespace
@@ -114,7 +162,9 @@ Result<std::string> RequestHandler::ruby_command(const std::string& command) {
   return service_->call(command, kRubyThreadTimeout);
 }
 
-Result<std::string> RequestHandler::fork_ruby_command(const std::string& command) {
+Result<std::string> RequestHandler::fork_ruby_command(const std::string& body) {
+  MEMPROF_TRY(request, parse_fork_request(body));
+  auto& [stall_limit, command] = request;
   MEMPROF_TRY_STATUS(require_memprof());
   watch_vm_end();
   std::optional<ForkedHandler> child;
@@ -126,9 +176,21 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& command
         return std::string();
       },
       kRubyTimeout));
-  MEMPROF_TRY(reply, collect_child(*child));
+  auto reply = collect_child(*child, stall_limit);
+  if (!reply.ok()) {
+    // A child that was killed (here, or by a signal of its own) leaves what it was writing
+    // behind; one that failed in Ruby has removed it already, and this finds nothing.
+    auto cleaned = ruby_->run(
+        [&](const RubyApi& api) -> Result<std::string> {
+          MEMPROF_TRY_STATUS(clean_up_after_child(api, command, child->pid));
+          return std::string();
+        },
+        kRubyTimeout);
+    if (!cleaned.ok()) return err("{}; {}", reply.message(), cleaned.message());
+  }
+  if (!reply.ok()) return reply.error();
   return fmt::format(R"({{"child":{},"fork_us":{},"reply":{}}})", child->pid,
-                     child->fork_time.count(), reply);
+                     child->fork_time.count(), *reply);
 }
 
 Result<std::string> RequestHandler::detach() {

@@ -2,7 +2,10 @@
 //   hello              who is here: {"pid", "agent", "ruby", "ruby_ready", "memprof_loaded"}
 //   load LIB\nEXT      starts memprof's Ruby thread, loading the gem (ruby_service.h); idempotent
 //   ruby COMMAND       Memprof::Agent.handle(COMMAND) on that thread; its JSON reply
-//   fork-ruby COMMAND  the same in a forked child (heap dumps): {"child", "fork_us", "reply"}
+//   fork-ruby STALL_MS\nCOMMAND
+//                      the same in a forked child (heap dumps): {"child", "fork_us", "reply"};
+//                      a child asleep for STALL_MS without CPU time or I/O is killed, and the
+//                      reply says so (child_progress.h)
 //   detach             stops tracking and tracing; the agent then closes its socket and ends its thread
 //   trace-start BODY, trace-read, trace-stop   memprof trace (recording_sessions.h)
 //   native-start, native-read, native-stop      memprof native (recording_sessions.h)
@@ -41,7 +44,7 @@ class RequestHandler {
   Result<std::string> hello() const;
   Result<std::string> load(const std::string& body);
   Result<std::string> ruby_command(const std::string& command);
-  Result<std::string> fork_ruby_command(const std::string& command);
+  Result<std::string> fork_ruby_command(const std::string& body);
   Result<std::string> detach();
   Status require_memprof() const;
 

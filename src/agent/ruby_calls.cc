@@ -57,6 +57,9 @@ nil
 
 constexpr const char* kHandle =
     "::Memprof::Agent.handle(::Memprof.remove_instance_variable(:@agent_request))";
+constexpr const char* kCleanUp =
+    "::Memprof::Agent.clean_up_after(::Memprof.remove_instance_variable(:@agent_request), "
+    "Integer(::Memprof.remove_instance_variable(:@agent_child)))";
 
 std::atomic<bool> g_forking{false};
 const RubyApi* g_api = nullptr;  // for the rb_protect callbacks, which take one VALUE
@@ -201,6 +204,15 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   if (child < 0) return err("fork: {}", std::strerror(saved_errno));
   return ForkedHandler{child, std::move(read_end),
                        std::chrono::duration_cast<std::chrono::microseconds>(fork_time)};
+}
+
+Status clean_up_after_child(const RubyApi& api, const std::string& command, pid_t child) {
+  set_memprof_ivar(api, "@agent_request", command);
+  set_memprof_ivar(api, "@agent_child", std::to_string(child));
+  int state = 0;
+  eval_protected(api, kCleanUp, &state);
+  if (state != 0) return take_exception(api, "removing the killed child's scratch files");
+  return ok_status();
 }
 
 }  // namespace memprof::agent

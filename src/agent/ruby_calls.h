@@ -34,6 +34,10 @@ struct ForkedHandler {
 // pauses only for the fork itself (`fork_time`).
 Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& command);
 
+// Removes what the child `child`, killed while it ran `command`, left behind (a dump's scratch
+// files: Memprof::Agent.clean_up_after). Runs in the parent, in a postponed job.
+Status clean_up_after_child(const RubyApi& api, const std::string& command, pid_t child);
+
 // Set while the agent forks for a handler: the child must not start an agent (agent.cc).
 bool forking_for_handler();
 

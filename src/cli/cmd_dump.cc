@@ -14,6 +14,7 @@ struct DumpOptions {
   pid_t pid = 0;
   std::string output;
   bool json = false;
+  double stall_seconds = 30;
 };
 
 int run_dump(const DumpOptions& options) {
@@ -21,7 +22,9 @@ int run_dump(const DumpOptions& options) {
   // The target resolves the path in its own working directory.
   std::string path = std::filesystem::absolute(options.output, error).string();
   if (error) return fail(fmt::format("{}: {}", options.output, error.message()));
-  auto reply = attach::agent_request(options.pid, "fork-ruby", "dump " + path,
+  auto stall_ms = static_cast<uint64_t>(options.stall_seconds * 1000);
+  auto reply = attach::agent_request(options.pid, "fork-ruby",
+                                     fmt::format("{}\ndump {}", stall_ms, path),
                                      std::chrono::minutes(30));
   if (!reply.ok()) return fail(reply.message());
   if (options.json) {
@@ -46,12 +49,21 @@ MEMPROF_COMMAND("dump", "Heap dump of an attached process (ObjectSpace.dump_all 
                   sub.add_option("-p,--pid", options->pid, "Attached process")->required();
                   sub.add_option("-o,--output", options->output, "Dump file to write")
                       ->required();
+                  sub.add_option("--stall-timeout", options->stall_seconds,
+                                 "Seconds the child may sleep without CPU time or I/O before "
+                                 "it is killed as hung")
+                      ->default_val(30)
+                      ->check(CLI::Range(0.1, 3600.0));
                   sub.add_flag("--json", options->json, "Print the outcome as JSON");
                   sub.footer(
                       "The process forks; the child writes ObjectSpace.dump_all's JSON lines,\n"
                       "with the file and line of every object memprof tracked, and exits. The\n"
                       "server pauses only for the fork (printed). The file is written by the\n"
-                      "process's user, complete or not at all. Read it with memprof analyze.");
+                      "process's user, complete or not at all. Read it with memprof analyze.\n"
+                      "A child that hangs (a lock another thread held at the fork, a C\n"
+                      "extension's fork handler) is killed after --stall-timeout seconds\n"
+                      "without CPU time or I/O, its scratch files removed, and the error\n"
+                      "says where it slept.");
                   return [options] { return run_dump(*options); };
                 });
 

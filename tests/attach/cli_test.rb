@@ -242,6 +242,32 @@ class AttachCliTest < Minitest::Test
     detach!(target)
   end
 
+  # A child that hangs for a reason memprof cannot foresee (a lock another thread held at the
+  # fork, a C extension's fork handler; here the app's dump_all waits on a pipe) held the
+  # agent's only thread forever: `dump` waited 30 minutes, and `detach` never answered. The
+  # agent now kills a child asleep without CPU time or I/O for --stall-timeout seconds and
+  # removes its scratch files.
+  def test_a_hung_dump_child_is_killed_and_its_files_removed
+    target = threads_target(<<~RUBY)
+      require "objspace"
+      hang, $keep_open = IO.pipe
+      ObjectSpace.singleton_class.prepend(Module.new { define_method(:dump_all) { |**| hang.read } })
+    RUBY
+    attach!(target)
+    dump = File.join(@tmpdir, "heap.json")
+    out, err, status = memprof("dump", "-p", target.pid, "-o", dump, "--stall-timeout", "1",
+                               prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
+    assert_equal [1, ""], [status.exitstatus, out], err
+    assert_match(/\Amemprof: process #{target.pid}: the forked child \(pid (\d+)\) made no progress for 1 s \(asleep in \w+, no CPU time and no I\/O\) and was killed\n\z/, err)
+    child = Integer(err[/pid (\d+)/, 1])
+    refute File.exist?("/proc/#{child}"), "the hung child #{child} is still there"
+    assert_equal [], Dir.children(@tmpdir).grep(/heap\.json/), "the dump or its scratch files were left"
+    assert_alive(target)
+    detach!(target)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
+
   private
 
   # A Ruby target that runs `setup` (which starts threads), then waits for "finish" on stdin.

@@ -267,4 +267,26 @@ class ReportAndDumpTest < Minitest::Test
       end
     end
   end
+
+  # The scratch file beside the path has a name others can guess (.NAME.PID.partial): in a
+  # shared directory someone may plant a link there. dump_all refuses to write through it
+  # instead of truncating the file it points to.
+  def test_dump_all_does_not_write_through_a_link_planted_at_its_scratch_name
+    Dir.mktmpdir("memprof-dump") do |dir|
+      victim = File.join(dir, "victim.txt")
+      File.write(victim, "precious")
+      run_ruby(<<~RUBY) do |out|
+        File.symlink(#{victim.inspect}, File.join(#{dir.inspect}, ".heap.json.\#{Process.pid}.partial"))
+        begin
+          Memprof.dump_all(#{File.join(dir, "heap.json").inspect})
+        rescue SystemCallError => e
+          puts "\#{e.class}: \#{e.message}"
+        end
+      RUBY
+        assert_equal "Errno::EEXIST: File exists - Memprof.dump_all: cannot write #{File.join(dir, "heap.json")}\n", out
+      end
+      assert_equal "precious", File.read(victim)
+      refute File.exist?(File.join(dir, "heap.json"))
+    end
+  end
 end
