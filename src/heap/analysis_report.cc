@@ -173,10 +173,14 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
                      objects_text(analysis.machine_context_only_count, analysis.machine_context_only_memsize));
   out += "roots:";
   for (const RootRow& root : analysis.roots) out += fmt::format(" {} {}", root.kind, count_text(root.count));
+  if (heap.roots.empty() && heap.lost_root_lines == 0) out += " none (no ROOT lines: retained sizes unknown, shown as 0)";
   out += "\n";
   if (heap.shape_count > 0) {
     out += fmt::format("shapes: {}, memsize {}\n", count_text(heap.shape_count), bytes_text(heap.shape_memsize));
   }
+  if (heap.free_slot_count > 0)
+    out += fmt::format("free slots: {} (listed by dump_all(full: true); not objects)\n",
+                       count_text(heap.free_slot_count));
   text_groups(out, "by type", context, analysis.by_type);
   text_groups(out, "by class", context, analysis.by_class);
   text_groups(out, "by location", context, analysis.by_location);
@@ -225,6 +229,7 @@ std::string render_analysis_json(const ReportContext& context, const Analysis& a
     json.end_object();
   }
   json.end_array();
+  json.field("free_slots", context.heap.free_slot_count);
   json_groups(json, "by_type", context, analysis.by_type);
   json_groups(json, "by_class", context, analysis.by_class);
   json_groups(json, "by_location", context, analysis.by_location);

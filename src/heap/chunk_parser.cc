@@ -96,6 +96,10 @@ class ChunkParser::Builder {
         chunk_.shape_memsize += record_.memsize;
         chunk_.references.resize(mark);
         return {};
+      case DumpRecord::Kind::kFreeSlot:
+        ++chunk_.free_slot_count;
+        chunk_.references.resize(mark);
+        return {};
       case DumpRecord::Kind::kObject:
         break;
     }
@@ -171,7 +175,7 @@ void ParsedChunk::clear() {
   class_names.clear();
   real_class_names.clear();
   roots.clear();
-  shape_count = shape_memsize = lines = non_blank_lines = bad_line_count = 0;
+  shape_count = shape_memsize = free_slot_count = lines = non_blank_lines = bad_line_count = 0;
   lost_root_lines = bad_value_count = non_utf8_lines = 0;
   bad_lines.clear();
   bad_values.clear();

@@ -42,6 +42,7 @@ struct ParsedChunk {
   std::vector<Root> roots;
   uint64_t shape_count = 0;
   uint64_t shape_memsize = 0;
+  uint64_t free_slot_count = 0;
   uint64_t lines = 0;            // lines in the chunk
   uint64_t non_blank_lines = 0;
   // Line numbers relative to the chunk (1 = its first line); each list capped at

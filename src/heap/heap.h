@@ -132,6 +132,7 @@ struct Heap {
   std::vector<RootSet> roots;
   uint64_t shape_count = 0;     // SHAPE lines (Ruby 3.3+), counted, not modeled
   uint64_t shape_memsize = 0;   // sum of their "memsize" fields
+  uint64_t free_slot_count = 0;  // "NONE" lines of dump_all(full: true): empty slots, not objects
   uint64_t lines = 0;           // lines read, including bad and blank ones
   uint64_t input_bytes = 0;     // decompressed bytes read
   uint64_t dangling_references = 0;  // references to addresses no object line has (dropped)

@@ -120,6 +120,12 @@ class Loader {
     warn_count(heap_.lost_root_lines, "ROOT line could not be read", "ROOT lines could not be read",
                "the objects they reference lose that root; reachability and retained sizes are "
                "incomplete");
+    if (heap_.roots.empty() && heap_.lost_root_lines == 0) {
+      fmt::print(options_.warnings,
+                 "memprof: warning: {}: the dump has no ROOT lines (ObjectSpace.dump_all(since:) "
+                 "writes none): no object is reachable from a root, and retained sizes are 0\n",
+                 name_);
+    }
   }
 
   // Called by the first merge, not before the pipeline starts: reserving faults in the arrays'
@@ -194,7 +200,10 @@ class Loader {
     for (const ParsedChunk::Root& root : chunk.roots) raw_roots_.emplace_back(strings[root.kind], root.references);
     heap_.shape_count += chunk.shape_count;
     heap_.shape_memsize += chunk.shape_memsize;
-    if (!seen_record_ && (objects > 0 || !chunk.roots.empty() || chunk.shape_count > 0)) first_record();
+    heap_.free_slot_count += chunk.free_slot_count;
+    if (!seen_record_ && (objects > 0 || !chunk.roots.empty() || chunk.shape_count > 0 ||
+                          chunk.free_slot_count > 0))
+      first_record();
     return ok_status();
   }
 

@@ -441,6 +441,8 @@ std::string_view RecordParser::parse_object(const Line& given, DumpRecord& recor
     record.kind = DumpRecord::Kind::kRoot;
   } else if (record.type.size() == 5 && std::memcmp(record.type.data(), "SHAPE", 5) == 0) {
     record.kind = DumpRecord::Kind::kShape;
+  } else if (record.type.size() == 4 && std::memcmp(record.type.data(), "NONE", 4) == 0) {
+    record.kind = DumpRecord::Kind::kFreeSlot;
   } else {
     record.kind = DumpRecord::Kind::kObject;
     if (!address_seen) return kMissingAddress;

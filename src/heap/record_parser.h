@@ -20,7 +20,9 @@
 namespace memprof::heap {
 
 struct DumpRecord {
-  enum class Kind { kObject, kRoot, kShape };
+  // kFreeSlot: a "NONE" line, an empty slot that only dump_all(full: true) writes (its "class"
+  // is the next free slot of the free list, not a class).
+  enum class Kind { kObject, kRoot, kShape, kFreeSlot };
   Kind kind = Kind::kObject;
   std::string_view type;        // "STRING", "ROOT", "SHAPE", ...
   uint64_t address = 0;         // 0: absent

@@ -132,6 +132,36 @@ TEST(Reader, ReadsRuby27AndRuby33To34Variants) {
   EXPECT_EQ(heap.site_label(0), "a.rb:3");
 }
 
+// ObjectSpace.dump_all(full: true) also lists empty slots, as Ruby 3.4.5 writes them: "NONE",
+// with the next slot of the free list as "class". They are not objects: before, each was an
+// UNKNOWN object and, by its "class", a class group of its own.
+TEST(Reader, FreeSlotsOfAFullDumpAreCountedNotObjects) {
+  std::string text = kRuby31 +
+      R"({"address":"0x2000", "type":"NONE", "shape_id":0, "slot_size":40})" "\n"
+      R"({"address":"0x2028", "type":"NONE", "shape_id":0, "slot_size":40, "class":"0x2000"})" "\n"
+      R"({"address":"0x2050", "type":"NONE", "shape_id":0, "slot_size":40, "class":"0x1000"})" "\n";
+  Heap heap = load_text(text);
+  EXPECT_EQ(heap.size(), 5u);  // kRuby31's objects
+  EXPECT_EQ(heap.free_slot_count, 3u);
+  EXPECT_EQ(heap.dangling_references, 2u);  // kRuby31's own two, none from the free list
+  for (ObjectId id = 0; id < heap.size(); ++id) EXPECT_NE(heap.type[id], ObjectType::kUnknown) << id;
+}
+
+// dump_all(since: GEN) writes objects and no ROOT line: nothing can be reached from a root,
+// which the reader says instead of a report of zeros that looks like a heap of garbage.
+TEST(Reader, ADumpWithoutRootLinesIsNamedSo) {
+  std::string objects = kRuby31.substr(kRuby31.find(R"({"address")"));
+  LoadedWithWarnings loaded = load_with_warnings(objects);
+  ASSERT_TRUE(loaded.heap.ok()) << loaded.heap.message();
+  EXPECT_TRUE(loaded.heap->roots.empty());
+  EXPECT_NE(loaded.printed.find("memprof: warning: x.json: the dump has no ROOT lines "
+                                "(ObjectSpace.dump_all(since:) writes none): no object is reachable "
+                                "from a root, and retained sizes are 0\n"),
+            std::string::npos)
+      << loaded.printed;
+  EXPECT_EQ(load_with_warnings(kRuby31).printed.find("no ROOT lines"), std::string::npos);
+}
+
 TEST(Reader, ReadsTheFieldsRuby34Added) {
   // Lines as Ruby 3.4.5 writes them: "chilled" string literals (a flag of their own, next to
   // "frozen"), "coderange", a call cache's "called_id" and "receiver_class" (an address that is
@@ -284,21 +314,21 @@ TEST(Reader, RejectsADumpWithoutObjects) {
 }
 
 TEST(Reader, WarnsOnStreamWithDumpNameAndLine) {
-  std::string text = object_line(0x10, "STRING", 0, {}, 40) + "{oops\n";
+  std::string text = root_line("vm", {0x10}) + object_line(0x10, "STRING", 0, {}, 40) + "{oops\n";
   auto [heap, printed] = load_with_warnings(text);
   ASSERT_TRUE(heap.ok());
-  EXPECT_EQ(printed, "memprof: x.json:2: invalid JSON (line skipped)\n");
+  EXPECT_EQ(printed, "memprof: x.json:3: invalid JSON (line skipped)\n");
 }
 
 TEST(Reader, PrintsTwentyWarningsThenOneSummaryLine) {
-  std::string text = object_line(0x10, "STRING", 0, {}, 40);
+  std::string text = root_line("vm", {0x10}) + object_line(0x10, "STRING", 0, {}, 40);
   for (int i = 0; i < 30; ++i) text += "{broken\n";
   auto [heap, printed] = load_with_warnings(text);
   ASSERT_TRUE(heap.ok());
   EXPECT_EQ(heap->bad_line_count, 30u);
   EXPECT_EQ(std::count(printed.begin(), printed.end(), '\n'), 21);
-  EXPECT_TRUE(printed.starts_with("memprof: x.json:2: invalid JSON (line skipped)\n"));
-  EXPECT_TRUE(printed.ends_with("memprof: x.json:21: invalid JSON (line skipped)\n"
+  EXPECT_TRUE(printed.starts_with("memprof: x.json:3: invalid JSON (line skipped)\n"));
+  EXPECT_TRUE(printed.ends_with("memprof: x.json:22: invalid JSON (line skipped)\n"
                                 "memprof: x.json: more bad lines and values skipped, not shown\n"));
 }
 
