@@ -129,6 +129,12 @@ std::vector<std::string> root_kinds_of(const Heap& heap, ObjectId target) {
   return kinds;
 }
 
+// Why nothing reaches an object: usually it is garbage; in a dump without ROOT lines nothing
+// is reachable at all.
+std::string_view unreachable_reason(const Heap& heap) {
+  return heap.roots.empty() ? "the dump has no ROOT lines" : "garbage the GC has not swept yet";
+}
+
 std::vector<uint8_t> reachable_marks(const Heap& heap, const DominatorTree& tree) {
   std::vector<uint8_t> reachable(heap.size(), 0);
   for (ObjectId id = 0; id < heap.size(); ++id) reachable[id] = tree.reachable(id);
@@ -139,8 +145,8 @@ void text_path(std::string& out, const Heap& heap, const Graph& graph, ObjectId 
                const QueryOptions& options, const MachineContextOnly& mc) {
   RootPath path = shortest_root_path(graph, heap, target);
   if (path.objects.empty()) {
-    out += fmt::format("{} is not reachable from any root (garbage the GC has not swept yet)\n",
-                       address_text(heap.address[target]));
+    out += fmt::format("{} is not reachable from any root ({})\n", address_text(heap.address[target]),
+                       unreachable_reason(heap));
     return;
   }
   out += fmt::format("root {}\n", heap.str(path.root_kind));
@@ -277,7 +283,7 @@ std::string render_retainers(const Heap& heap, const Graph& graph, const Dominat
   }
   std::string out = describe_object(heap, &tree, target) + '\n';
   if (!reachable) {
-    out += "not reachable from any root (garbage the GC has not swept yet)\n";
+    out += fmt::format("not reachable from any root ({})\n", unreachable_reason(heap));
   } else {
     out += fmt::format("kept alive only through machine_context: {}\n", mc.only[target] ? "yes" : "no");
     out += idom == graph.super_root

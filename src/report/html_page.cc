@@ -226,7 +226,8 @@ constexpr std::string_view kScript = R"js(<script>
     detail.appendChild(objectList("retainers", o.retainers, o.more_retainers));
     detail.appendChild(node("h3", "Path from a root"));
     if (o.root === null) {
-      detail.appendChild(node("p", "Not reachable from any root (garbage the GC has not swept yet)."));
+      detail.appendChild(node("p", "Not reachable from any root (" + (analysis.roots.length === 0
+          ? "the dump has no ROOT lines" : "garbage the GC has not swept yet") + ")."));
       return;
     }
     const path = detail.appendChild(node("ol", undefined, "path"));

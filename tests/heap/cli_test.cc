@@ -204,6 +204,26 @@ TEST(Cli, DiffLeavesOutGarbageWhenTheRootsAreKnown) {
   for (const char* suffix : {".a", ".b", ".b0"}) std::remove((base + suffix).c_str());
 }
 
+// ObjectSpace.dump_all(since: GEN) writes no ROOT lines: nothing is reachable, and the commands
+// say why instead of calling every object garbage.
+TEST(Cli, ADumpWithoutRootLinesIsNotCalledGarbage) {
+  const std::string path = ::testing::TempDir() + "memprof_no_roots." + std::to_string(::getpid());
+  std::ofstream(path, std::ios::binary) << testing::object_line(0x10, "ARRAY", 0, {0x20}, 40)
+                                        << testing::object_line(0x20, "STRING", 0, {}, 40);
+  CommandResult path_out = run_memprof("path " + path + " 0x20");
+  ASSERT_EQ(path_out.exit_code, 0) << path_out.err;
+  EXPECT_EQ(path_out.out, "0x20 is not reachable from any root (the dump has no ROOT lines)\n");
+  EXPECT_NE(path_out.err.find(": the dump has no ROOT lines (ObjectSpace.dump_all(since:) writes none)"),
+            std::string::npos)
+      << path_out.err;
+  CommandResult analyze = run_memprof("analyze " + path);
+  ASSERT_EQ(analyze.exit_code, 0) << analyze.err;
+  EXPECT_NE(analyze.out.find("\nroots: none (no ROOT lines: retained sizes unknown, shown as 0)\n"),
+            std::string::npos)
+      << analyze.out;
+  std::remove(path.c_str());
+}
+
 TEST(Cli, AnalyzeSaysWhatTheReaderLeftOut) {
   std::string path = ::testing::TempDir() + "memprof_problems." + std::to_string(::getpid()) + ".json";
   {
