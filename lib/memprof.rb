@@ -30,7 +30,17 @@ require_relative "memprof/runtime"
 Memprof::Runtime.check!
 # lib/memprof/memprof.so (the build copies it there; gem install too), or the extension for this
 # Ruby that `memprof attach` chose (src/agent/ruby_calls.cc).
-require(Memprof.instance_variable_get(:@agent_extension) || "memprof/memprof")
+begin
+  require(Memprof.instance_variable_get(:@agent_extension) || "memprof/memprof")
+rescue LoadError => e
+  raise if Memprof.instance_variable_get(:@agent_extension)
+
+  # The checkout's lib/memprof/memprof.so is built for the Ruby `make` found: another Ruby
+  # failed with "linked to incompatible libruby-3.1.so".
+  raise LoadError, "memprof's extension does not load into this Ruby (#{RUBY_VERSION}): #{e.message}; " \
+                   "it is built for one Ruby: gem build memprof.gemspec && gem install memprof-*.gem " \
+                   "with this Ruby builds it for this one"
+end
 require_relative "memprof/report"
 require_relative "memprof/compaction"
 require_relative "memprof/output"

@@ -11,6 +11,16 @@ class RobustnessTest < Minitest::Test
   # T_BIGNUM, T_FILE, T_DATA, T_MATCH, T_COMPLEX, T_RATIONAL, T_SYMBOL (src/ruby/tracked_types.h)
   TRACKED = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 20].freeze
 
+  # The checkout's lib/memprof/memprof.so is the machine Ruby's: another Ruby loading it failed
+  # with "linked to incompatible libruby-3.1.so" and no word on what to do.
+  def test_an_extension_built_for_another_ruby_is_refused_with_what_to_do
+    skip "the checkout's extension is this Ruby's" unless ENV["MEMPROF_EXT_DIR"]
+
+    _, err, status = Open3.capture3(RbConfig.ruby, "-I", LIB, "-r", "memprof", "-e", "1")
+    refute status.success?
+    assert_match(/memprof's extension does not load into this Ruby \(#{Regexp.escape(RUBY_VERSION)}\): .*memprof\.so; it is built for one Ruby: gem build memprof\.gemspec && gem install memprof-\*\.gem with this Ruby builds it for this one \(LoadError\)/, err)
+  end
+
   def test_hooks_cover_every_newobj_event_of_the_tracked_types
     run_ruby(<<~'RUBY') do |out|
       require "set"
