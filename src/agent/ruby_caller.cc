@@ -10,21 +10,25 @@ namespace {
 
 const uintptr_t* g_object_class = nullptr;  // rb_cObject: set once the VM and its frames exist
 int (*g_has_gvl)() = nullptr;
+int (*g_native_thread_p)() = nullptr;
 int (*g_during_gc)() = nullptr;
 const char* (*g_sourcefile)() = nullptr;
 int (*g_sourceline)() = nullptr;
 
 constexpr const char* kGarbageCollection = "(garbage collection)";
+constexpr const char* kWithoutGvl = "(without the GVL)";
 
 }  // namespace
 
 bool find_ruby_caller_api() {
   resolve(g_object_class, "rb_cObject");
   resolve(g_has_gvl, "ruby_thread_has_gvl_p");
+  resolve(g_native_thread_p, "ruby_native_thread_p");
   resolve(g_during_gc, "rb_during_gc");
   resolve(g_sourcefile, "rb_sourcefile");
   resolve(g_sourceline, "rb_sourceline");
-  return g_object_class != nullptr && g_has_gvl != nullptr && g_during_gc != nullptr && g_sourcefile != nullptr && g_sourceline != nullptr;
+  return g_object_class != nullptr && g_has_gvl != nullptr && g_native_thread_p != nullptr &&
+         g_during_gc != nullptr && g_sourcefile != nullptr && g_sourceline != nullptr;
 }
 
 bool ruby_location(const char** path, uint32_t* line) noexcept {
@@ -49,7 +53,18 @@ uint32_t ruby_caller(char* file, size_t capacity) {
   file[0] = '\0';
   const char* path;
   uint32_t line;
-  if (capacity < 4 || !ruby_location(&path, &line)) return 0;
+  if (capacity < 4) return 0;
+  if (!ruby_location(&path, &line)) {
+    // A Ruby thread in a blocking region (Ruby's own reads and writes, a C extension's query
+    // that lets other threads run): its frames may be moved by a GC on another thread, so
+    // they are not read; the record says why it has no line. A thread Ruby did not make
+    // (the timer thread, a library's own) gets nothing.
+    if (__atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) == 0 || ruby_vm_ended() ||
+        !g_native_thread_p())
+      return 0;
+    path = kWithoutGvl;
+    line = 0;
+  }
   size_t length = std::strlen(path);
   if (length < capacity) {
     std::memcpy(file, path, length + 1);

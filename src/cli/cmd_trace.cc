@@ -395,7 +395,9 @@ MEMPROF_COMMAND(
                    "Say why for each function traced only through the GOT or not at all (without it, an "
                    "object with more than 3 of a kind gets one line naming them)");
       sub.add_flag("--ruby-caller", options->ruby_caller,
-                   "Show the Ruby file:line that made each call (Ruby processes)");
+                   "Show the Ruby file:line that made each call (Ruby processes); '(without the "
+                   "GVL)' for calls Ruby makes in a blocking region (its IO, a C extension's "
+                   "query), where the line is not read");
       sub.add_option("command", options->command, "Command to start and trace (after --)");
       sub.footer(
           "memprof trace -p PID -x sqlite3_prepare_v2 -ttT    prints each call as ltrace does:\n"

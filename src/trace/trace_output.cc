@@ -42,12 +42,23 @@ std::string_view ruby_file(const CallRecord& record) {
   return {record.ruby_file, strnlen(record.ruby_file, sizeof(record.ruby_file))};
 }
 
+// Why a call has no Ruby line, when the agent knows: "(without the GVL)" (a Ruby thread in a
+// blocking region), "(garbage collection)". Empty otherwise.
+std::string_view no_line_reason(const CallRecord& record) {
+  std::string_view file = ruby_file(record);
+  return record.ruby_line == 0 && file.starts_with('(') ? file : std::string_view();
+}
+
 }  // namespace
 
 std::string call_line(const CallRecord& record, const FunctionInfo& function, const LineOptions& options) {
   std::string line = options.timestamps > 0 ? timestamp(record.entry_ns, options) : std::string();
   line += fmt::format("[{}] ", record.tid);
-  if (record.ruby_line != 0) line += fmt::format("{}:{}: ", ruby_file(record), record.ruby_line);
+  if (record.ruby_line != 0) {
+    line += fmt::format("{}:{}: ", ruby_file(record), record.ruby_line);
+  } else if (std::string_view reason = no_line_reason(record); !reason.empty()) {
+    line += fmt::format("{}: ", reason);
+  }
   std::string caller = function.object.empty() ? function.name : std::string(file_name_of(function.object)) + "->" + function.name;
   line += call_line(caller, formatted(record, function, options));
   if (options.durations) line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);
@@ -63,7 +74,9 @@ std::string call_json(const CallRecord& record, const FunctionInfo& function, co
       json_quoted(function.name), json_quoted(text.arguments),
       record.outcome == CallOutcome::kUnwound ? "null" : json_quoted(text.return_value.value_or("")),
       static_cast<double>(record.duration_ns) / 1e9, record.outcome == CallOutcome::kUnwound,
-      record.ruby_line == 0 ? std::string("null") : json_quoted(fmt::format("{}:{}", ruby_file(record), record.ruby_line)));
+      record.ruby_line != 0 ? json_quoted(fmt::format("{}:{}", ruby_file(record), record.ruby_line))
+      : no_line_reason(record).empty() ? std::string("null")
+                                       : json_quoted(no_line_reason(record)));
 }
 
 std::string summary_table(std::vector<SummaryRow> rows) {

@@ -527,6 +527,25 @@ class TraceCliTest < Minitest::Test
     assert_includes err, "memprof: no program of the command ran a supported Ruby: ruby:gc recorded nothing\n"
   end
 
+  # --ruby-caller on a call made without the GVL (Ruby's own writes, a C extension's query that
+  # lets other threads run) read no line, for safety (a GC on another thread may move the
+  # frames), and said nothing: the line looked like a non-Ruby thread's. It now says why.
+  def test_ruby_caller_names_the_line_or_says_the_call_was_made_without_the_gvl
+    script = File.join(@tmpdir, "caller.rb")
+    File.write(script, "ENV['MEMPROF_PROBE']\n$stdout.write(\"x\\n\"); $stdout.flush\n")
+    RUBIES.each do |ruby|
+      out, err, status = memprof("trace", "-x", "getenv", "-x", "write", "--ruby-caller", "--", ruby, script)
+      assert status.success?, "#{ruby}: #{err}"
+      assert_match(/^\[\d+\] #{Regexp.escape(script)}:1: libc\.so\.6->getenv\("MEMPROF_PROBE"\) += nil$/, out, ruby)
+      assert_match(/^\[\d+\] \(without the GVL\): libc\.so\.6->write\(1, "x\\n", 2\) += 2$/, out, ruby)
+    end
+    out, err, status = memprof("trace", "-x", "getenv", "-x", "write", "--ruby-caller", "--json", "--", RbConfig.ruby, script)
+    assert status.success?, err
+    calls = out.lines.filter_map { |line| JSON.parse(line) if line.start_with?("{") }
+    assert_equal ["#{script}:1"], calls.select { |c| c["arguments"] == '"MEMPROF_PROBE"' }.map { |c| c["ruby_caller"] }
+    assert_equal ["(without the GVL)"], calls.select { |c| c["arguments"] == '1, "x\\n", 2' }.map { |c| c["ruby_caller"] }
+  end
+
   # A Ruby worker forked while its master's collections are traced: the worker's copy of the
   # master's TracePoint goes off, and a trace of the worker sees each of its collections once.
   # Before: `trace -p WORKER` answered "already being traced by another memprof trace".
