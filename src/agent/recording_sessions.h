@@ -25,9 +25,10 @@ namespace memprof::agent {
 
 inline constexpr std::chrono::seconds kAbandonedAfter{10};
 
-// Sessions, their hooks and their watches change only inside a hook::HookChange (each verb but
-// native-read's wait, and each end): a fork in the middle of a change leaves a child that can
-// neither trust nor end its copy of them (hook_change.h).
+// Sessions, their hooks and their watches change only inside a hook::HookChange (start, stop,
+// each end; reads only around a session's lock): a fork in the middle of a change leaves a
+// child that can neither trust nor end its copy of them (hook_change.h), so the changes are
+// kept short and the reads out of them.
 class RecordingSessions {
  public:
   // `ruby` is null in a process without (a supported) Ruby.

@@ -573,6 +573,34 @@ class TraceCliTest < Minitest::Test
     Process.kill(:KILL, worker) if worker
   end
 
+  # Workers forked while their master is traced must be traceable themselves. Every read of
+  # the trace (one each 10 ms) counted as a change of the hooks, and a child forked during one
+  # had its hooks frozen ("this process was forked while memprof was changing its parent's
+  # hooks"): with a thread making traced calls, 155 of 200 workers. Reads now take that mark
+  # only around the session's lock (0 of 240 since); a few may still hit it.
+  def test_workers_forked_while_their_master_is_traced_can_be_traced
+    target = ruby_job_target(<<~'RUBY')
+      Thread.new { loop { ENV["MEMPROF_PROBE"] } }
+      $stdin.gets
+      workers = 20.times.map { sleep 0.005; fork { sleep } }
+      puts "workers #{workers.join(' ')}"
+      $stdin.gets
+    RUBY
+    # Every call a record (not -c): each read drains and encodes thousands of them.
+    calls = File.join(@tmpdir, "master.trace")
+    master_trace = start_trace(target.pid, "-o", calls, "-x", "getenv")
+    workers = run_job(target, "fork", /\Aworkers [\d ]+\z/).split.drop(1).map { |pid| Integer(pid) }
+    frozen = workers.count do |worker|
+      _, err, = memprof("trace", "-p", worker, "-x", "getenv", "--duration", "0.05s")
+      err.include?("was forked while memprof was changing its parent's hooks")
+    end
+    assert_operator frozen, :<=, 2, "#{frozen} of #{workers.size} workers forked during the trace cannot be traced"
+    stop_trace(master_trace)
+    assert_operator File.foreach(calls).count { |line| line.include?('getenv("MEMPROF_PROBE")') }, :>, 1000
+  ensure
+    workers&.each { |worker| Process.kill(:KILL, worker) rescue nil }
+  end
+
   # A Ruby that exits while ruby:gc is traced: the trace ends after Ruby's VM did, when no
   # job can be posted to it any more. Before: the agent posted one (to turn the TracePoint off)
   # and the process died of a segfault in exit().
