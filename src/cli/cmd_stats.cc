@@ -18,6 +18,15 @@ struct StatsOptions {
   bool json = false;
 };
 
+// An empty table printed nothing at all: a new user could not tell it from a broken command.
+// On stderr, so that stdout stays the lines.
+void say_nothing_is_tracked(pid_t pid, bool children) {
+  fmt::print(stderr,
+             "memprof: no live tracked objects in process {}{}: memprof tracks what is allocated "
+             "after `memprof attach` (what was made before is in `memprof dump -p {}`)\n",
+             pid, children ? " and its descendants" : "", pid);
+}
+
 // A master and its workers: their groups added up, printed as Memprof.stats prints them.
 int run_stats_of_tree(const StatsOptions& options) {
   auto snapshot = attach::read_snapshot(attach::process_tree(options.pid));
@@ -38,6 +47,7 @@ int run_stats_of_tree(const StatsOptions& options) {
   json.end_array();
   json.end_object();
   if (options.json) fmt::print("{}\n", json.str());
+  if (!options.json && groups.empty()) say_nothing_is_tracked(options.pid, true);
   return 0;
 }
 
@@ -58,6 +68,7 @@ int run_stats(const StatsOptions& options) {
     std::string_view text;
     if (line.get(text) == simdjson::SUCCESS) fmt::print("{}\n", text);
   }
+  if (lines.size() == 0) say_nothing_is_tracked(options.pid, false);
   return 0;
 }
 

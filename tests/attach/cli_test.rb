@@ -26,6 +26,20 @@ class AttachCliTest < Minitest::Test
     assert_alive(target)
   end
 
+  # Right after an attach nothing is tracked yet: stats printed nothing at all, which looked
+  # like a broken command. It says why on stderr; stdout stays the (empty) list of lines.
+  def test_stats_of_a_process_with_nothing_tracked_says_why
+    target = threads_target("")
+    attach!(target)
+    target_pid = target.pid
+    out, err, status = memprof("stats", "-p", target_pid)
+    assert_equal [0, ""], [status.exitstatus, out], err
+    assert_equal "memprof: no live tracked objects in process #{target_pid}: memprof tracks what is " \
+                 "allocated after `memprof attach` (what was made before is in `memprof dump -p #{target_pid}`)\n", err
+    assert_equal "{\"lines\":[]}\n", memprof!("stats", "-p", target_pid, "--json")
+    detach!(target)
+  end
+
   def test_attach_to_a_process_that_is_not_ruby
     target = spawn_target(command: ["sleep", "600"])
     assert_one_line_error(["attach", "-p", target.pid], /process #{target.pid} \(sleep\) is not running Ruby/)
