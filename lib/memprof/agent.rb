@@ -45,6 +45,14 @@ module Memprof
         JSONText.generate(reply)
       end
 
+      # The command of a child the agent forked (src/agent/ruby_calls.cc): its JSON, or "error\n"
+      # and the words `serve` would reply with.
+      def handle_forked(command)
+        handle(command)
+      rescue Exception => e # rubocop:disable Lint/RescueException -- the child must answer
+        "error\n#{error_text(e)}"
+      end
+
       # Called by the agent in this process after it killed the forked child `pid` that ran
       # `command` (it made no progress): removes what the child left behind, the scratch files
       # of a dump (Output.replace's "partial" beside the path, dump_all's "raw" beside that).
@@ -60,10 +68,17 @@ module Memprof
 
       private
 
-      # memprof's own errors (and a bad argument) say what went wrong for the user to read; any
-      # other exception is a failure of the agent, named with its class.
+      # memprof's own errors (and a bad argument) say what went wrong for the user to read, a
+      # failed system call what it was doing first ("Memprof.dump_all: cannot write /x (No such
+      # file or directory)"); any other exception is a failure of the agent, named with its class.
       def error_text(error)
-        error.is_a?(Memprof::Error) || error.is_a?(ArgumentError) ? error.message : "#{error.class}: #{error.message}"
+        case error
+        when Memprof::Error, ArgumentError then error.message
+        when SystemCallError
+          reason, doing = error.message.split(" - ", 2)
+          doing ? "#{doing} (#{reason})" : error.message
+        else "#{error.class}: #{error.message}"
+        end
       end
 
       MAX_REQUEST_BYTES = 1024 * 1024 # the agent sends at most 64 KiB (src/agent/protocol.h)

@@ -56,7 +56,8 @@ nil
 )ruby";
 
 constexpr const char* kHandle =
-    "::Memprof::Agent.handle(::Memprof.remove_instance_variable(:@agent_request))";
+    "::Memprof::Agent.handle_forked(::Memprof.remove_instance_variable(:@agent_request))";
+constexpr std::string_view kErrorPrefix = "error\n";  // handle_forked's failure
 constexpr const char* kCleanUp =
     "::Memprof::Agent.clean_up_after(::Memprof.remove_instance_variable(:@agent_request), "
     "Integer(::Memprof.remove_instance_variable(:@agent_child)))";
@@ -188,12 +189,14 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
     api.thread_atfork();
     auto result = eval(api, kHandle, "memprof's agent handler");
     std::string_view text = result.ok() ? std::string_view(*result) : result.message();
+    const bool failed = !result.ok() || text.starts_with(kErrorPrefix);
+    if (result.ok() && failed) text.remove_prefix(kErrorPrefix.size());
     while (!text.empty()) {
       ssize_t n = ::write(write_end.get(), text.data(), text.size());
       if (n <= 0 && errno != EINTR) break;
       if (n > 0) text.remove_prefix(static_cast<size_t>(n));
     }
-    ::_exit(result.ok() ? 0 : 1);
+    ::_exit(failed ? 1 : 0);
   }
   g_forking.store(false, std::memory_order_release);
   int saved_errno = errno;

@@ -256,6 +256,19 @@ class AttachCliTest < Minitest::Test
     detach!(target)
   end
 
+  # A dump the target cannot write: the error says what and why in words, as the gem's errors
+  # do. Before: "memprof's agent handler: #<Errno::ENOENT: No such file or directory - ...>".
+  def test_a_dump_that_cannot_be_written_says_what_and_why
+    target = threads_target("")
+    attach!(target)
+    dump = File.join(@tmpdir, "missing", "heap.json")
+    out, err, status = memprof("dump", "-p", target.pid, "-o", dump)
+    assert_equal [1, ""], [status.exitstatus, out], err
+    assert_equal "memprof: process #{target.pid}: Memprof.dump_all: cannot write #{dump} (No such file or directory)\n", err
+    assert_alive(target)
+    detach!(target)
+  end
+
   # A child that hangs for a reason memprof cannot foresee (a lock another thread held at the
   # fork, a C extension's fork handler; here the app's dump_all waits on a pipe) held the
   # agent's only thread forever: `dump` waited 30 minutes, and `detach` never answered. The
