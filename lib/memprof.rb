@@ -37,9 +37,9 @@ rescue LoadError => e
 
   # The checkout's lib/memprof/memprof.so is built for the Ruby `make` found: another Ruby
   # failed with "linked to incompatible libruby-3.1.so".
-  raise LoadError, "memprof's extension does not load into this Ruby (#{RUBY_VERSION}): #{e.message}; " \
-                   "it is built for one Ruby: gem build memprof.gemspec && gem install memprof-*.gem " \
-                   "with this Ruby builds it for this one"
+  raise LoadError, "memprof's extension does not load into this Ruby (#{RUBY_VERSION}): " \
+                   "#{e.message}; it is built for one Ruby: gem build memprof.gemspec && " \
+                   "gem install memprof-*.gem with this Ruby builds it for this one"
 end
 require_relative "memprof/report"
 require_relative "memprof/compaction"

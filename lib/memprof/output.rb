@@ -45,7 +45,9 @@ module Memprof
     def self.scratch_file(near, tag, api)
       scratch = scratch_path(near, tag, Native.getpid)
       # EXCL: never through a link or a FIFO someone put in a shared directory under this name.
-      with_path_in_errors(near, api) { File.open(scratch, File::WRONLY | File::CREAT | File::EXCL, &:close) }
+      with_path_in_errors(near, api) do
+        File.open(scratch, File::WRONLY | File::CREAT | File::EXCL, &:close)
+      end
       begin
         yield scratch
       ensure

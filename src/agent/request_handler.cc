@@ -41,7 +41,8 @@ Status wait_for_output(const ForkedHandler& child, std::chrono::milliseconds sta
     if (!progress) return ok_status();  // gone: the read sees EOF
     if (watch.stalled(*progress, std::chrono::steady_clock::now())) {
       return err("the forked child (pid {}) made no progress for {} s ({}, no CPU time and no "
-                 "I/O) and was killed", child.pid, std::chrono::duration<double>(stall_limit).count(),
+                 "I/O) and was killed",
+                 child.pid, std::chrono::duration<double>(stall_limit).count(),
                  describe_state(*progress));
     }
   }

@@ -173,7 +173,8 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
                      objects_text(analysis.machine_context_only_count, analysis.machine_context_only_memsize));
   out += "roots:";
   for (const RootRow& root : analysis.roots) out += fmt::format(" {} {}", root.kind, count_text(root.count));
-  if (heap.roots.empty() && heap.lost_root_lines == 0) out += " none (no ROOT lines: retained sizes unknown, shown as 0)";
+  if (heap.roots.empty() && heap.lost_root_lines == 0)
+    out += " none (no ROOT lines: retained sizes unknown, shown as 0)";
   out += "\n";
   if (heap.shape_count > 0) {
     out += fmt::format("shapes: {}, memsize {}\n", count_text(heap.shape_count), bytes_text(heap.shape_memsize));

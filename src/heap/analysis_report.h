@@ -20,8 +20,9 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
 // One JSON object on one line followed by '\n'. Keys: dump, lines, bad_lines, problems
 // {lost_root_lines, bad_values, dangling_references, duplicate_addresses, non_utf8_lines}, total {count,
 // memsize}, reachable {count, memsize}, machine_context_only {count, memsize}, roots
-// [{kind, count}], free_slots (dump_all(full: true)'s empty slots), by_type/by_class/by_location/by_gem/by_generation [{name, count, memsize,
-// retained, samples?}], biggest/top_retained/machine_context_only_objects [{address, type, class,
+// [{kind, count}], free_slots (dump_all(full: true)'s empty slots),
+// by_type/by_class/by_location/by_gem/by_generation [{name, count, memsize, retained, samples?}],
+// biggest/top_retained/machine_context_only_objects [{address, type, class,
 // name, memsize, retained, location}] (name: Heap::object_label, a class or module's own name),
 // most_referenced [{...same, referrers}], duplicate_strings [{value, cut, length, count,
 // memsize, wasted, samples?}]; "filter" when a selection was made.

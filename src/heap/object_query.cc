@@ -145,8 +145,8 @@ void text_path(std::string& out, const Heap& heap, const Graph& graph, ObjectId 
                const QueryOptions& options, const MachineContextOnly& mc) {
   RootPath path = shortest_root_path(graph, heap, target);
   if (path.objects.empty()) {
-    out += fmt::format("{} is not reachable from any root ({})\n", address_text(heap.address[target]),
-                       unreachable_reason(heap));
+    out += fmt::format("{} is not reachable from any root ({})\n",
+                       address_text(heap.address[target]), unreachable_reason(heap));
     return;
   }
   out += fmt::format("root {}\n", heap.str(path.root_kind));
