@@ -119,7 +119,8 @@ std::string render_diff_text(const DiffReportContext& context, const DiffResult&
   } else {
     out += "allocation generations: absent (decided by address, class and site: objects moved by "
            "GC.compact look new, and new objects in slots freed and reused by their class look old; "
-           "ObjectSpace.trace_object_allocations_start makes it exact; see docs/heap.md)\n";
+           "dumps written by `memprof dump` or Memprof.dump_all while tracking, or with "
+           "ObjectSpace.trace_object_allocations_start, make it exact; see docs/heap.md)\n";
   }
   out += fmt::format("addresses reused by a different object: {}\n", count_text(diff.address_mismatches));
   text_rows(out, "by location and class", context, diff.rows);

@@ -164,7 +164,7 @@ std::vector<track::NamedGroup> named_groups(const Tracker& tracker,
 std::optional<track::SourceLocation> shown_location(const track::SiteTable& sites,
                                                     const track::LiveEntry& entry) {
   if (entry.site == track::SiteTable::kInternalSite) return std::nullopt;
-  return track::SourceLocation{sites.file(entry.site), sites.line(entry.site)};
+  return track::SourceLocation{sites.file(entry.site), sites.line(entry.site), entry.generation};
 }
 
 }  // namespace
@@ -260,7 +260,8 @@ Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& ke
   std::unordered_set<uintptr_t> kept_addresses(kept.begin(), kept.end());
   std::vector<Item> retained;
   for (const Item& item : allocated.items)
-    if (entry_is_live(track::LiveEntry{item.address, item.site, item.type}, ranges) &&
+    if (entry_is_live(
+            track::LiveEntry{.address = item.address, .site = item.site, .type = item.type}, ranges) &&
         !kept_addresses.contains(item.address))
       retained.push_back(item);
   ReportSnapshot snapshot;

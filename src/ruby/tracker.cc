@@ -127,7 +127,7 @@ void Tracker::record_among_ractors(VALUE object, int type, bool from_event) noex
   uint32_t site = paused_      ? track::SiteTable::kInternalSite
                   : from_event ? current_site()
                                : current_site_after_hook(false);
-  table_.record(object, site, static_cast<uint8_t>(type | window_mark_));
+  table_.record(object, site, static_cast<uint8_t>(type | window_mark_), generation());
   if (table_.wants_prune()) schedule_prune();
 }
 

@@ -101,7 +101,7 @@ class Tracker {
     uint32_t site = paused_      ? track::SiteTable::kInternalSite
                     : from_event ? current_site()
                                  : current_site_after_hook(true);
-    table_.record(object, site, static_cast<uint8_t>(type | window_mark_));
+    table_.record(object, site, static_cast<uint8_t>(type | window_mark_), generation());
     if (table_.wants_prune()) schedule_prune();
   }
   // FREEOBJ while compaction may happen or an allocation window is open.
@@ -234,6 +234,10 @@ class Tracker {
     if (cached != nullptr) *cached = PcSite{pc, marks_ended_, site};
     return site;
   }
+  // The allocation's generation as ObjectSpace.trace_object_allocations records it (the GC
+  // count; a GC the allocation started has been counted by the time it returns), so that a
+  // dump annotated with it can be diffed against one written by Ruby's own tracing.
+  static uint32_t generation() noexcept { return static_cast<uint32_t>(rb_gc_count()); }
   uint32_t current_site() noexcept {
     int line = 0;
     const char* file;

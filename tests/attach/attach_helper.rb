@@ -132,7 +132,7 @@ module AttachTestHelper
   end
 
   # Spawns `ruby FIXTURE ARGS` (or any command with `command:`) with pipes for stdin and stdout.
-  def spawn_target(fixture = nil, *args, command: nil, env: {})
+  def spawn_target(fixture = nil, *args, command: nil, env: {}, script: nil)
     command ||= [RbConfig.ruby, File.join(FIXTURES, fixture), *args]
     stdin_read, stdin_write = IO.pipe
     stdout_read, stdout_write = IO.pipe
@@ -141,8 +141,8 @@ module AttachTestHelper
                                        chdir: @tmpdir)
     stdin_read.close
     stdout_write.close
-    target = Target.new(pid, stdin_write, stdout_read, fixture && File.join(FIXTURES, fixture),
-                        stderr_path)
+    target = Target.new(pid, stdin_write, stdout_read,
+                        script || (fixture && File.join(FIXTURES, fixture)), stderr_path)
     @targets << target
     target
   end
@@ -187,7 +187,7 @@ module AttachTestHelper
   def ruby_job_target(body)
     script = File.join(@tmpdir, "jobs-#{@targets.size}.rb")
     File.write(script, "$stdout.sync = true\nWarning[:experimental] = false\nputs \"ready \#{Process.pid}\"\n#{body}")
-    target = spawn_target(command: [RbConfig.ruby, script])
+    target = spawn_target(command: [RbConfig.ruby, script], script: script)
     target.wait_for(/\Aready \d+\z/)
     target
   end

@@ -2,6 +2,7 @@
 
 # A known workload run after attach is counted exactly (issue 10, item 7): the target waits on
 # its stdin (a pipe) for a command, then keeps exactly 10,000 Strings made at one line.
+require "json"
 require_relative "attach_helper"
 
 class AttachExactCountsTest < Minitest::Test
@@ -35,6 +36,50 @@ class AttachExactCountsTest < Minitest::Test
     detach!(target)
     target.send_line("finish")
     assert target.wait_exit.success?, target.context
+  end
+
+  # Two `memprof dump -p` files carry each tracked object's allocation generation, so `diff`
+  # finds every new object, also those in the very slots the old ones left, made at the same
+  # line: by address, class and site alone, those looked old.
+  def test_diff_of_two_dumps_counts_new_objects_in_reused_slots
+    target = ruby_job_target(<<~RUBY)
+      def make = Array.new(5000) { Object.new } # MARK: made
+      $stdin.each_line do |line|
+        $objects = nil if line == "again\n"
+        GC.start
+        $objects = make
+        GC.start
+        puts "made"
+      end
+    RUBY
+    attach!(target)
+    dumps = %w[a b].map { |name| File.join(@tmpdir, "#{name}.json") }
+    %w[first again].zip(dumps).each do |command, dump|
+      seen = target.lines.size
+      target.send_line(command)
+      target.wait_for(/\Amade\z/, from: seen)
+      memprof!("dump", "-p", target.pid, "-o", dump, target: target)
+    end
+    site = "#{File.basename(target.script)}:#{marked_line(target.script, 'made')}"
+    made = dumps.map do |dump|
+      File.foreach(dump).filter_map do |line|
+        next unless line.include?('"type":"OBJECT"')
+
+        object = JSON.parse(line)
+        object["address"] if "#{File.basename(object['file'].to_s)}:#{object['line']}" == site
+      end
+    end
+    assert_equal [5000, 5000], made.map(&:size)
+    reused = (made[0] & made[1]).size
+    assert_operator reused, :>=, 1000, "the new objects should take slots the old ones left"
+
+    diff = JSON.parse(memprof!("diff", dumps[0], dumps[1], "--json", "--top", 0, target: target))
+    assert diff.fetch("generations"), "memprof's dumps carry allocation generations"
+    rows = diff.fetch("by_location_and_class").select { |row| row.fetch("location").end_with?(site) }
+    assert_equal({ "Object" => 5000, "Array" => 1 },
+                 rows.to_h { |row| [row.fetch("class"), row.fetch("count")] },
+                 "#{reused} of the new objects sit where old ones were")
+    detach!(target)
   end
 
   # `leaks` names the site that keeps its objects and not the one whose garbage no GC has swept

@@ -48,7 +48,7 @@ TEST(HeapLiveness, PruneKeepsExactlyTheSlotsThatStillHoldTheRecordedType) {
   track::LiveTable table;
   auto allocate = [&](uintptr_t address, uint32_t site, int type) {
     heap.set_type(address, type);
-    table.record(address, site, static_cast<uint8_t>(type));
+    table.record(address, site, static_cast<uint8_t>(type), 0);
   };
   allocate(heap.slot(0), 1, RUBY_T_STRING);   // still alive
   allocate(heap.slot(1), 2, RUBY_T_STRING);   // freed

@@ -8,7 +8,8 @@ namespace memprof::track {
 namespace {
 
 std::optional<SourceLocation> known(uintptr_t address) {
-  if (address == 0x7f0000001000) return SourceLocation{"/app/a \"q\".rb", 12};
+  if (address == 0x7f0000001000) return SourceLocation{"/app/a \"q\".rb", 12, std::nullopt};
+  if (address == 0x7f0000003000) return SourceLocation{"/app/b.rb", 3, 41};
   return std::nullopt;
 }
 
@@ -27,6 +28,13 @@ TEST(DumpAnnotate, InsertsEscapedSiteBeforeTheClosingBrace) {
                 known),
             R"({"address":"0x7f0000001000", "type":"STRING", "flags":{"wb_protected":true}, )"
             R"("file":"/app/a \"q\".rb", "line":12})");
+}
+
+// As Ruby's allocation tracing writes it: `memprof diff` decides by it which objects are new.
+TEST(DumpAnnotate, WritesTheGenerationWhenKnown) {
+  EXPECT_EQ(annotate_dump_line(R"({"address":"0x7f0000003000", "type":"HASH"})", known),
+            R"({"address":"0x7f0000003000", "type":"HASH", "file":"/app/b.rb", "line":3, )"
+            R"("generation":41})");
 }
 
 TEST(DumpAnnotate, LeavesUnknownRootAndAlreadyAnnotatedLinesAlone) {

@@ -28,7 +28,9 @@ std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup) 
   std::string out(line.substr(0, line.size() - 1));
   out += ", \"file\":\"";
   append_json_escaped(out, location->file);
-  out += fmt::format("\", \"line\":{}}}", location->line);
+  out += fmt::format("\", \"line\":{}", location->line);
+  if (location->generation) out += fmt::format(", \"generation\":{}", *location->generation);
+  out += '}';
   return out;
 }
 

@@ -1,7 +1,8 @@
-// Adds the allocation site to the object lines of a heap dump in ObjectSpace.dump_all's format
-// (one JSON object per line). An object line starts with {"address":"0x..."; when the site
-// lookup knows that address and the line has no "file" yet, `, "file":"...", "line":N` is
-// inserted before the closing brace. Every other line is copied unchanged.
+// Adds the allocation site and generation to the object lines of a heap dump in
+// ObjectSpace.dump_all's format (one JSON object per line). An object line starts with
+// {"address":"0x..."; when the lookup knows that address and the line has no "file" yet,
+// `, "file":"...", "line":N, "generation":G` is inserted before the closing brace, the fields
+// Ruby's own allocation tracing writes. Every other line is copied unchanged.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ namespace memprof::track {
 struct SourceLocation {
   std::string_view file;
   int line;
+  std::optional<uint32_t> generation;  // the GC count at the allocation, when known
 };
 
 using SiteLookup = std::function<std::optional<SourceLocation>(uintptr_t address)>;

@@ -1,14 +1,19 @@
-// The live-object table: object address -> (allocation site, builtin type).
+// The live-object table: object address -> (allocation site, builtin type, generation).
 //
 // Objects live in pages of fixed-size slots, and an allocator hands out neighbouring slots
 // one after another. So the table mirrors the heap: one chunk per 16 KB of address space that
-// holds tracked objects, with a 4-byte site and a 1-byte type per 40-byte slot position
-// (every Ruby slot size is a multiple of 40 and slots start at multiples of it). Recording is
-// a store into the current chunk (a run of allocations stays in one page), not a random cache
-// miss as in a hash table keyed by address (which made the allocation loop of docs/ruby.md
-// 1.57x plain instead of 1.43x). A chunk costs ~2 KB per 16 KB page: ~5 bytes per slot, so a page full of
-// live tracked objects costs 5 bytes each; pages with few survivors cost more per survivor
-// until a prune frees their chunk.
+// holds tracked objects, with a 4-byte site, a 4-byte generation and a 1-byte type per 40-byte
+// slot position (every Ruby slot size is a multiple of 40 and slots start at multiples of it).
+// Recording is a store into the current chunk (a run of allocations stays in one page), not a
+// random cache miss as in a hash table keyed by address (which made the allocation loop of
+// docs/ruby.md 1.57x plain instead of 1.43x). A chunk costs ~3.7 KB per 16 KB page: ~9 bytes
+// per slot, so a page full of live tracked objects costs 9 bytes each; pages with few
+// survivors cost more per survivor until a prune frees their chunk.
+//
+// The generation (the runtime's GC count at the allocation, as Ruby's allocation tracing
+// records it) goes into annotated heap dumps, where `memprof diff` needs it to tell a new
+// object from an old one in a slot the old one left: without it, dumps of a running process
+// could only be compared by address, class and site.
 //
 // record() runs inside allocation hooks: it never throws and never calls back into the
 // runtime; if memory runs out the record is dropped and counted in dropped().
@@ -30,7 +35,8 @@ namespace memprof::track {
 
 struct LiveEntry {
   uintptr_t address;
-  uint32_t site;  // SiteTable id
+  uint32_t site;        // SiteTable id
+  uint32_t generation;  // the runtime's GC count when the object was allocated
   uint8_t type;   // the runtime's type tag at allocation (Ruby: RB_BUILTIN_TYPE); never 0
   bool in_window = false;  // recorded while an allocation window was open (see kInWindow)
 };
@@ -54,7 +60,7 @@ class LiveTable {
   // Inserts or overwrites. `type` must not be 0 (0 marks an empty position); it may carry
   // kInWindow. Never throws; addresses that are not a multiple of kSlotGranularity, and
   // records that find no memory, are dropped and counted.
-  void record(uintptr_t address, uint32_t site, uint8_t type) noexcept {
+  void record(uintptr_t address, uint32_t site, uint8_t type, uint32_t generation) noexcept {
     if (address % kSlotGranularity != 0 || type == 0) [[unlikely]] {
       ++dropped_;
       return;
@@ -72,6 +78,7 @@ class LiveTable {
       ++size_;
     }
     chunk->sites()[i] = site;
+    chunk->generations_[i] = generation;
     chunk->types()[i] = type;
   }
   // Removes one address if present, and returns what it held.
@@ -117,6 +124,7 @@ class LiveTable {
     uintptr_t first_slot;  // address / kSlotGranularity of position 0
     uint32_t live;         // non-empty positions
     uint32_t sites_[kSlotsPerChunk];
+    uint32_t generations_[kSlotsPerChunk];
     uint8_t types_[kSlotsPerChunk];
     uint32_t* sites() { return sites_; }
     const uint32_t* sites() const { return sites_; }
@@ -126,7 +134,8 @@ class LiveTable {
   static LiveEntry entry_at(const Chunk& chunk, size_t i) {
     uint8_t raw = chunk.types()[i];
     return LiveEntry{(chunk.first_slot + i) * kSlotGranularity, chunk.sites()[i],
-                     static_cast<uint8_t>(raw & ~kInWindow), (raw & kInWindow) != 0};
+                     chunk.generations_[i], static_cast<uint8_t>(raw & ~kInWindow),
+                     (raw & kInWindow) != 0};
   }
 
   // The chunk for `key`, created if missing (nullptr when out of memory); becomes a recent one.
@@ -198,7 +207,8 @@ bool LiveTable::rekey(NewAddress&& new_address) noexcept {
   clear();
   size_t dropped_before = dropped_;
   for (const LiveEntry& e : moved)
-    record(e.address, e.site, static_cast<uint8_t>(e.type | (e.in_window ? kInWindow : 0)));
+    record(e.address, e.site, static_cast<uint8_t>(e.type | (e.in_window ? kInWindow : 0)),
+           e.generation);
   after_prune();
   if (dropped_ != dropped_before) {
     clear();
