@@ -153,6 +153,38 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # The generation written is the GC count at the allocation, as ObjectSpace's allocation
+  # tracing writes it (`memprof diff` compares the two kinds of dump alike), and survives a
+  # GC.compact that moves the object.
+  def test_dumps_carry_the_allocation_generation_that_objectspace_would_write
+    Dir.mktmpdir("memprof-dump") do |dir|
+      dump = File.join(dir, "heap.json")
+      run_ruby(<<~RUBY) do |out, _err, path|
+        Memprof.start
+        $early = Array.new(100) { Object.new }                   # line 2
+        early = GC.count
+        3.times { GC.start }
+        $late = Array.new(100) { Object.new }                    # line 5
+        late = GC.count
+        GC.compact if GC.respond_to?(:compact)
+        Memprof.dump($late.first)
+        Memprof.dump_all(#{dump.inspect})
+        puts [early, late].inspect
+      RUBY
+        lines = out.lines
+        early, late = JSON.parse(lines.pop)
+        assert_operator late, :>=, early + 3
+        assert_equal late, JSON.parse(lines.first)["generation"]
+        objects = File.foreach(dump).filter_map do |line|
+          object = JSON.parse(line)
+          object if object["file"] == path && object["type"] == "OBJECT"
+        end
+        assert_equal({ [2, early] => 100, [5, late] => 100 },
+                     objects.map { |o| [o["line"], o["generation"]] }.tally)
+      end
+    end
+  end
+
   # Retained means reachable after the block: garbage the block's own deep calls left in stack
   # memory, and the block's value (dropped, as memory_profiler drops it), are not retained.
   def test_garbage_of_a_block_is_not_retained
