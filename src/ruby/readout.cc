@@ -259,11 +259,11 @@ Result<ReportSnapshot> report_end(Tracker& tracker, const std::vector<VALUE>& ke
   track::HeapRanges ranges = collect_heap_ranges();
   std::unordered_set<uintptr_t> kept_addresses(kept.begin(), kept.end());
   std::vector<Item> retained;
-  for (const Item& item : allocated.items)
-    if (entry_is_live(
-            track::LiveEntry{.address = item.address, .site = item.site, .type = item.type}, ranges) &&
-        !kept_addresses.contains(item.address))
+  for (const Item& item : allocated.items) {
+    track::LiveEntry entry{.address = item.address, .site = item.site, .type = item.type};
+    if (entry_is_live(entry, ranges) && !kept_addresses.contains(item.address))
       retained.push_back(item);
+  }
   ReportSnapshot snapshot;
   snapshot.allocated = std::move(allocated.groups);
   // Every retained class was named above, so this resolves from the cache.

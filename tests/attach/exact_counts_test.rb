@@ -75,7 +75,7 @@ class AttachExactCountsTest < Minitest::Test
 
     diff = JSON.parse(memprof!("diff", dumps[0], dumps[1], "--json", "--top", 0, target: target))
     assert diff.fetch("generations"), "memprof's dumps carry allocation generations"
-    rows = diff.fetch("by_location_and_class").select { |row| row.fetch("location").end_with?(site) }
+    rows = diff.fetch("by_location_and_class").select { |row| row["location"].end_with?(site) }
     assert_equal({ "Object" => 5000, "Array" => 1 },
                  rows.to_h { |row| [row.fetch("class"), row.fetch("count")] },
                  "#{reused} of the new objects sit where old ones were")

@@ -37,7 +37,7 @@ struct LiveEntry {
   uintptr_t address;
   uint32_t site;        // SiteTable id
   uint32_t generation;  // the runtime's GC count when the object was allocated
-  uint8_t type;   // the runtime's type tag at allocation (Ruby: RB_BUILTIN_TYPE); never 0
+  uint8_t type;         // the runtime's type tag at allocation (Ruby: RB_BUILTIN_TYPE); never 0
   bool in_window = false;  // recorded while an allocation window was open (see kInWindow)
 };
 
