@@ -6,15 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <future>
 #include <memory>
 #include <new>
-#include <system_error>
 #include <vector>
 
 #include "core/util/huge_page_allocator.h"
 #include "core/util/result.h"
 #include "heap/chunk_parser.h"
+#include "heap/run_async.h"
 
 namespace memprof::heap {
 
@@ -37,7 +36,7 @@ struct Block {
   ParsedChunk parsed;
   std::atomic<bool> finished{false};  // read and parsed (or failed): done.get() will not wait long
   // Last: destroyed first, it waits for the worker, which writes to the members above.
-  std::future<Status> done;
+  Task<Status> done;
 };
 
 // Runs the pipeline until `next` has no more blocks and every block is merged, or until the
@@ -77,17 +76,8 @@ Status run_block_pipeline(Next next, Parse parse, Merge merge) {
       blocks_finished.notify_one();
       return status;
     };
-    if (!inline_work) {
-      try {
-        block.done = std::async(std::launch::async, work);
-        return;
-      } catch (const std::system_error&) {
-        // No thread available: do it here.
-      }
-    }
-    std::promise<Status> ready;
-    ready.set_value(work());
-    block.done = ready.get_future();
+    block.done = inline_work ? run_deferred(work) : run_async(work);
+    if (!block.done.in_background()) block.done.run_here();  // no worker: here, now
   };
 
   bool first = true, more = true;

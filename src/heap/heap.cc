@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <future>
 #include <memory>
 #include <vector>
 
@@ -82,7 +81,7 @@ uint64_t Heap::build_index() {
     }
     return duplicates;
   };
-  std::vector<std::future<uint64_t>> others;
+  std::vector<Task<uint64_t>> others;
   for (uint64_t part = 1; part < kIndexParts; ++part) {
     others.push_back(run_async([=] { return fill_part(part); }));
   }

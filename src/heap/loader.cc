@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
-#include <future>
 #include <limits>
 #include <unordered_map>
 #include <utility>
@@ -266,7 +265,7 @@ class Loader {
         }
       }
     };
-    std::future<void> helper = run_async(look_up);
+    Task<void> helper = run_async(look_up);
     look_up();
     helper.get();
     release(raw_classes_);
