@@ -33,6 +33,7 @@
 #include "agent/ruby_service.h"
 #include "agent/ruby_vm_end_watch.h"
 #include "core/hook/hook_change.h"
+#include "core/util/raw_sleep.h"
 #include "native/native_session.h"
 #include "tracer/trampoline.h"
 
@@ -237,7 +238,7 @@ void hold_until_traced(Hold hold) {
   for (int waited_ms = 0; waited_ms < 10000 && !session_started(); ++waited_ms) {
     // An exec'd program stops waiting as soon as the CLI stops following.
     if (hold == Hold::kExecedProgram && waited_ms % 10 == 9 && !followed_by_cli()) return;
-    ::usleep(1000);
+    sleep_without_libc(std::chrono::milliseconds(1));  // not usleep: the trace may be counting it
   }
 }
 

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cerrno>
 
+#include "core/util/raw_sleep.h"
+
 namespace memprof::agent {
 namespace {
 
@@ -19,15 +21,16 @@ std::atomic<bool> g_released{false};
 int held_execve(const char* path, char* const argv[], char* const envp[]) {
   // A vfork child runs here too, as another pid, while its parent's agent serves the CLI. An
   // exec that is going to fail (execvp's other PATH directories) holds nothing, nor a second
-  // thread's while one waits.
-  const auto self = static_cast<pid_t>(::syscall(SYS_getpid));
+  // thread's while one waits. No libc call before the exec: the trace may be counting them.
+  const auto self = static_cast<pid_t>(raw_syscall(SYS_getpid));
+  const bool runnable = raw_syscall(SYS_access, reinterpret_cast<long>(path), X_OK) == 0;
   bool idle = false;
-  if (self != g_served_pid.load(std::memory_order_acquire) || ::access(path, X_OK) != 0 ||
+  if (self != g_served_pid.load(std::memory_order_acquire) || !runnable ||
       !g_waiting.compare_exchange_strong(idle, true, std::memory_order_acq_rel))
     return g_original_execve(path, argv, envp);
   const int saved_errno = errno;
   for (int waited_ms = 0; waited_ms < kExecWaitMs && !g_released.load(std::memory_order_acquire); ++waited_ms)
-    ::usleep(1000);
+    sleep_without_libc(std::chrono::milliseconds(1));
   g_released.store(false, std::memory_order_release);
   errno = saved_errno;
   const int result = g_original_execve(path, argv, envp);

@@ -9,6 +9,7 @@
 
 #include "agent/ruby_caller.h"
 #include "core/hook/hook_change.h"
+#include "core/util/raw_sleep.h"
 #include "native/native_wire.h"
 #include "tracer/process_hooks.h"
 #include "tracer/trace_wire.h"
@@ -46,7 +47,8 @@ void forget_sessions_in_child() {
 void wait_for_sessions_at_exit() {
   if (!g_session_active.load(std::memory_order_acquire)) return;
   g_exiting.store(true, std::memory_order_release);
-  for (int waited = 0; waited < kExitWaitMs && g_session_active.load(std::memory_order_acquire); ++waited) ::usleep(1000);
+  for (int waited = 0; waited < kExitWaitMs && g_session_active.load(std::memory_order_acquire); ++waited)
+    sleep_without_libc(std::chrono::milliseconds(1));
 }
 
 Result<std::string> RecordingSessions::handle(const std::string& verb, const std::string& body) {
@@ -251,7 +253,8 @@ Result<std::string> RecordingSessions::native_read(const std::string& body) {
   // process in exit() waits for the CLI's stop no longer than a reply takes.
   unsigned wait_ms = 0;
   if (body.starts_with("wait_ms ")) wait_ms = std::min<unsigned>(std::strtoul(body.c_str() + 8, nullptr, 10), 5000);
-  for (unsigned waited = 0; waited < wait_ms && !exiting() && !exec_waiting(); waited += 5) ::usleep(5000);
+  for (unsigned waited = 0; waited < wait_ms && !exiting() && !exec_waiting(); waited += 5)
+    sleep_without_libc(std::chrono::milliseconds(5));
   // No HookChange, as trace_read: the snapshot reads lock-free tables.
   (void)read_with_exec_release();
   return native::encode_snapshot(native_->snapshot(), {}, exiting());

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "core/util/raw_sleep.h"
 #include "core/util/thread_exists.h"
 
 namespace memprof::native {
@@ -58,10 +59,7 @@ bool register_membarrier() {
   return ok;
 }
 
-void sleep_briefly() {
-  struct timespec pause = {0, 100 * 1000};  // 100 us
-  ::nanosleep(&pause, nullptr);
-}
+void sleep_briefly() { sleep_without_libc(std::chrono::microseconds(100)); }
 
 }  // namespace
 

@@ -1,8 +1,8 @@
 #include "ruby/ractors.h"
 
-#include <time.h>
-
 #include <atomic>
+
+#include "core/util/raw_sleep.h"
 
 namespace memprof::ruby {
 
@@ -32,8 +32,7 @@ bool main_ractor_alone(int patience_ms) {
     if (waited >= patience_ms) return false;
     // A Ractor whose result was just taken ends within microseconds; without the GVL of the
     // main Ractor released here, its threads run on other cores anyway.
-    timespec millisecond{0, 1'000'000};
-    nanosleep(&millisecond, nullptr);
+    sleep_without_libc(std::chrono::milliseconds(1));
   }
 }
 

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/util/raw_sleep.h"
+
 namespace memprof::tracer {
 namespace {
 
@@ -61,7 +63,7 @@ void TickClock::calibrate() {
   sample(start_ticks_, start_ns_);
   ns_per_tick_ = 1.0;
   if (!tsc) return;
-  ::usleep(5000);
+  sleep_without_libc(std::chrono::milliseconds(5));
   refine();
 }
 

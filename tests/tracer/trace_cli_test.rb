@@ -113,6 +113,28 @@ class TraceCliTest < Minitest::Test
     assert_includes err, "memprof: 2 of the 2 traced functions were not called\n"
   end
 
+  SLEEPS = %w[usleep nanosleep clock_nanosleep].freeze
+
+  # The agent waits on the program's own thread, before main until the trace has started and in
+  # exit() until the CLI has read the last calls: those waits are not the program's sleeps.
+  # Before: 3 usleeps of the program were counted as 9 or 10, and the one waiting in exit() as
+  # "1 traced call had not returned".
+  def test_the_agents_waits_on_the_programs_thread_are_not_counted
+    out, err, status = memprof("trace", "-c", *SLEEPS.flat_map { |name| ["-x", name] }, "--", TARGET, "sleeps", 3)
+    assert status.success?, err
+    assert_equal SLEEPS.to_h { |name| [name, 3] }, summary_calls(out.lines), out
+    refute_match(/had not returned/, err)
+
+    target = c_target
+    trace = start_trace(target.pid, "-c", *SLEEPS.flat_map { |name| ["-x", name] })
+    run_job(target, "sleeps 3", /\Adone sleeps 3/)
+    target.stdin.close  # the fixture exits at the end of its input
+    target.wait_exit
+    assert trace.wait_exit.success?, trace.context
+    assert_equal SLEEPS.to_h { |name| [name, 3] }, summary_calls(trace.lines), trace.lines.join("\n")
+    refute_match(/had not returned/, trace.stderr_text)
+  end
+
   # A worker forked while its master is traced (a preforking server) is no longer touched by the
   # trace: its agent ends its copy, which puts back the bytes it patched, and it can be traced
   # on its own. Before: the child's copy stayed, passing calls through for good, and

@@ -17,6 +17,7 @@
 #include "core/hook/thread_parking.h"
 #include "core/hook/x86_64/code_writer.h"
 #include "core/hook/x86_64/relocator.h"
+#include "core/util/raw_sleep.h"
 
 namespace memprof::hook {
 namespace {
@@ -152,7 +153,7 @@ Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump, ui
       if (hold_entry) entry_trap_replaced(start);
       return status;
     }
-    ::usleep(200);
+    sleep_without_libc(std::chrono::microseconds(200));
   }
   return give_up(err("the function at {:#x}: another thread was stopped inside its first {} "
                      "bytes at each of {} attempts",

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/hook/previous_handler.h"
+#include "core/util/raw_syscall.h"
 
 namespace memprof::hook {
 namespace {
@@ -49,9 +50,10 @@ void on_parking_signal(int signal, siginfo_t* info, void* context) {
   if (index < kMaxParked) {
     g_stopped_at[index].store(static_cast<uintptr_t>(user->uc_mcontext.gregs[REG_RIP]),
                               std::memory_order_release);
-    g_stopped_tid[index].store(static_cast<pid_t>(::syscall(SYS_gettid)), std::memory_order_release);
+    g_stopped_tid[index].store(static_cast<pid_t>(raw_syscall(SYS_gettid)), std::memory_order_release);
   }
-  while (!g_released.load(std::memory_order_acquire)) ::sched_yield();
+  // Raw system calls: the function being patched may be syscall() or sched_yield() itself.
+  while (!g_released.load(std::memory_order_acquire)) (void)raw_syscall(SYS_sched_yield);
   g_inside.fetch_sub(1, std::memory_order_acq_rel);
   errno = saved_errno;
 }
