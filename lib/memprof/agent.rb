@@ -14,7 +14,13 @@ module Memprof
       def serve(requests, replies)
         Native.ignore_this_thread
         write_frame(replies, "0\nok\n{}")
+        own_allocations = 0
         while (payload = read_frame(requests))
+          # Ruby counts the objects this thread makes while it answers with the app's: keep
+          # them out of what `top` reads as the app's allocations. The request's String (made by
+          # read_frame) is the first; the app's threads do not run while this one answers unless
+          # it waits for the reply's pipe or its time slice (12 ms at priority -3) ends.
+          @app_allocations = GC.stat(:total_allocated_objects) - 1 - own_allocations
           id, command = payload.split("\n", 2)
           reply =
             begin
@@ -24,6 +30,8 @@ module Memprof
             end
           write_frame(replies, "#{id}\n#{reply}")
           break if command == "quit"
+
+          own_allocations = GC.stat(:total_allocated_objects) - @app_allocations
         end
       end
 
@@ -141,8 +149,9 @@ module Memprof
 
       # Live tracked objects by site and class, for `top` and `leaks`: the CLI computes rates and
       # growth between two of these. total_allocated is Ruby's own counter of every object
-      # allocated since boot. "groups gc" (leaks) collects the garbage first: growth between
-      # readings must not be garbage that no GC has swept yet.
+      # allocated since boot, less those memprof made answering (see serve). "groups gc" (leaks)
+      # collects the garbage first: growth between readings must not be garbage that no GC has
+      # swept yet.
       def groups(argument)
         unless [nil, "gc"].include?(argument)
           raise ArgumentError, "groups takes nothing or \"gc\", not #{argument.inspect}"
@@ -152,7 +161,8 @@ module Memprof
         rows = Native.live_groups
         {
           "time" => Process.clock_gettime(Process::CLOCK_MONOTONIC),
-          "total_allocated" => GC.stat(:total_allocated_objects), "gc_count" => GC.count,
+          "total_allocated" => @app_allocations || GC.stat(:total_allocated_objects),
+          "gc_count" => GC.count,
           "groups" => rows
         }
       end

@@ -38,6 +38,25 @@ class AttachExactCountsTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # `top` shows the app's allocations per second, not the objects memprof's own thread makes to
+  # answer it: an app waiting on its stdin allocates nothing. Before: ~95 objects a reading
+  # (190/s at this interval, more with more rows).
+  def test_top_counts_none_of_its_own_allocations
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    target.send_line("alloc") # rows to read
+    target.wait_for(/\Aallocated 10000\z/)
+    rates = Array.new(3) do
+      JSON.parse(memprof!("top", "-p", target.pid, "--json", "--interval", "0.5s", target: target))
+          .fetch("allocations_per_second")
+    end
+    assert_equal [0.0, 0.0, 0.0], rates
+    detach!(target)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
+
   # Two `memprof dump -p` files carry each tracked object's allocation generation, so `diff`
   # finds every new object, also those in the very slots the old ones left, made at the same
   # line: by address, class and site alone, those looked old.
