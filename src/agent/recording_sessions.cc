@@ -105,12 +105,12 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
     if (pattern != "ruby:gc") return err("unknown event '{}' (memprof traces ruby:gc)", pattern);
     if (ruby_ == nullptr && launched) continue;
     if (ruby_ == nullptr || !(ruby_->vm_ready() || launched))
-      return err("ruby:gc: process {} is not running a supported Ruby", ::getpid());
+      return err("ruby:gc: {}", kNoSupportedRuby);
     ruby_gc = true;
   }
   if (request.ruby_caller && ruby_ == nullptr && launched) request.ruby_caller = false;
   if (request.ruby_caller && (ruby_ == nullptr || !find_ruby_caller_api()))
-    return err("--ruby-caller: process {} is not running a supported Ruby", ::getpid());
+    return err("--ruby-caller: {}", kNoSupportedRuby);
   // Ruby lines must not be read, nor jobs posted (ruby:gc's disabling), once the VM has ended.
   if (request.ruby_caller || ruby_gc) MEMPROF_TRY_STATUS(watch_vm_end());
   tracer::set_caller_source(request.ruby_caller ? &ruby_caller : nullptr);
@@ -153,7 +153,7 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
 // take one around the session's lock). A read every 10 ms inside one froze a worker forked
 // during it (hook_change.h): 3 of 120 forks right after a trace started could not be traced.
 Result<std::string> RecordingSessions::trace_read() {
-  if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
+  if (trace_ == nullptr) return err("not being traced");
   const bool exec = read_with_exec_release();
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   readout.process_exiting = exiting();
@@ -164,7 +164,7 @@ Result<std::string> RecordingSessions::trace_read() {
 
 Result<std::string> RecordingSessions::trace_stop() {
   hook::HookChange change;
-  if (trace_ == nullptr) return err("process {} is not being traced", ::getpid());
+  if (trace_ == nullptr) return err("not being traced");
   (void)read_with_exec_release();
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   note_ruby_gc_stop(readout);
@@ -222,7 +222,7 @@ void RecordingSessions::drop_unused_vm_end_watch() {
 Result<std::string> RecordingSessions::native_start(const std::string& body) {
   hook::HookChange change;
   if (native_ != nullptr)
-    return err("process {} is already tracked by memprof native (memprof native -p {})", ::getpid(), ::getpid());
+    return err("already tracked by memprof native (memprof native -p {})", ::getpid());
   MEMPROF_TRY(request, native::decode_native_request(body));
   native::NativeOptions options;
   options.attribution.stack_depth = request.stack_depth;
@@ -248,7 +248,7 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
 }
 
 Result<std::string> RecordingSessions::native_read(const std::string& body) {
-  if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
+  if (native_ == nullptr) return err("not tracked by memprof native");
   // "wait_ms N": answer after N ms, or at once when the process starts exiting, so that a
   // process in exit() waits for the CLI's stop no longer than a reply takes.
   unsigned wait_ms = 0;
@@ -262,7 +262,7 @@ Result<std::string> RecordingSessions::native_read(const std::string& body) {
 
 Result<std::string> RecordingSessions::native_stop() {
   hook::HookChange change;
-  if (native_ == nullptr) return err("process {} is not tracked by memprof native", ::getpid());
+  if (native_ == nullptr) return err("not tracked by memprof native");
   (void)read_with_exec_release();
   std::string last = native::encode_snapshot(native_->snapshot(), {}, exiting());
   end_native();

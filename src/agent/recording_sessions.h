@@ -24,6 +24,8 @@
 namespace memprof::agent {
 
 inline constexpr std::chrono::seconds kAbandonedAfter{10};
+// The agent's replies do not name the process: the CLI puts "process PID: " before them.
+inline constexpr const char* kNoSupportedRuby = "not running a supported Ruby";
 
 // Sessions, their hooks and their watches change only inside a hook::HookChange (start, stop,
 // each end; reads only around a session's lock): a fork in the middle of a change leaves a

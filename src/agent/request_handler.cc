@@ -122,9 +122,8 @@ Result<std::string> RequestHandler::hello() const {
 }
 
 Status RequestHandler::require_memprof() const {
-  if (ruby_ == nullptr) return err("process {} is not running a supported Ruby", ::getpid());
-  if (!g_memprof_loaded) return err("memprof is not loaded in process {} (memprof attach -p {})",
-                                    ::getpid(), ::getpid());
+  if (ruby_ == nullptr) return err("{}", kNoSupportedRuby);
+  if (!g_memprof_loaded) return err("memprof is not loaded (memprof attach -p {})", ::getpid());
   return ok_status();
 }
 
@@ -145,7 +144,7 @@ void RequestHandler::watch_vm_end() {
 }
 
 Result<std::string> RequestHandler::load(const std::string& body) {
-  if (ruby_ == nullptr) return err("process {} is not running a supported Ruby", ::getpid());
+  if (ruby_ == nullptr) return err("{}", kNoSupportedRuby);
   size_t newline = body.find('\n');
   if (newline == std::string::npos) return err("malformed load request");
   bool fresh = !g_memprof_loaded;

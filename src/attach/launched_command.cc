@@ -1,5 +1,6 @@
 #include "attach/launched_command.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "attach/agent_client.h"
 #include "attach/installation.h"
 #include "attach/program_identity.h"
+#include "core/util/scoped_fd.h"
 
 namespace memprof::attach {
 
@@ -32,13 +34,28 @@ Result<LaunchedCommand> LaunchedCommand::start(const std::vector<std::string>& c
   std::vector<char*> argv;
   for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);
+  // The exec's errno comes back through a pipe that a successful exec closes (O_CLOEXEC).
+  int exec_result[2];
+  if (::pipe2(exec_result, O_CLOEXEC) != 0) return err("pipe: {}", std::strerror(errno));
+  ScopedFd result_read(exec_result[0]), result_write(exec_result[1]);
   pid_t child = ::fork();
   if (child < 0) return err("fork: {}", std::strerror(errno));
   if (child == 0) {
     for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
     ::execvp(argv[0], argv.data());
-    fmt::print(stderr, "memprof: {}: {}\n", command[0], std::strerror(errno));
+    const int failure = errno;
+    (void)!::write(result_write.get(), &failure, sizeof failure);
     ::_exit(127);
+  }
+  result_write.reset();
+  int failure = 0;
+  ssize_t got = 0;
+  while ((got = ::read(result_read.get(), &failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  if (got == sizeof failure) {
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return err("cannot run {}: {}", command[0], std::strerror(failure));
   }
   return LaunchedCommand(child, std::move(agent));
 }
@@ -66,11 +83,15 @@ Status LaunchedCommand::wait_for_agent() const {
 }
 
 int LaunchedCommand::wait() {
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
   }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (WIFSIGNALED(wait_status_)) return 128 + WTERMSIG(wait_status_);
+  return WIFEXITED(wait_status_) ? WEXITSTATUS(wait_status_) : 1;
+}
+
+std::string LaunchedCommand::ending() const {
+  if (WIFSIGNALED(wait_status_)) return fmt::format("was killed by SIG{}", sigabbrev_np(WTERMSIG(wait_status_)));
+  return fmt::format("exited with status {}", WEXITSTATUS(wait_status_));
 }
 
 }  // namespace memprof::attach

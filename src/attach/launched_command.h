@@ -18,8 +18,8 @@ class LaunchedCommand {
  public:
   using Environment = std::vector<std::pair<std::string, std::string>>;
 
-  // Forks and execs `command` with the agent in LD_PRELOAD and `environment` set. A command
-  // that cannot be executed exits 127 after saying why on stderr (as a shell does).
+  // Forks and execs `command` with the agent in LD_PRELOAD and `environment` set; a command that
+  // cannot be executed is an error ("cannot run CMD: No such file or directory").
   static Result<LaunchedCommand> start(const std::vector<std::string>& command, const Environment& environment = {});
 
   pid_t pid() const { return pid_; }
@@ -32,11 +32,14 @@ class LaunchedCommand {
   Status wait_for_agent() const;
   // Reaps it: its exit status as a shell reports it (128 + N for signal N).
   int wait();
+  // After wait(): "exited with status 3", "was killed by SIGTERM".
+  std::string ending() const;
 
  private:
   LaunchedCommand(pid_t pid, std::string agent_library) : pid_(pid), agent_library_(std::move(agent_library)) {}
   pid_t pid_;
   std::string agent_library_;
+  int wait_status_ = 0;
 };
 
 // VALUE, then the variable's current value after `separator` when it has one.

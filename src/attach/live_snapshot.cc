@@ -79,7 +79,12 @@ std::string row_key(const LiveGroup& group, Grouping grouping) {
   return fmt::format("{} {}", where, group.class_name);
 }
 
-std::vector<Row> rows_of(const LiveSnapshot& now, const LiveSnapshot* before, Grouping grouping) {
+Grouping shown_grouping(const LiveSnapshot& snapshot, Grouping chosen) {
+  return snapshot.ruby_lines ? chosen : Grouping::kClass;
+}
+
+std::vector<Row> rows_of(const LiveSnapshot& now, const LiveSnapshot* before, Grouping chosen) {
+  const Grouping grouping = shown_grouping(now, chosen);
   std::unordered_map<std::string, Row> rows;
   for (const LiveGroup& group : now.groups) {
     Row& row = rows[row_key(group, grouping)];

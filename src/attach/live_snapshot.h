@@ -27,6 +27,7 @@ struct LiveSnapshot {
   // memprof top --native (native_live.h): groups are a Ruby line and a call site, counts are
   // malloc blocks; a line below 0 means "no line".
   bool native = false;
+  bool ruby_lines = true;  // false: no block had a Ruby line (a program without Ruby)
 };
 
 Result<LiveSnapshot> parse_snapshot(const std::string& json);
@@ -44,6 +45,8 @@ Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect colle
 
 // How rows are grouped: by class, by file:line, or by both.
 enum class Grouping { kClass, kSite, kBoth };
+// The grouping rows are made by: blocks without Ruby lines group by call site alone.
+Grouping shown_grouping(const LiveSnapshot& snapshot, Grouping chosen);
 
 struct Row {
   std::string key;  // "String", "app.rb:12" or "app.rb:12 String"
@@ -53,7 +56,7 @@ struct Row {
 };
 
 std::string row_key(const LiveGroup& group, Grouping grouping);
-// The rows of `now`, with growth against `before` (no growth when it is null).
+// The rows of `now` by its shown_grouping, with growth against `before` (none when it is null).
 std::vector<Row> rows_of(const LiveSnapshot& now, const LiveSnapshot* before, Grouping grouping);
 
 }  // namespace memprof::attach

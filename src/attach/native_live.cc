@@ -1,5 +1,6 @@
 #include "attach/native_live.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <tuple>
@@ -55,6 +56,7 @@ LiveSnapshot live_snapshot_of(const native::NativeSnapshot& snapshot, const proc
     it->second.bytes += site.live_bytes;
   }
   for (auto& [key, group] : groups) out.groups.push_back(std::move(group));
+  out.ruby_lines = std::any_of(out.groups.begin(), out.groups.end(), [](const LiveGroup& g) { return g.line >= 0; });
   return out;
 }
 

@@ -76,6 +76,51 @@ std::string ruby_line_of(const native::NativeSnapshot& snapshot, const SiteRow& 
   return site.ruby_line > 0 ? fmt::format("{}:{}", file, site.ruby_line) : file;
 }
 
+namespace {
+
+// The "Live at the end (leaked)" tables: by library, call site, Ruby line and stack.
+std::string leaked_tables(const native::NativeSnapshot& snapshot, FrameNamer& names, const NativeReportOptions& options) {
+  auto library = [&](const SiteRow& site) { return names(site.return_address).library; };
+  auto call_site = [&](const SiteRow& site) { return names(site.return_address).site; };
+  std::string out = "\nLive at the end (leaked), by library\n      bytes     blocks  library\n";
+  for (const Group& group : top_groups(snapshot.sites, library, &SiteRow::live_bytes, SIZE_MAX))
+    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
+
+  out += "\nLive at the end (leaked), by call site\n      bytes     blocks  call site\n";
+  for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::live_bytes, options.top))
+    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
+
+  if (std::any_of(snapshot.sites.begin(), snapshot.sites.end(), [](const SiteRow& site) { return site.ruby_file != 0; })) {
+    // The Ruby line running when the allocator was called, and the call site it reached.
+    auto ruby_line = [&](const SiteRow& site) {
+      std::string line = ruby_line_of(snapshot, site);
+      return fmt::format("{}  {}", line.empty() ? "(no Ruby line)" : line, call_site(site));
+    };
+    out += "\nLive at the end (leaked), by Ruby line\n      bytes     blocks  Ruby line  call site\n";
+    for (const Group& group : top_groups(snapshot.sites, ruby_line, &SiteRow::live_bytes, options.top))
+      out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
+  }
+
+  if (std::none_of(snapshot.sites.begin(), snapshot.sites.end(), [](const SiteRow& site) { return site.frames.size() > 1; }))
+    return out;
+  std::vector<const SiteRow*> stacks;
+  for (const SiteRow& site : snapshot.sites)
+    if (site.live_bytes > 0) stacks.push_back(&site);
+  std::stable_sort(stacks.begin(), stacks.end(),
+                   [](const SiteRow* a, const SiteRow* b) { return a->live_bytes > b->live_bytes; });
+  if (stacks.size() > options.top) stacks.resize(options.top);
+  out += "\nLive at the end (leaked), by stack\n      bytes     blocks  stack (allocator's caller first)\n";
+  for (const SiteRow* site : stacks) {
+    std::string line = ruby_line_of(snapshot, *site);
+    out += fmt::format("{:>11} {:>10}  {}\n", site->live_bytes, site->live_blocks, call_site(*site));
+    out += stack_text(*site, names, std::string(23, ' '));
+    if (!line.empty()) out += fmt::format("{:23}  <- Ruby {}\n", "", line);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string native_report_text(const NativeSnapshotView& view, const proc::SymbolIndex& symbols,
                                const NativeReportOptions& options) {
   const native::NativeSnapshot& snapshot = view.snapshot;
@@ -91,50 +136,14 @@ std::string native_report_text(const NativeSnapshotView& view, const proc::Symbo
                        count_text(t.unknown_frees));
   if (t.dropped > 0)
     out += fmt::format("{} allocations not recorded: the tracker had no memory left\n", count_text(t.dropped));
+  // Empty tables say nothing a user can act on: one line says why there are none.
+  if (t.allocations == 0) return out;
 
   FrameNamer names(symbols);
-  auto library = [&](const SiteRow& site) { return names(site.return_address).library; };
+  if (t.live_blocks == 0) out += "\nNothing allocated during the session was live at its end.\n";
+  else out += leaked_tables(snapshot, names, options);
+
   auto call_site = [&](const SiteRow& site) { return names(site.return_address).site; };
-  bool any_ruby_line = std::any_of(snapshot.sites.begin(), snapshot.sites.end(),
-                                   [](const SiteRow& site) { return site.ruby_file != 0; });
-  bool any_stack = std::any_of(snapshot.sites.begin(), snapshot.sites.end(),
-                               [](const SiteRow& site) { return site.frames.size() > 1; });
-
-  out += "\nLive at the end (leaked), by library\n      bytes     blocks  library\n";
-  for (const Group& group : top_groups(snapshot.sites, library, &SiteRow::live_bytes, SIZE_MAX))
-    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
-
-  out += "\nLive at the end (leaked), by call site\n      bytes     blocks  call site\n";
-  for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::live_bytes, options.top))
-    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
-
-  if (any_ruby_line) {
-    // The Ruby line running when the allocator was called, and the call site it reached.
-    auto ruby_line = [&](const SiteRow& site) {
-      std::string line = ruby_line_of(snapshot, site);
-      return fmt::format("{}  {}", line.empty() ? "(no Ruby line)" : line, call_site(site));
-    };
-    out += "\nLive at the end (leaked), by Ruby line\n      bytes     blocks  Ruby line  call site\n";
-    for (const Group& group : top_groups(snapshot.sites, ruby_line, &SiteRow::live_bytes, options.top))
-      out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
-  }
-
-  if (any_stack) {
-    std::vector<const SiteRow*> stacks;
-    for (const SiteRow& site : snapshot.sites)
-      if (site.live_bytes > 0) stacks.push_back(&site);
-    std::stable_sort(stacks.begin(), stacks.end(),
-                     [](const SiteRow* a, const SiteRow* b) { return a->live_bytes > b->live_bytes; });
-    if (stacks.size() > options.top) stacks.resize(options.top);
-    out += "\nLive at the end (leaked), by stack\n      bytes     blocks  stack (allocator's caller first)\n";
-    for (const SiteRow* site : stacks) {
-      std::string line = ruby_line_of(snapshot, *site);
-      out += fmt::format("{:>11} {:>10}  {}\n", site->live_bytes, site->live_blocks, call_site(*site));
-      out += stack_text(*site, names, std::string(23, ' '));
-      if (!line.empty()) out += fmt::format("{:23}  <- Ruby {}\n", "", line);
-    }
-  }
-
   out += "\nAllocated, by call site\n      bytes     blocks  temporary  call site\n";
   for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::allocated_bytes, options.top))
     out += fmt::format("{:>11} {:>10} {:>10}  {}\n", group.sum.allocated_bytes, group.sum.allocations,

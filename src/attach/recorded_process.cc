@@ -76,16 +76,20 @@ Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::
 
 bool RecordedProcess::gone() const { return launched_ ? !launched_->running() : process_gone(pid_); }
 
+bool RecordedProcess::ends_within(std::chrono::milliseconds time) const {
+  for (auto waited = std::chrono::milliseconds(0);; waited += std::chrono::milliseconds(10)) {
+    if (gone()) return true;
+    if (waited >= time) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 bool RecordedProcess::ended_after_failure() const {
   if (gone()) return true;
   // A launched command is always waited for: a process ending with _exit() may still hold its
   // listening socket while it goes.
   if (!launched_ && agent_listening(pid_)) return false;
-  for (int waited_ms = 0; waited_ms < 1000; waited_ms += 10) {
-    if (gone()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
+  return ends_within(std::chrono::seconds(1));
 }
 
 bool RecordedProcess::replaced_program() const {
@@ -130,7 +134,7 @@ int RecordedProcess::wait() {
   stop_following();
   if (!launched_) return 0;
   int status = launched_->wait();
-  fmt::print(stderr, "memprof: process {} exited with status {}\n", pid_, status);
+  fmt::print(stderr, "memprof: process {} {}\n", pid_, launched_->ending());
   return status;
 }
 

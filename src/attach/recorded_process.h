@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 
 #include <optional>
@@ -43,6 +44,8 @@ class RecordedProcess {
   bool launched() const { return launched_.has_value(); }
   // Whether it has ended: no such process, or a zombie not reaped yet.
   bool gone() const;
+  // Whether it ends within `time` (checked every 10 ms).
+  bool ends_within(std::chrono::milliseconds time) const;
   // After a request failed: whether that was the process ending (its agent goes with it). An
   // agent that still answers gave an error. A process may hold its agent's listening socket a
   // little while after the connection closed, so this waits up to 1 s for the end.

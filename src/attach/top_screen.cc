@@ -103,7 +103,7 @@ std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& se
   double gcs = seconds > 0 ? static_cast<double>(frame.now->gc_count - frame.before->gc_count) /
                                  seconds
                            : 0;
-  auto [grouping, heading] = grouping_names(settings.grouping, frame.now->native);
+  auto [grouping, heading] = grouping_names(shown_grouping(*frame.now, settings.grouping), frame.now->native);
   if (frame.now->native)
     add(fmt::format("malloc family: allocations {}/s  live {} blocks, {}",
                     heap::count_text(static_cast<uint64_t>(allocation_rate(frame))),
@@ -113,7 +113,7 @@ std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& se
                     heap::count_text(static_cast<uint64_t>(allocation_rate(frame))), gcs,
                     heap::count_text(live), heap::bytes_text(bytes)));
   add(fmt::format("by {}, sorted by {}", grouping, sort_name(settings.sort)));
-  add("keys: c/l/b group  n/m/g sort  space pause  q quit");
+  if (settings.interactive) add("keys: c/l/b group  n/m/g sort  space pause  q quit");
   constexpr size_t kNumbers = 11 + 1 + 11 + 1 + 10 + 2;
   add(fmt::format("{:>11} {:>11} {:>10}  {}", "LIVE", "BYTES", "GROWTH", heading));
   size_t key_width = width > kNumbers ? width - kNumbers : 1;

@@ -15,6 +15,7 @@ struct TopSettings {
   Grouping grouping = Grouping::kBoth;
   SortKey sort = SortKey::kCount;
   bool paused = false;
+  bool interactive = false;  // the full screen, which reads keys (not --once)
 };
 
 // Applies a key press; false when the key means quit.

@@ -60,7 +60,7 @@ int run_attach(const AttachOptions& options) {
 MEMPROF_COMMAND("attach", "Attach to a running Ruby process and track its allocations",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<AttachOptions>();
-                  sub.add_option("-p,--pid", options->pid, "Process to attach to")->required();
+                  add_pid_option(sub, options->pid, "Process to attach to")->required();
                   sub.add_flag("--children", options->children,
                                "Also every descendant (a preforking server's workers)");
                   sub.add_flag("--json", options->json, "Print the outcome as JSON");

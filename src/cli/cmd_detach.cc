@@ -45,7 +45,7 @@ int run_detach(const DetachOptions& options) {
 MEMPROF_COMMAND("detach", "Stop tracking an attached process and remove the agent's hooks",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<DetachOptions>();
-                  sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+                  add_pid_option(sub, options->pid, "Attached process")->required();
                   sub.add_flag("--json", options->json, "Print the outcome as JSON");
                   sub.footer(
                       "Stops tracking (Memprof.stop: every GOT slot and call site is restored,\n"

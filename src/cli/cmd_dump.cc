@@ -46,7 +46,7 @@ int run_dump(const DumpOptions& options) {
 MEMPROF_COMMAND("dump", "Heap dump of an attached process (ObjectSpace.dump_all with sites)",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<DumpOptions>();
-                  sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+                  add_pid_option(sub, options->pid, "Attached process")->required();
                   sub.add_option("-o,--output", options->output, "Dump file to write")
                       ->required();
                   sub.add_option("--stall-timeout", options->stall_seconds,

@@ -92,7 +92,7 @@ int run_leaks(const LeaksOptions& options) {
 MEMPROF_COMMAND("leaks", "Sites whose live objects grew in every round (live, no dumps)",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<LeaksOptions>();
-                  sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+                  add_pid_option(sub, options->pid, "Attached process")->required();
                   sub.add_option("--interval", options->interval,
                                  "Time between readings (default 10s)");
                   add_count_option(sub, "--rounds", options->rounds, fmt::format("Rounds (default {})", kDefaultRounds),

@@ -210,7 +210,7 @@ MEMPROF_COMMAND(
     "native", "Which library and call site leak native memory (malloc) in a running process",
     [](CLI::App& sub) -> std::function<int()> {
       auto options = std::make_shared<NativeOptions>();
-      sub.add_option("-p,--pid", options->pid, "Process to track");
+      add_pid_option(sub, options->pid, "Process to track");
       sub.add_option("--duration", options->duration, "Stop after this long (20s, 2m); default: until Ctrl-C");
       add_count_option(sub, "--top", options->top, "Rows per section (default 20)");
       sub.add_option("--stack", options->stack_depth,

@@ -86,7 +86,7 @@ int run_report(const ReportOptions& options) {
 MEMPROF_COMMAND("report", "Allocated and retained in an attached process during a window",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<ReportOptions>();
-                  sub.add_option("-p,--pid", options->pid, "Attached process");
+                  add_pid_option(sub, options->pid, "Attached process");
                   sub.add_option("--duration", options->duration,
                                  "How long the window stays open (default 30s)");
                   add_count_option(sub, "--top", options->top, "Lines per section (default 50)");

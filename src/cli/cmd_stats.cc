@@ -75,7 +75,7 @@ int run_stats(const StatsOptions& options) {
 MEMPROF_COMMAND("stats", "Live tracked objects of an attached process, by file:line and class",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<StatsOptions>();
-                  sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+                  add_pid_option(sub, options->pid, "Attached process")->required();
                   add_count_option(sub, "--top", options->top, "Only the N largest groups (0: all)");
                   sub.add_flag("--children", options->children,
                                "Add up the process and all its descendants (workers)");

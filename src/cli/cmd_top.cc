@@ -126,6 +126,7 @@ using Reader = std::function<Result<attach::LiveSnapshot>()>;
 // The full-screen view until q or Ctrl-C; an error message, or empty.
 std::string run_screen(const std::vector<pid_t>& pids, const Reader& read, std::chrono::milliseconds interval,
                        attach::TopSettings settings, attach::LiveSnapshot before) {
+  settings.interactive = true;
   attach::Interruption interruption;
   TerminalSession terminal;
   attach::LiveSnapshot now = before;
@@ -193,7 +194,7 @@ MEMPROF_COMMAND(
     "top", "Live view of an attached process's allocations by class and file:line",
     [](CLI::App& sub) -> std::function<int()> {
       auto options = std::make_shared<TopOptions>();
-      sub.add_option("-p,--pid", options->pid, "Attached process")->required();
+      add_pid_option(sub, options->pid, "Attached process")->required();
       sub.add_flag("--once", options->once, "Print one frame (two readings, --interval apart)");
       sub.add_flag("--children", options->children,
                    "Add up the process and all its descendants (workers)");

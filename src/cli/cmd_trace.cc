@@ -185,7 +185,8 @@ class TracePrinter {
       fmt::print(stderr, "memprof: {} calls were not traced (nested over 128 deep, or over 512 threads)\n",
                  untraced);
     if (in_flight_ > 0)
-      fmt::print(stderr, "memprof: {} traced calls had not returned when the trace stopped\n", in_flight_);
+      fmt::print(stderr, "memprof: {} traced call{} not returned when the trace stopped\n", in_flight_,
+                 in_flight_ == 1 ? " had" : "s had");
   }
 
  private:
@@ -248,6 +249,9 @@ int run_trace(const TraceOptions& options) {
   if (!duration.ok()) return fail(duration.message());
   auto prototypes = load_prototypes(options.prototype_files);
   if (!prototypes.ok()) return fail(prototypes.message());
+  if (options.string_limit > trace::kLongestStringLimit)
+    fmt::print(stderr, "memprof: -s {}: strings are shown up to {} characters (what a call's record holds)\n",
+               options.string_limit, trace::kLongestStringLimit);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, &std::fclose);
   if (!options.output.empty()) {
     file.reset(std::fopen(options.output.c_str(), "w"));
@@ -366,7 +370,13 @@ int run_trace(const TraceOptions& options) {
   printer.take(std::move(*readout));
   if (!printer.write_error().empty())
     return fail(fmt::format("writing the trace: {} (the trace was stopped)", printer.write_error()));
-  if (exiting || process.launched()) return finish_with_process(printer);
+  if (exiting || process.launched()) {
+    // Stopped by Ctrl-C or --duration while the command runs on (it may ignore SIGINT).
+    if (!exiting && !process.ends_within(std::chrono::milliseconds(200)))
+      fmt::print(stderr, "memprof: the trace has stopped; waiting for process {} to end, whose exit status "
+                 "is memprof's\n", pid);
+    return finish_with_process(printer);
+  }
   printer.finish();
   return 0;
 }
@@ -375,7 +385,7 @@ MEMPROF_COMMAND(
     "trace", "ltrace-style library call tracing of a running process, through in-process hooks",
     [](CLI::App& sub) -> std::function<int()> {
       auto options = std::make_shared<TraceOptions>();
-      sub.add_option("-p,--pid", options->pid, "Process to trace");
+      add_pid_option(sub, options->pid, "Process to trace");
       // One value per -x, -l, -F: `-x f -- cmd -c` must leave `cmd -c` to the command.
       sub.add_option("-x", options->symbols, "Function to trace (repeatable; a glob such as 'sqlite3_*')")
           ->allow_extra_args(false);

@@ -6,6 +6,9 @@
 // through fail() and return its non-zero code; never exit() from a command.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -37,6 +40,19 @@ inline constexpr size_t kMostRows = 100'000'000;
 inline CLI::Option* add_count_option(CLI::App& sub, const std::string& name, size_t& value,
                                      const std::string& help, size_t least = 0) {
   return sub.add_option(name, value, help)->check(CLI::Range(least, kMostRows));
+}
+
+// -p PID. Only a positive number names one process (0 and negative numbers are process groups
+// to kill(2)); said as such instead of "no such process: 0".
+inline CLI::Option* add_pid_option(CLI::App& sub, pid_t& pid, const std::string& help) {
+  auto positive = [](std::string& value) -> std::string {
+    char* end = nullptr;
+    const long number = std::strtol(value.c_str(), &end, 10);
+    if (end != value.c_str() && *end == '\0' && number <= 0)
+      return fmt::format("a process id is a positive number, not {}", value);
+    return {};  // the conversion says what else is wrong
+  };
+  return sub.add_option("-p,--pid", pid, help)->check(CLI::Validator(positive, "PID"));
 }
 
 }  // namespace memprof::cli

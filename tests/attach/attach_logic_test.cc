@@ -23,8 +23,10 @@
 #include "attach/installation.h"
 #include "attach/leak_rounds.h"
 #include "attach/live_snapshot.h"
+#include "attach/native_live.h"
 #include "attach/native_snapshot_json.h"
 #include "attach/program_identity.h"
+#include "attach/top_screen.h"
 #include "native/native_wire.h"
 
 namespace memprof::attach {
@@ -91,6 +93,47 @@ TEST(LiveRows, GrowthIsAgainstTheEarlierReadingAndZeroWithoutOne) {
   EXPECT_EQ(rows[0].bytes, 480u);
   EXPECT_EQ(rows[0].growth, 12 - 14);
   EXPECT_EQ(rows_of(now, nullptr, Grouping::kClass)[0].growth, 0);
+}
+
+bool has_line_starting(const std::vector<std::string>& lines, std::string_view start) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) { return line.starts_with(start); });
+}
+
+// `top --once` and `--json` read no keys: only the full screen lists them.
+TEST(TopScreen, OnlyTheInteractiveScreenListsTheKeys) {
+  LiveSnapshot before = reading({{"a.rb", 1, "String", 5, 200}});
+  LiveSnapshot now = reading({{"a.rb", 1, "String", 8, 320}});
+  now.time = 1;
+  TopFrame frame{42, &now, &before};
+  TopSettings settings;
+  EXPECT_FALSE(has_line_starting(render_top(frame, settings, 80, 24), "keys:"));
+  settings.interactive = true;
+  EXPECT_TRUE(has_line_starting(render_top(frame, settings, 80, 24), "keys: c/l/b group"));
+}
+
+// `top --native` on a program without Ruby: rows by call site, not under an empty Ruby line.
+TEST(TopScreen, MallocBlocksWithoutRubyLinesAreShownByCallSite) {
+  native::NativeSnapshot snapshot;
+  snapshot.ruby_files = {"", "(other files)"};
+  native::SiteRow site;
+  site.live_blocks = 3;
+  site.live_bytes = 96;
+  snapshot.sites.push_back(site);
+  LiveSnapshot now = live_snapshot_of(snapshot, proc::SymbolIndex::build({}, "", 0, false), 1);
+  EXPECT_FALSE(now.ruby_lines);
+  auto rows = rows_of(now, nullptr, Grouping::kBoth);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].key, now.groups[0].class_name);  // the call site alone
+  TopFrame frame{42, &now, nullptr};
+  auto lines = render_top(frame, TopSettings{}, 80, 24);
+  EXPECT_TRUE(has_line_starting(lines, "by call site, sorted by count")) << lines[2];
+
+  snapshot.ruby_files.push_back("app.rb");
+  snapshot.sites[0].ruby_file = 2;
+  snapshot.sites[0].ruby_line = 7;
+  now = live_snapshot_of(snapshot, proc::SymbolIndex::build({}, "", 0, false), 1);
+  EXPECT_TRUE(now.ruby_lines);
+  EXPECT_TRUE(has_line_starting(render_top(frame, TopSettings{}, 80, 24), "by Ruby line + call site"));
 }
 
 const std::vector<Extension> kExtensions = {

@@ -24,6 +24,16 @@ class NativeCliTest < Minitest::Test
   def stop_native(native) = stop_recording(native)
 
   # The rows of one section of the report: [[numbers...], name].
+  NOTHING_LIVE = "Nothing allocated during the session was live at its end."
+
+  # The rows of "Live at the end (leaked), by call site"; none when the report says nothing was
+  # (or that nothing was allocated: then it has only its totals).
+  def leaked_sites(lines)
+    return [] if lines.include?(NOTHING_LIVE) || lines.first&.match?(/\AIn [\d.]+ s: 0 allocations /)
+
+    section(lines, "Live at the end (leaked), by call site")
+  end
+
   def section(lines, title)
     start = lines.index(title) or flunk("no section '#{title}' in:\n#{lines.join("\n")}")
     lines[(start + 2)..].take_while { |line| !line.empty? }.map do |line|
@@ -66,7 +76,19 @@ class NativeCliTest < Minitest::Test
     run_job(target, "free", /\Adone free/)
     lines = stop_native(native)
     assert_includes lines, "10 frees of blocks allocated before the start (not counted above)"
-    assert_empty section(lines, "Live at the end (leaked), by call site").select { |_, name| name.include?("native_") }
+    assert_empty leaked_sites(lines).select { |_, name| name.include?("native_") }
+  end
+
+  # Nothing left live: one line says so, not three tables of headers without rows.
+  def test_a_session_where_every_block_was_freed_says_nothing_leaked
+    target = native_target
+    native = start_native(target.pid)
+    run_job(target, "temp 20 64", /\Adone temp/)
+    lines = stop_native(native)
+    assert_match(/\AIn [\d.]+ s: 20 allocations \(1.3 kB\), 20 frees/, lines.first)
+    assert_includes lines, NOTHING_LIVE
+    refute lines.any? { |line| line.start_with?("Live at the end (leaked), by") }, lines.join("\n")
+    assert_equal 20, section(lines, "Allocated, by call site").sum { |numbers, _| numbers[1] }
   end
 
   # A child forked while its parent is tracked (a preforking server's worker) ends its copy of
@@ -80,7 +102,7 @@ class NativeCliTest < Minitest::Test
     run_job(target, "leak 30 512", /\Adone leak/)
     leaked = section(stop_native(native), "Live at the end (leaked), by call site")
     assert_equal [15_360, 30], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0]
-    refute section(stop_native(parent), "Live at the end (leaked), by call site").any? { |_, name| name.include?("native_leak") }
+    refute leaked_sites(stop_native(parent)).any? { |_, name| name.include?("native_leak") }
   ensure
     Process.kill(:KILL, child) if child
   end

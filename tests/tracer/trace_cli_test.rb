@@ -429,6 +429,14 @@ class TraceCliTest < Minitest::Test
     assert_match(/memprof: process \d+ exited with status 0/, err)
     _, err, status = memprof("trace", "-x", "traced_add", "--", "/bin/sh", "-c", "exit 3")
     assert_equal 3, status.exitstatus, err
+    _, err, status = memprof("trace", "-x", "traced_add", "--", "/bin/sh", "-c", "kill -TERM $$")
+    assert_equal 143, status.exitstatus, err
+    assert_match(/^memprof: process \d+ was killed by SIGTERM$/, err)  # not "exited with status 143"
+    # A trace that stops before its command ends says why memprof goes on waiting.
+    _, err, status = memprof("trace", "-x", "traced_add", "--duration", "0.2s", "--", "/bin/sh", "-c", "sleep 1")
+    assert status.success?, err
+    assert_match(/^memprof: the trace has stopped; waiting for process \d+ to end, whose exit status is memprof's$/,
+                 err)
   end
 
   def test_a_target_that_exits_while_traced_ends_the_trace_cleanly
@@ -444,6 +452,15 @@ class TraceCliTest < Minitest::Test
   end
 
   def test_errors_are_one_line_and_exit_non_zero
+    _, err, status = memprof("trace", "-p", 0, "-x", "f")
+    assert_equal [1, "memprof: --pid: a process id is a positive number, not 0 (see memprof --help)\n"],
+                 [status.exitstatus, err]
+    missing = File.join(@tmpdir, "missing")
+    _, err, status = memprof("trace", "-x", "f", "--", missing)
+    assert_equal [1, "memprof: cannot run #{missing}: No such file or directory\n"], [status.exitstatus, err]
+    _, err, status = memprof("trace", "-s", 100, "-x", "traced_add", "--", TARGET, "once", 1)
+    assert status.success?, err
+    assert_includes err, "memprof: -s 100: strings are shown up to 46 characters (what a call's record holds)\n"
     _, err, status = memprof("trace", "-p", 1)
     assert_equal 1, status.exitstatus
     assert_equal "memprof: name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)\n", err
@@ -458,11 +475,14 @@ class TraceCliTest < Minitest::Test
     assert_match(/\Amemprof: bad prototype file: #{Regexp.escape(bad)}:2: .*strnig/, err)
     target = c_target
     _, err, status = memprof("trace", "-p", target.pid, "-x", "ruby:gc", "--duration", "1s")
-    assert_equal [1, "memprof: process #{target.pid}: ruby:gc: process #{target.pid} is not running a supported Ruby\n"],
+    assert_equal [1, "memprof: process #{target.pid}: ruby:gc: not running a supported Ruby\n"],
                  [status.exitstatus, err]
     _, err, status = memprof("trace", "-p", target.pid, "-x", "traced_add", "--ruby-caller", "--duration", "1s")
-    assert_equal [1, "memprof: process #{target.pid}: --ruby-caller: process #{target.pid} is not running a supported Ruby\n"],
+    assert_equal [1, "memprof: process #{target.pid}: --ruby-caller: not running a supported Ruby\n"],
                  [status.exitstatus, err]
+    # The agent is loaded now; a Ruby command names the process once.
+    _, err, status = memprof("stats", "-p", target.pid)
+    assert_equal [1, "memprof: process #{target.pid}: not running a supported Ruby\n"], [status.exitstatus, err]
     run_job(target, "threads 1 3", /\Adone threads 6\z/)  # untouched by the refused traces
   end
 
