@@ -35,7 +35,17 @@ bool ruby_location(const char** path, uint32_t* line) noexcept {
   // Before the VM's boot has made its first frames (a launched `ruby` held at its first
   // instruction), the execution context is half set up: nothing to read.
   // After the VM's end, the context is freed memory (ruby_vm_end_watch.h).
-  if (__atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) == 0 || ruby_vm_ended() || !g_has_gvl()) return false;
+  if (__atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) == 0 || ruby_vm_ended()) return false;
+  if (!g_has_gvl()) {
+    // A Ruby thread in a blocking region (Ruby's own reads and writes, a C extension's query
+    // that lets other threads run): its frames may be moved by a GC on another thread, so
+    // they are not read; the location says why it has no line. A thread Ruby did not make
+    // (the timer thread, a library's own) gets nothing.
+    if (!g_native_thread_p()) return false;
+    *path = kWithoutGvl;
+    *line = 0;
+    return true;
+  }
   if (g_during_gc()) {
     *path = kGarbageCollection;
     *line = 0;
@@ -54,17 +64,7 @@ uint32_t ruby_caller(char* file, size_t capacity) {
   const char* path;
   uint32_t line;
   if (capacity < 4) return 0;
-  if (!ruby_location(&path, &line)) {
-    // A Ruby thread in a blocking region (Ruby's own reads and writes, a C extension's query
-    // that lets other threads run): its frames may be moved by a GC on another thread, so
-    // they are not read; the record says why it has no line. A thread Ruby did not make
-    // (the timer thread, a library's own) gets nothing.
-    if (__atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) == 0 || ruby_vm_ended() ||
-        !g_native_thread_p())
-      return 0;
-    path = kWithoutGvl;
-    line = 0;
-  }
+  if (!ruby_location(&path, &line)) return 0;
   size_t length = std::strlen(path);
   if (length < capacity) {
     std::memcpy(file, path, length + 1);

@@ -22,7 +22,8 @@ namespace memprof::agent {
 bool find_ruby_caller_api();
 
 // A native::RubyLocationSource: the calling thread's file (valid until it runs Ruby again) and
-// line; false on threads without the GVL and before Ruby has a frame.
+// line, "(garbage collection)" during a GC, "(without the GVL)" on a Ruby thread in a blocking
+// region (line 0); false on threads Ruby did not make and before Ruby has a frame.
 bool ruby_location(const char** path, uint32_t* line) noexcept;
 
 // A tracer::CallerSource: the same, copied into `file` (cut at the front when longer).

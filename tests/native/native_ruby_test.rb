@@ -68,6 +68,16 @@ class NativeRubyTest < Minitest::Test
     run_job(target, "release", /\Adone release/) # blocks tracked then released are freed as usual
   end
 
+  # Blocks a C extension allocates without the GVL (Ruby's frames are not read there) say so,
+  # as trace --ruby-caller does, instead of having no Ruby line at all.
+  def test_blocks_allocated_without_the_gvl_say_so
+    target = leaky_app
+    native = start_recording("native", "-p", target.pid, "--json", ready: "memprof: tracking the malloc family")
+    run_job(target, "nogvl 20 2000", /\Adone nogvl\z/)
+    report = json_report(stop_recording(native))
+    assert_equal({ "(without the GVL) malloc_blocks" => [40_000, 20] }, leaky_rows(report))
+  end
+
   def test_the_text_report_names_the_ruby_line_and_call_site_together
     target = leaky_app
     native = start_recording("native", "-p", target.pid, ready: "memprof: tracking the malloc family")
