@@ -79,32 +79,34 @@ std::string ruby_line_of(const native::NativeSnapshot& snapshot, const SiteRow& 
 namespace {
 
 // The "Live at the end (leaked)" tables: by library, call site, Ruby line and stack.
-std::string leaked_tables(const native::NativeSnapshot& snapshot, FrameNamer& names, const NativeReportOptions& options) {
+std::string leaked_tables(const native::NativeSnapshot& snapshot, FrameNamer& names,
+                          const NativeReportOptions& options) {
+  const std::vector<SiteRow>& sites = snapshot.sites;
   auto library = [&](const SiteRow& site) { return names(site.return_address).library; };
   auto call_site = [&](const SiteRow& site) { return names(site.return_address).site; };
   std::string out = "\nLive at the end (leaked), by library\n      bytes     blocks  library\n";
-  for (const Group& group : top_groups(snapshot.sites, library, &SiteRow::live_bytes, SIZE_MAX))
+  for (const Group& group : top_groups(sites, library, &SiteRow::live_bytes, SIZE_MAX))
     out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
 
   out += "\nLive at the end (leaked), by call site\n      bytes     blocks  call site\n";
-  for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::live_bytes, options.top))
+  for (const Group& group : top_groups(sites, call_site, &SiteRow::live_bytes, options.top))
     out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
 
-  if (std::any_of(snapshot.sites.begin(), snapshot.sites.end(), [](const SiteRow& site) { return site.ruby_file != 0; })) {
+  if (std::any_of(sites.begin(), sites.end(), [](const SiteRow& site) { return site.ruby_file != 0; })) {
     // The Ruby line running when the allocator was called, and the call site it reached.
     auto ruby_line = [&](const SiteRow& site) {
       std::string line = ruby_line_of(snapshot, site);
       return fmt::format("{}  {}", line.empty() ? "(no Ruby line)" : line, call_site(site));
     };
     out += "\nLive at the end (leaked), by Ruby line\n      bytes     blocks  Ruby line  call site\n";
-    for (const Group& group : top_groups(snapshot.sites, ruby_line, &SiteRow::live_bytes, options.top))
+    for (const Group& group : top_groups(sites, ruby_line, &SiteRow::live_bytes, options.top))
       out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
   }
 
-  if (std::none_of(snapshot.sites.begin(), snapshot.sites.end(), [](const SiteRow& site) { return site.frames.size() > 1; }))
+  if (std::none_of(sites.begin(), sites.end(), [](const SiteRow& site) { return site.frames.size() > 1; }))
     return out;
   std::vector<const SiteRow*> stacks;
-  for (const SiteRow& site : snapshot.sites)
+  for (const SiteRow& site : sites)
     if (site.live_bytes > 0) stacks.push_back(&site);
   std::stable_sort(stacks.begin(), stacks.end(),
                    [](const SiteRow* a, const SiteRow* b) { return a->live_bytes > b->live_bytes; });
