@@ -23,7 +23,6 @@ class NativeCliTest < Minitest::Test
 
   def stop_native(native) = stop_recording(native)
 
-  # The rows of one section of the report: [[numbers...], name].
   NOTHING_LIVE = "Nothing allocated during the session was live at its end."
 
   # The rows of "Live at the end (leaked), by call site"; none when the report says nothing was
@@ -34,6 +33,7 @@ class NativeCliTest < Minitest::Test
     section(lines, "Live at the end (leaked), by call site")
   end
 
+  # The rows of one section of the report: [[numbers...], name].
   def section(lines, title)
     start = lines.index(title) or flunk("no section '#{title}' in:\n#{lines.join("\n")}")
     lines[(start + 2)..].take_while { |line| !line.empty? }.map do |line|
