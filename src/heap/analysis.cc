@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "heap/object_filter.h"
 #include "heap/reachability.h"
 #include "heap/run_async.h"
 #include "heap/top_lists.h"
@@ -189,16 +190,21 @@ void group_by_type(const Heap& heap, Groupings& groupings) {
 
 void group_by_class(const Heap& heap, Groupings& groupings) {
   GroupNamer namer(groupings, kByClass);
-  // The label depends only on the class object, or on the IMEMO type, or on the object type:
-  // compute it once per distinct one, cached in flat arrays (no hashing per object).
+  // The label depends only on the class object, or on the IMEMO type, or on the object type,
+  // and for a DATA object on its struct as well (`Object (ObjectTracing/...)` is not `Object`):
+  // compute it once per distinct one, cached in flat arrays (no hashing per object) except for
+  // DATA objects with a struct, which are few.
   constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
   BigVector<uint32_t> by_class(heap.size(), kUnset);
   std::vector<uint32_t> by_detail(heap.strings.size(), kUnset);
   std::vector<uint32_t> by_type(kObjectTypeCount, kUnset);
+  std::unordered_map<ClassKey, uint32_t, ClassKeyHash> by_data_struct;
   for (ObjectId id = 0; id < heap.size(); ++id) {
     uint32_t* slot;
     if (heap.type[id] == ObjectType::kImemo) {
       slot = &by_detail[heap.detail[id]];
+    } else if (heap.type[id] == ObjectType::kData && heap.detail[id] != 0) {
+      slot = &by_data_struct.try_emplace(class_key(heap, id), kUnset).first->second;
     } else if (heap.class_of[id] != kNoObject) {
       slot = &by_class[heap.class_of[id]];
     } else {

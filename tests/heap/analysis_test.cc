@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "heap/analysis.h"
 #include "heap/reachability.h"
 #include "test_support.h"
@@ -194,6 +196,36 @@ TEST(Analysis, DuplicateStringsThatTieComeInDumpOrder) {
     ASSERT_EQ(a.duplicate_strings[row].samples.size(), 2u);
     EXPECT_EQ(heap.address[a.duplicate_strings[row].samples[0]], 0x1000 + 0x10 * row);
     EXPECT_EQ(heap.address[a.duplicate_strings[row].samples[1]], 0x2000 + 0x10 * row);
+  }
+}
+
+// A DATA object's label names its struct, so a DATA object of class Object (Ruby's allocation
+// tracer) is not in the row of plain Objects, and DATA objects without a class get one row per
+// struct: each row holds exactly the objects `--class ROW` selects, whichever came first.
+TEST(Analysis, DataObjectsAreGroupedByClassAndStruct) {
+  const std::string dump = object_line(0x10, "CLASS", 0, {}, 1000, R"(, "name":"Object")") +
+                           object_line(0x100, "DATA", 0x10, {}, 29000, R"(, "struct":"tracer")") +
+                           object_line(0x110, "OBJECT", 0x10, {}, 40) +
+                           object_line(0x120, "OBJECT", 0x10, {}, 40) +
+                           object_line(0x200, "DATA", 0, {}, 512, R"(, "struct":"compat_table")") +
+                           object_line(0x210, "DATA", 0, {}, 100, R"(, "struct":"autoload")") +
+                           object_line(0x220, "DATA", 0, {}, 100, R"(, "struct":"autoload")") +
+                           object_line(0x230, "DATA", 0, {}, 50);
+  Heap heap = load_text(dump);
+  Graph graph = Graph::build(heap);
+  DominatorTree tree = DominatorTree::compute(graph, heap);
+  Analysis a = analyze_heap(heap, graph, tree, 20);
+  for (auto [name, count, memsize] : {std::tuple{"Object (tracer)", 1u, 29000u}, {"Object", 2u, 80u},
+                                      {"(DATA:compat_table)", 1u, 512u}, {"(DATA:autoload)", 2u, 200u},
+                                      {"(DATA)", 1u, 50u}}) {
+    SCOPED_TRACE(name);
+    const GroupRow* group = row(a.by_class, name);
+    ASSERT_NE(group, nullptr);
+    EXPECT_EQ(group->count, count);
+    EXPECT_EQ(group->memsize, memsize);
+    auto selection = ObjectSelection::make(heap, {.class_label = name});
+    ASSERT_TRUE(selection.ok());
+    EXPECT_EQ(analyze_heap(heap, graph, tree, AnalysisOptions{.selection = &*selection}).count, count);
   }
 }
 
