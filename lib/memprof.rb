@@ -41,6 +41,11 @@ rescue LoadError => e
                    "#{e.message}; it is built for one Ruby: gem build memprof.gemspec && " \
                    "gem install memprof-*.gem with this Ruby builds it for this one"
 end
+# With memprof, not when first used: Memprof.dump and dump_all run in trap context (a USR2 handler,
+# the attach agent's forked child), where rubygems' require raises, and objects a require makes
+# after Memprof.start would be charged to the app. (An extension of Ruby's, not a gem: loading it
+# reads no gem specification.)
+require "objspace"
 require_relative "memprof/report"
 require_relative "memprof/compaction"
 require_relative "memprof/output"
@@ -159,7 +164,6 @@ module Memprof
       end
 
       obj, out = args
-      require "objspace"
       line = Native.annotate_object_line(obj, ObjectSpace.dump(obj).chomp)
       Output.open(out || $stdout, "Memprof.dump") { |io| io.puts(line) }
       nil
@@ -169,21 +173,9 @@ module Memprof
     # allocation on every object memprof tracked, to `target`: a path (String or Pathname),
     # replaced only once the dump is complete, or an IO. Returns `target`.
     def dump_all(target)
-      # (Not `require` when loaded: the attach agent dumps from a forked child in trap context,
-      # where rubygems' require raises.)
-      require "objspace" unless ObjectSpace.respond_to?(:dump_all)
       Output.replace(target, "Memprof.dump_all") do |annotated_path|
         Output.scratch_file(annotated_path, "raw", "Memprof.dump_all") do |raw|
-          gc_was_disabled = GC.disable
-          begin
-            # With GC off and no sweep pending (prune finishes it), no tracked object can be
-            # freed and its slot reused between the dump and the annotation.
-            Native.prune
-            File.open(raw, "w") { |f| ObjectSpace.dump_all(output: f) }
-            Native.annotate_dump_file(raw, annotated_path)
-          ensure
-            GC.enable unless gc_was_disabled
-          end
+          write_annotated_dump(raw, annotated_path)
         end
       end
       target
@@ -195,6 +187,42 @@ module Memprof
     end
 
     private
+
+    # How many times dump_all writes the dump again when a compaction moved objects meanwhile.
+    DUMP_TRIES = 3
+
+    # GC stays on while the dump is written: other threads run during its writes, and with GC
+    # off their garbage would pile up for the whole dump (gigabytes on a busy app). What a slot
+    # holds changes only through a collection, so the annotation keeps to the objects alive
+    # since before the dump (Native.annotate_dump_file). Compaction moves objects without
+    # freeing them: it is held off (auto_compact) and an explicit GC.compact meanwhile means
+    # the dump is written again. (Counted by Compaction: GC.stat(:compact_count) allocates 26
+    # Strings on Ruby 3.1, which the app's stats would show.)
+    def write_annotated_dump(raw, annotated_path)
+      without_auto_compaction do
+        DUMP_TRIES.times do
+          compactions = Compaction.count
+          Native.prune # finishes any lazy sweep: from here, slots are freed by new collections
+          last_gc = GC.count
+          File.open(raw, "w") { |f| ObjectSpace.dump_all(output: f) }
+          next unless Compaction.count == compactions
+
+          return Native.annotate_dump_file(raw, annotated_path, last_gc)
+        end
+        raise Error, "Memprof.dump_all: GC.compact moved objects during each of #{DUMP_TRIES} dumps"
+      end
+    end
+
+    def without_auto_compaction
+      return yield unless GC.respond_to?(:auto_compact) && GC.auto_compact
+
+      GC.auto_compact = false
+      begin
+        yield
+      ensure
+        GC.auto_compact = true
+      end
+    end
 
     def start_tracking(mechanism, fork)
       Compaction.sync_auto_compact
@@ -233,7 +261,6 @@ module Memprof
     end
 
     def dump_block(out = $stdout)
-      require "objspace"
       # Started before the output is opened, so that a dump refused while tracking is on leaves
       # an existing file alone.
       begin_block_session("dump") { start_tracking(:auto, :keep) }

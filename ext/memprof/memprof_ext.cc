@@ -265,10 +265,11 @@ VALUE native_annotate_object_line(VALUE, VALUE object, VALUE line) {
   });
 }
 
-VALUE native_annotate_dump_file(VALUE, VALUE raw_path, VALUE path) {
+VALUE native_annotate_dump_file(VALUE, VALUE raw_path, VALUE path, VALUE last_gc) {
   return guarded([&](Tracker& t) -> Result<VALUE> {
     MEMPROF_TRY(counts, memprof::ruby::annotate_dump_file(t, StringValueCStr(raw_path),
-                                                          StringValueCStr(path)));
+                                                          StringValueCStr(path),
+                                                          static_cast<uint32_t>(NUM2ULL(last_gc))));
     return ULL2NUM(counts.annotated);
   });
 }
@@ -384,7 +385,7 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);
   rb_define_module_function(native, "site_of", native_site_of, 1);
   rb_define_module_function(native, "annotate_object_line", native_annotate_object_line, 2);
-  rb_define_module_function(native, "annotate_dump_file", native_annotate_dump_file, 2);
+  rb_define_module_function(native, "annotate_dump_file", native_annotate_dump_file, 3);
   rb_define_module_function(native, "compaction_window_begin", native_compaction_window_begin, 0);
   rb_define_module_function(native, "compaction_window_end", native_compaction_window_end, 0);
   rb_define_module_function(native, "auto_compaction=", native_set_auto_compaction, 1);

@@ -113,8 +113,6 @@ module Memprof
       end
 
       def start
-        # A heap dump runs in a forked child in trap context, where `require` cannot run.
-        require "objspace"
         started = Memprof.start
         # What attach started, detach stops; tracking the app started itself stays the app's.
         @started_by_agent ||= started

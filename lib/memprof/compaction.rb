@@ -6,12 +6,20 @@ module Memprof
   # way Ruby offers to compact runs with the tracker warned: frees are watched for its
   # duration, and the survivors are rekeyed when objects move.
   module Compaction
+    @count = 0
+
+    # How many compactions ran through GC.compact and verify_compaction_references.
+    def self.count
+      @count
+    end
+
     # Runs the block (a compaction) with the tracker watching frees and ready to rekey.
     def self.window
       Memprof::Native.compaction_window_begin
       begin
         yield
       ensure
+        @count += 1
         Memprof::Native.compaction_window_end
       end
     end

@@ -22,12 +22,7 @@ module Memprof
     # copied into it (an IO).
     def self.replace(target, api)
       if io?(target)
-        # Loaded here, not with memprof: the attach agent loads memprof into a running app,
-        # and activating a default gem (tmpdir, json) reads gem specs, a blocking call per
-        # directory entry, each a wait for the GVL behind the app's busy threads.
-        require "tmpdir"
-        Dir.mktmpdir("memprof") do |dir|
-          partial = File.join(dir, "output")
+        private_scratch_file(api) do |partial|
           yield partial
           File.open(partial, "rb") { |f| IO.copy_stream(f, target) }
         end
@@ -45,8 +40,32 @@ module Memprof
     def self.scratch_file(near, tag, api)
       scratch = scratch_path(near, tag, Native.getpid)
       # EXCL: never through a link or a FIFO someone put in a shared directory under this name.
-      with_path_in_errors(near, api) do
-        File.open(scratch, File::WRONLY | File::CREAT | File::EXCL, &:close)
+      begin
+        with_path_in_errors(near, api) do
+          File.open(scratch, File::WRONLY | File::CREAT | File::EXCL, &:close)
+        end
+      rescue Errno::EEXIST
+        raise Errno::EEXIST, "#{api}: cannot write #{near}: its scratch file #{scratch} exists " \
+                             "(left by a process of this pid, or put there by someone else)"
+      end
+      begin
+        yield scratch
+      ensure
+        File.unlink(scratch) if File.exist?(scratch)
+      end
+    end
+
+    # Yields the path of a new empty file of this user's only (0600) in the temporary directory,
+    # under a random name, removed afterwards. (Not tmpdir's Dir.mktmpdir: it is a default gem,
+    # which the attach agent would activate inside a running app -- reading gem specs, a blocking
+    # call per directory entry, each a wait for the GVL behind the app's busy threads -- and
+    # which cannot be required in trap context.)
+    def self.private_scratch_file(api)
+      dir = ENV.fetch("TMPDIR", "")
+      dir = "/tmp" unless !dir.empty? && File.directory?(dir) && File.writable?(dir)
+      scratch = File.join(dir, format("memprof-%d-%016x.output", Native.getpid, Random.rand(1 << 64)))
+      with_path_in_errors(scratch, api) do
+        File.open(scratch, File::WRONLY | File::CREAT | File::EXCL, 0o600, &:close)
       end
       begin
         yield scratch

@@ -332,7 +332,10 @@ std::string annotate_object_line(Tracker& tracker, VALUE object, const std::stri
 }
 
 Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::string& raw_path,
-                                                 const std::string& path) {
+                                                 const std::string& path, uint32_t last_gc) {
+  // No Ruby code runs from this prune to the end of the copy (it holds the GVL): nothing can
+  // change hands in between.
+  MEMPROF_TRY_STATUS(tracker.prune());
   std::ifstream in(raw_path, std::ios::binary);
   if (!in) return err("{}: cannot open the raw dump", raw_path);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -344,7 +347,8 @@ Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::st
     return track::annotate_dump(in, out, [&](uintptr_t address)
                                              -> std::optional<track::SourceLocation> {
       auto entry = table.find(address);
-      if (!entry) return std::nullopt;
+      // (Generations are GC counts kept in 32 bits: compared as distances, which wrap.)
+      if (!entry || static_cast<int32_t>(entry->generation - last_gc) > 0) return std::nullopt;
       return shown_location(sites, *entry);
     });
   });

@@ -59,10 +59,15 @@ std::optional<track::SourceLocation> site_of(Tracker& tracker, VALUE object);
 // ObjectSpace.dump(object)'s line with the object's allocation site added.
 std::string annotate_object_line(Tracker& tracker, VALUE object, const std::string& line);
 
-// Copies the dump_all file at `raw_path` to `path`, adding allocation sites. The caller makes
-// sure no tracked object was freed since the dump was written: GC disabled and dead entries
-// pruned (Tracker::prune finishes any lazy sweep) before ObjectSpace.dump_all runs.
+// Copies the dump_all file at `raw_path` to `path`, adding allocation sites. GC may have run
+// while the dump was written (other threads allocate meanwhile), so a slot may hold another
+// object now than the one the dump describes. The caller pruned the table (which finishes any
+// lazy sweep) and read rb_gc_count() as `last_gc` before the dump began: from then on a slot
+// changes hands only through a later collection, and its new object is recorded with a later
+// generation. So this prunes again (dropping the objects freed meanwhile) and annotates only
+// entries of generation <= last_gc: objects alive since before the dump, in the slot the dump
+// saw them in. (Objects moved by compaction meanwhile are the caller's concern: it retries.)
 Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::string& raw_path,
-                                                 const std::string& path);
+                                                 const std::string& path, uint32_t last_gc);
 
 }  // namespace memprof::ruby

@@ -315,10 +315,75 @@ class ReportAndDumpTest < Minitest::Test
           puts "\#{e.class}: \#{e.message}"
         end
       RUBY
-        assert_equal "Errno::EEXIST: File exists - Memprof.dump_all: cannot write #{File.join(dir, "heap.json")}\n", out
+        heap = File.join(dir, "heap.json")
+        # Named: the user's path does not exist, the scratch file does.
+        assert_match(/\AErrno::EEXIST: File exists - Memprof.dump_all: cannot write #{Regexp.escape(heap)}: its scratch file #{Regexp.escape(dir)}\/.heap.json.\d+.partial exists/, out)
       end
       assert_equal "precious", File.read(victim)
       refute File.exist?(File.join(dir, "heap.json"))
+    end
+  end
+  # Threads allocating while a dump is written (a busy server): GC stays on (it was off for the
+  # whole dump, and the app's garbage piled up: 223 MB and 2.5M live slots for a 6 MB dump), and
+  # every object the dump annotates is the one memprof recorded at that address: the kept
+  # Strings and Hashes at their lines, no line given to an object of another type.
+  def test_dump_all_keeps_gc_on_while_threads_allocate_and_annotates_only_true_sites
+    Dir.mktmpdir("memprof-dump") do |dir|
+      dump = File.join(dir, "heap.json")
+      run_ruby(<<~RUBY) do |out, _err, path|
+        Memprof.start
+        $strings = Array.new(3000) { |i| "kept \#{i}" }   # line 2
+        $hashes = Array.new(2000) { |i| { i => i } }     # line 3
+        busy = Array.new(2) { Thread.new { loop { Array.new(50) { "garbage" }; Thread.pass } } }  # line 4
+        off = 0
+        # (GC.enable answers whether GC was off, and turns it back on: a test may.)
+        watch = Thread.new { loop { off += 1 if GC.enable; Thread.pass } }
+        sleep 0.1
+        Memprof.dump_all(#{dump.inspect})
+        puts off
+        [watch, *busy].each(&:kill)
+      RUBY
+        assert_equal "0\n", out, "times the watching thread found GC off during the dump"
+        objects = File.foreach(dump).map { |l| JSON.parse(l) }.select { |o| o["file"] == path }
+        by_line = objects.group_by { |o| o["line"] }
+        assert_equal({ "STRING" => 3000, "ARRAY" => 1 },
+                     by_line[2].reject { |o| o["type"] == "STRING" && !o["value"].start_with?("kept ") }
+                               .map { |o| o["type"] }.tally)
+        assert by_line[2].all? { |o| o["type"] == "ARRAY" || o["value"].match?(/\A(kept )?\d+\z/) }
+        assert_equal({ "HASH" => 2000, "ARRAY" => 1 }, by_line[3].map { |o| o["type"] }.tally)
+        assert by_line.fetch(4, []).all? { |o| %w[ARRAY STRING DATA OBJECT].include?(o["type"]) }
+      end
+    end
+  end
+
+  # The usual way to dump a running app: a signal handler. Trap context cannot `require`, and
+  # dump, dump_all to a path and to an IO all needed one; what memprof loads is loaded with it,
+  # so none of its objects is charged to the app either.
+  def test_dump_and_dump_all_work_in_a_signal_handler_and_charge_nothing_to_the_app
+    Dir.mktmpdir("memprof-dump") do |dir|
+      run_ruby(<<~RUBY) do |out|
+        require "stringio"
+        Memprof.start
+        kept = "kept"
+        done = Queue.new
+        trap("USR2") do
+          Memprof.dump_all(#{File.join(dir, "a.json").inspect})
+          Memprof.dump_all(io = StringIO.new)
+          Memprof.dump(kept, StringIO.new)
+          done << io.string.lines.size
+        rescue Exception => e
+          done << e
+        end
+        Process.kill("USR2", Process.pid)
+        result = done.pop
+        puts result.is_a?(Integer) && result > 1000 ? "dumped" : result.inspect
+        GC.start
+        Memprof.stats(stats = StringIO.new)
+        puts stats.string.lines.reject { |l| l.include?(__FILE__) }
+      RUBY
+        assert_equal "dumped\n", out
+      end
+      assert_operator File.foreach(File.join(dir, "a.json")).count, :>, 1000
     end
   end
 end
