@@ -3,6 +3,8 @@
 #include <alloca.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 #include <cstdint>
 
@@ -71,6 +73,34 @@ TEST(StackScrub, StaysClearOfTheEndOfASmallStack) {
   EXPECT_GT(clearable, 0u);
   EXPECT_LT(clearable, 48u * 1024);
   EXPECT_EQ(clearable % 8, 0u);
+}
+
+// On a stack a runtime mapped itself, as Ruby does for a Fiber (here through ucontext, with a
+// guard page below it as Ruby's fiber pool has): cleared down to 16 KB above that guard, not
+// beyond (a fault on the guard), and not nothing (a report in a Fiber kept its garbage).
+TEST(StackScrub, ClearsAFibersStackWithinItsMapping) {
+  constexpr size_t kPage = 4096, kStack = 96 * 1024;
+  void* mapped = mmap(nullptr, kPage + kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  ASSERT_EQ(mprotect(mapped, kPage, PROT_NONE), 0);
+  static ucontext_t caller, fiber;
+  static size_t clearable;
+  static uintptr_t here;
+  ASSERT_EQ(getcontext(&fiber), 0);
+  fiber.uc_stack.ss_sp = static_cast<char*>(mapped) + kPage;
+  fiber.uc_stack.ss_size = kStack;
+  fiber.uc_link = &caller;
+  makecontext(&fiber, +[] {
+    here = stack_pointer();
+    clearable = clearable_stack_below(1024 * 1024);
+    clear_stack_below(1024 * 1024);  // would fault on the guard page if it ignored the bound
+  }, 0);
+  ASSERT_EQ(swapcontext(&caller, &fiber), 0);
+  const auto floor = reinterpret_cast<uintptr_t>(mapped) + kPage;
+  EXPECT_GT(clearable, 0u);
+  EXPECT_GE(here - clearable, floor + 16 * 1024 - 64);  // (from the frame, a few words above sp)
+  EXPECT_LT(here - clearable, floor + 16 * 1024 + 256);
+  munmap(mapped, kPage + kStack);
 }
 
 }  // namespace

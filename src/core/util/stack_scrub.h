@@ -20,7 +20,8 @@ namespace memprof::util {
 }
 
 // How many bytes below the caller's frame may be zeroed: up to `bytes`, never closer than
-// 16 KB to the end of the thread's stack (0 when its bounds are unknown); a multiple of 8.
+// 16 KB to the end of the stack it runs on, the thread's or a fiber's (0 when its bounds are
+// unknown); a multiple of 8.
 size_t clearable_stack_below(size_t bytes) noexcept;
 
 // Zeroes up to `bytes` of stack below the stack pointer of the function this is inlined into.
