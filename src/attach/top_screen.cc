@@ -87,7 +87,7 @@ std::vector<Row> sorted_rows(const TopFrame& frame, const TopSettings& settings)
 }
 
 std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& settings,
-                                    size_t width, size_t height) {
+                                    size_t width, size_t height, size_t max_rows) {
   uint64_t live = 0, bytes = 0;
   for (const LiveGroup& group : frame.now->groups) {
     live += group.count;
@@ -117,8 +117,9 @@ std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& se
   constexpr size_t kNumbers = 11 + 1 + 11 + 1 + 10 + 2;
   add(fmt::format("{:>11} {:>11} {:>10}  {}", "LIVE", "BYTES", "GROWTH", heading));
   size_t key_width = width > kNumbers ? width - kNumbers : 1;
+  const size_t headers = lines.size();
   for (const Row& row : sorted_rows(frame, settings)) {
-    if (lines.size() >= height) break;
+    if (lines.size() >= height || lines.size() - headers >= max_rows) break;
     add(fmt::format("{:>11} {:>11} {:>10}  {}", heap::count_text(row.count),
                     heap::bytes_text(row.bytes), signed_count(row.growth),
                     fit_left(row.key, key_width)));

@@ -2,6 +2,7 @@
 // the terminal, and the keys that change it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,10 @@ struct TopFrame {
   const LiveSnapshot* before = nullptr;  // null on the first frame: no rates yet
 };
 
-// The frame as lines no wider than `width`, at most `height` of them.
+// The frame as lines no wider than `width`, at most `height` of them, with at most `max_rows`
+// rows below the headers.
 std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& settings,
-                                    size_t width, size_t height);
+                                    size_t width, size_t height, size_t max_rows = SIZE_MAX);
 
 // The rows, sorted as `settings` says (shared by the screen and --json).
 std::vector<Row> sorted_rows(const TopFrame& frame, const TopSettings& settings);

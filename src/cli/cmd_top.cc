@@ -184,8 +184,9 @@ int run_top(const TopOptions& options) {
     return 0;
   }
   auto [width, height] = terminal_size();
-  size_t rows = options.rows != 0 ? options.rows + 5 : std::max<size_t>(height - 1, 6);
-  for (const std::string& line : attach::render_top(frame, *settings, width, rows))
+  const size_t lines = options.rows != 0 ? SIZE_MAX : std::max<size_t>(height - 1, 6);
+  const size_t rows = options.rows != 0 ? options.rows : SIZE_MAX;
+  for (const std::string& line : attach::render_top(frame, *settings, width, lines, rows))
     fmt::print("{}\n", line);
   return 0;
 }

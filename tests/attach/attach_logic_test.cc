@@ -99,6 +99,24 @@ bool has_line_starting(const std::vector<std::string>& lines, std::string_view s
   return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) { return line.starts_with(start); });
 }
 
+// `top --once --rows N` shows N rows below the headers, whether or not the keys line is there
+// (it showed N+1 once that line was left out of --once).
+TEST(TopScreen, MaxRowsCountsRowsNotHeaders) {
+  LiveSnapshot now = reading({{"a.rb", 1, "String", 5, 200}, {"a.rb", 2, "Array", 4, 160},
+                              {"a.rb", 3, "Hash", 3, 120}, {"a.rb", 4, "Object", 2, 80}});
+  TopFrame frame{42, &now, nullptr};
+  for (bool interactive : {false, true}) {
+    TopSettings settings;
+    settings.interactive = interactive;
+    for (size_t rows : {1u, 3u}) {
+      auto lines = render_top(frame, settings, 80, SIZE_MAX, rows);
+      auto header = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.find("LIVE") != std::string::npos; });
+      ASSERT_NE(header, lines.end());
+      EXPECT_EQ(static_cast<size_t>(lines.end() - header - 1), rows) << interactive;
+    }
+  }
+}
+
 // `top --once` and `--json` read no keys: only the full screen lists them.
 TEST(TopScreen, OnlyTheInteractiveScreenListsTheKeys) {
   LiveSnapshot before = reading({{"a.rb", 1, "String", 5, 200}});

@@ -52,6 +52,9 @@ class AttachExactCountsTest < Minitest::Test
           .fetch("allocations_per_second")
     end
     assert_equal [0.0, 0.0, 0.0], rates
+    # --rows N: N rows under the headers (there are more groups: the Strings, their Array).
+    screen = memprof!("top", "-p", target.pid, "--once", "--rows", 1, "--interval", "0.2s", target: target)
+    assert_equal 1, screen.lines.drop_while { |l| !l.include?("LIVE") }.drop(1).size, screen
     detach!(target)
     target.send_line("finish")
     assert target.wait_exit.success?, target.context
