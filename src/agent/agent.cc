@@ -96,6 +96,15 @@ constinit std::atomic<int> g_listening_fd{-1};
 constinit std::atomic<RecordingSessions*> g_serving_sessions{nullptr};
 constinit std::atomic<RecordingSessions*> g_inherited_sessions{nullptr};
 
+// The process's end removes the socket file: the agent's thread, whose server would remove it on
+// detach, is never unwound (an attached app that ended normally, every `memprof run` child, left
+// its file for the next sweep). Only by the process serving it: a forked child has its own
+// pid's. Run by the library's destructor, which exit() runs after every exit handler: one that
+// waits (after Ruby's VM has ended) still gets its requests answered, and refused as they should.
+void remove_socket_at_exit() {
+  if (g_listening_fd.load(std::memory_order_acquire) >= 0) ::unlink(socket_path(::getuid(), ::getpid()).c_str());
+}
+
 void end_inherited_sessions() {
   std::unique_ptr<RecordingSessions> inherited(g_inherited_sessions.exchange(nullptr));
   if (inherited != nullptr) inherited->end_all();
@@ -267,3 +276,5 @@ __attribute__((constructor)) static void memprof_agent_loaded() {
   if (memprof_agent_start() == 0 && hold != memprof::agent::Hold::kNone) memprof::agent::hold_until_traced(hold);
   memprof::agent::note_launch_held(false);
 }
+
+__attribute__((destructor)) static void memprof_agent_unloaded() { memprof::agent::remove_socket_at_exit(); }

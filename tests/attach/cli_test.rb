@@ -90,9 +90,13 @@ class AttachCliTest < Minitest::Test
     stats = live_stats(ruby_pid)
     assert_equal 2000, stats[late], stats.inspect
     assert_equal 1000, stats[early], "the script's first objects were not tracked: #{stats.inspect}"
+    socket = "/tmp/memprof-#{Process.uid}/#{ruby_pid}.sock"
+    assert File.socket?(socket)
     run.send_line("exit")
     status = run.wait_exit
     assert_equal 7, status.exitstatus, run.context
+    # Removed by exit(), not left for the next sweep.
+    refute File.exist?(socket), "#{socket} outlived its process"
   end
 
   # A program the agent cannot be preloaded into runs, and memprof says so at once. Before:
