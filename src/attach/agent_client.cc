@@ -12,6 +12,7 @@
 #include "attach/ruby_target.h"
 #include "core/proc/process_access.h"
 #include "core/util/scoped_fd.h"
+#include "inject/preflight.h"
 
 namespace memprof::attach {
 
@@ -31,6 +32,7 @@ Error no_agent(pid_t pid, bool explain) {
 
 Result<ScopedFd> connect_to_agent(pid_t pid, bool explain = true) {
   MEMPROF_TRY_STATUS(proc::check_process_exists(pid));
+  MEMPROF_TRY_STATUS(inject::check_process_can_answer(pid));
   auto uid = proc::process_uid(pid);
   if (!uid) return err("cannot read the owner of process {}", pid);
   std::string path = agent::socket_path(*uid, pid);

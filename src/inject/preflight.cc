@@ -45,6 +45,10 @@ pid_t tracer_of(pid_t pid, std::string_view leader_status) {
   return 0;
 }
 
+Error stopped(pid_t pid) {
+  return err("process {} is stopped (SIGSTOP); resume it with kill -CONT {}", pid, pid);
+}
+
 Status check_state(pid_t pid, std::string_view status) {
   std::string state = status_field(status, "State");
   switch (state.empty() ? '?' : state.front()) {
@@ -55,7 +59,7 @@ Status check_state(pid_t pid, std::string_view status) {
       return err("process {} has exited", pid);
     case 'T':
       // Attaching would work but the stopped thread could not run dlopen: memprof would wait.
-      return err("process {} is stopped (SIGSTOP); resume it with kill -CONT {}", pid, pid);
+      return stopped(pid);
     default:
       return ok_status();
   }
@@ -88,6 +92,19 @@ Status check_process_can_be_traced(pid_t pid) {
     return err("process {} runs in seccomp strict mode (Seccomp: 1 in /proc/{}/status): any "
                "system call but read, write and exit kills it, and loading a library needs "
                "openat and mmap; memprof cannot attach to it", pid, pid);
+  }
+  return ok_status();
+}
+
+Status check_process_can_answer(pid_t pid) {
+  auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
+  if (!status) return ok_status();  // gone: the connection says so
+  const std::string state = status_field(*status, "State");
+  if (state.starts_with('T')) return stopped(pid);
+  if (state.starts_with('t')) {
+    const pid_t tracer = number_field(*status, "TracerPid");
+    return err("process {} is stopped by {} (pid {}), which traces it; it answers once that tracer "
+               "lets it run", pid, process_name(tracer), tracer);
   }
   return ok_status();
 }

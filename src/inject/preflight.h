@@ -14,6 +14,10 @@ namespace memprof::inject {
 // mode.
 Status check_process_can_be_traced(pid_t pid);
 
+// A process whose threads can run, so that its agent's thread can answer: refuses one stopped
+// by SIGSTOP or by a tracer (a request would wait out its whole timeout). Other states pass.
+Status check_process_can_answer(pid_t pid);
+
 // For a failed dlopen: a sentence to append when the process runs under a seccomp filter (which
 // may have refused dlopen's system calls: its rules cannot be read without CAP_SYS_ADMIN), or "".
 std::string seccomp_hint(pid_t pid);

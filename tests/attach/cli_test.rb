@@ -57,6 +57,26 @@ class AttachCliTest < Minitest::Test
     end
   end
 
+  # A stopped process cannot answer: its agent's thread is stopped too. Refused at once, as
+  # attach refuses it, instead of waiting out the 90 s reply timeout (stats) or for ever (detach).
+  def test_requests_to_a_stopped_process_are_refused_at_once
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    Process.kill("STOP", target.pid)
+    begin
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      %w[stats detach].each do |command|
+        assert_one_line_error([command, "-p", target.pid],
+                              /\Amemprof: process #{target.pid} is stopped \(SIGSTOP\); resume it with kill -CONT #{target.pid}\n\z/)
+      end
+      assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 10
+    ensure
+      Process.kill("CONT", target.pid)
+    end
+    detach!(target)
+  end
+
   def test_run_tracks_from_the_start_and_keeps_the_exit_status
     script = File.join(@tmpdir, "app.rb")
     File.write(script, <<~RUBY)
