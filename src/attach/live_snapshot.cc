@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -47,8 +48,17 @@ Result<LiveSnapshot> read_snapshot(pid_t pid, Collect collect) {
 Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect collect) {
   LiveSnapshot total;
   std::map<std::tuple<std::string, int, std::string>, LiveGroup> merged;
+  std::optional<Error> first_error;
+  size_t read = 0;
   for (pid_t pid : pids) {
-    MEMPROF_TRY(snapshot, read_snapshot(pid, collect));
+    auto reading = read_snapshot(pid, collect);
+    if (!reading.ok()) {
+      if (!first_error) first_error = reading.error();
+      total.left_out.push_back(fmt::format("process {}: {}", pid, reading.message()));
+      continue;
+    }
+    ++read;
+    LiveSnapshot& snapshot = *reading;
     total.time = std::max(total.time, snapshot.time);
     total.total_allocated += snapshot.total_allocated;
     total.gc_count += snapshot.gc_count;
@@ -60,6 +70,7 @@ Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect colle
       }
     }
   }
+  if (read == 0 && first_error) return *first_error;
   for (auto& [key, group] : merged) total.groups.push_back(std::move(group));
   // Memprof.stats' order: count descending, then file, line, class.
   std::sort(total.groups.begin(), total.groups.end(), [](const LiveGroup& a, const LiveGroup& b) {

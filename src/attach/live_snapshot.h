@@ -28,6 +28,8 @@ struct LiveSnapshot {
   // malloc blocks; a line below 0 means "no line".
   bool native = false;
   bool ruby_lines = true;  // false: no block had a Ruby line (a program without Ruby)
+  // Read from several processes: those that could not be read, as "process N: why".
+  std::vector<std::string> left_out;
 };
 
 Result<LiveSnapshot> parse_snapshot(const std::string& json);
@@ -40,7 +42,9 @@ enum class Collect { kNo, kGarbageFirst };
 // Asks the agent of `pid` for one.
 Result<LiveSnapshot> read_snapshot(pid_t pid, Collect collect = Collect::kNo);
 // One reading of several processes (a master and its workers), added up: groups of the same
-// file:line and class merged, allocation and GC counters summed.
+// file:line and class merged, allocation and GC counters summed. A process that cannot be read
+// (a worker that has ended or is a zombie, a wrapper without Ruby) is left out and named in
+// `left_out`; fails only when none can be read, with the first one's reason.
 Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect collect = Collect::kNo);
 
 // How rows are grouped: by class, by file:line, or by both.

@@ -5,8 +5,8 @@
 #include "attach/json_field.h"
 
 #include "attach/attach_flow.h"
-#include "attach/process_tree.h"
 #include "cli/command.h"
+#include "cli/process_tree_command.h"
 
 namespace memprof::cli {
 namespace {
@@ -17,14 +17,14 @@ struct AttachOptions {
   bool json = false;
 };
 
-int attach_one(pid_t pid, bool json) {
+Status attach_one(pid_t pid, bool json) {
   auto outcome = attach::attach_ruby(pid);
-  if (!outcome.ok()) return fail(outcome.message());
+  if (!outcome.ok()) return outcome.error();
   if (json) {
     fmt::print("{{\"pid\":{},\"injected\":{},\"started\":{},\"pause_ms\":{:.3f},\"status\":{}}}\n",
                pid, outcome->injected, outcome->started, outcome->pause_ms,
                outcome->status_json);
-    return 0;
+    return ok_status();
   }
   simdjson::dom::parser parser;
   simdjson::dom::element status;
@@ -44,13 +44,12 @@ int attach_one(pid_t pid, bool json) {
                outcome->pause_ms);
   fmt::print("{} process {}: {}\n", outcome->started ? "tracking" : "already tracking", pid,
              how);
-  return 0;
+  return ok_status();
 }
 
 int run_attach(const AttachOptions& options) {
-  int status = 0;
-  for (pid_t pid : attach::targets(options.pid, options.children))
-    status = std::max(status, attach_one(pid, options.json));
+  int status = for_each_target(options.pid, options.children,
+                               [&](pid_t pid) { return attach_one(pid, options.json); });
   if (!options.json && status == 0)
     fmt::print("next: memprof top -p {0}   memprof stats -p {0}   memprof detach -p {0}\n",
                options.pid);
@@ -62,7 +61,8 @@ MEMPROF_COMMAND("attach", "Attach to a running Ruby process and track its alloca
                   auto options = std::make_shared<AttachOptions>();
                   add_pid_option(sub, options->pid, "Process to attach to")->required();
                   sub.add_flag("--children", options->children,
-                               "Also every descendant (a preforking server's workers)");
+                               "Also every descendant (a preforking server's workers; those that\n"
+                               "cannot be attached, such as a shell wrapper, are left out with a note)");
                   sub.add_flag("--json", options->json, "Print the outcome as JSON");
                   sub.footer(
                       "Loads memprof's agent into the process with ptrace (one thread is held\n"

@@ -7,12 +7,14 @@
 #include "attach/agent_client.h"
 #include "attach/json_field.h"
 #include "cli/command.h"
+#include "cli/process_tree_command.h"
 
 namespace memprof::cli {
 namespace {
 
 struct DetachOptions {
   pid_t pid = 0;
+  bool children = false;
   bool json = false;
 };
 
@@ -27,25 +29,32 @@ bool kept_own_tracking(const std::string& reply) {
   return !kept.empty();
 }
 
-int run_detach(const DetachOptions& options) {
-  auto reply = attach::agent_request(options.pid, "detach");
-  if (!reply.ok()) return fail(reply.message());
-  if (options.json)
-    fmt::print("{{\"pid\":{},\"detached\":true,\"reply\":{}}}\n", options.pid, *reply);
+Status detach_one(pid_t pid, bool json) {
+  auto reply = attach::agent_request(pid, "detach");
+  if (!reply.ok()) return reply.error();
+  if (json)
+    fmt::print("{{\"pid\":{},\"detached\":true,\"reply\":{}}}\n", pid, *reply);
   else if (kept_own_tracking(*reply))
     fmt::print("detached from process {}: agent stopped; the process's own tracking (Memprof.start) "
                "left on\n",
-               options.pid);
+               pid);
   else
     fmt::print("detached from process {}: hooks removed, patched bytes restored, agent stopped\n",
-               options.pid);
-  return 0;
+               pid);
+  return ok_status();
+}
+
+int run_detach(const DetachOptions& options) {
+  return for_each_target(options.pid, options.children,
+                         [&](pid_t pid) { return detach_one(pid, options.json); });
 }
 
 MEMPROF_COMMAND("detach", "Stop tracking an attached process and remove the agent's hooks",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<DetachOptions>();
                   add_pid_option(sub, options->pid, "Attached process")->required();
+                  sub.add_flag("--children", options->children,
+                               "Also every descendant (as attach --children attached them)");
                   sub.add_flag("--json", options->json, "Print the outcome as JSON");
                   sub.footer(
                       "Stops tracking (Memprof.stop: every GOT slot and call site is restored,\n"

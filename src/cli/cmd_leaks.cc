@@ -8,6 +8,7 @@
 #include "attach/live_snapshot.h"
 #include "attach/process_tree.h"
 #include "cli/command.h"
+#include "cli/process_tree_command.h"
 #include "heap/json_writer.h"
 #include "heap/units.h"
 
@@ -76,10 +77,12 @@ int run_leaks(const LeaksOptions& options) {
   if (options.rounds < 1) return fail("--rounds must be at least 1");
   std::vector<pid_t> pids = attach::targets(options.pid, options.children);
   std::vector<attach::LiveSnapshot> snapshots;
+  LeftOutNotes notes;
   for (size_t round = 0; round <= options.rounds; ++round) {
     if (round != 0) std::this_thread::sleep_for(*interval);
     auto snapshot = attach::read_snapshot(pids, attach::Collect::kGarbageFirst);
     if (!snapshot.ok()) return fail(snapshot.message());
+    notes.say(snapshot->left_out);
     snapshots.push_back(std::move(*snapshot));
     if (!options.json && round != 0)
       fmt::print(stderr, "round {}/{} done\n", round, options.rounds);

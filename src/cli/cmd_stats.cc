@@ -7,6 +7,7 @@
 #include "core/track/aggregate.h"
 #include "heap/json_writer.h"
 #include "cli/command.h"
+#include "cli/process_tree_command.h"
 
 namespace memprof::cli {
 namespace {
@@ -31,6 +32,7 @@ void say_nothing_is_tracked(pid_t pid, bool children) {
 int run_stats_of_tree(const StatsOptions& options) {
   auto snapshot = attach::read_snapshot(attach::process_tree(options.pid));
   if (!snapshot.ok()) return fail(snapshot.message());
+  LeftOutNotes().say(snapshot->left_out);
   std::vector<attach::LiveGroup>& groups = snapshot->groups;
   if (options.top != 0 && groups.size() > options.top) groups.resize(options.top);
   heap::JsonWriter json;

@@ -15,6 +15,7 @@
 #include "attach/process_tree.h"
 #include "attach/top_screen.h"
 #include "cli/command.h"
+#include "cli/process_tree_command.h"
 #include "heap/json_writer.h"
 
 namespace memprof::cli {
@@ -178,6 +179,7 @@ int run_top(const TopOptions& options) {
   std::this_thread::sleep_for(*interval);
   auto now = read();
   if (!now.ok()) return fail(now.message());
+  LeftOutNotes().say(now->left_out);
   attach::TopFrame frame{options.pid, &*now, &*first};
   if (options.json) {
     fmt::print("{}\n", frame_json(frame, *settings, options.rows));

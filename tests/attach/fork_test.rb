@@ -6,7 +6,8 @@
 #   - a master attached before it forks: each worker gets its own agent (its own socket,
 #     /tmp/memprof-UID/WORKERPID.sock) and `memprof stats -p WORKER` answers with the worker's
 #     objects, exactly.
-# (`--children`, which aggregates a master and its workers, is not covered here.)
+#   - `--children` attaches, reads and detaches a master and its workers together, leaving out
+#     a worker that has died (a zombie) instead of failing as a whole.
 require_relative "attach_helper"
 
 class AttachForkTest < Minitest::Test
@@ -91,5 +92,29 @@ class AttachForkTest < Minitest::Test
     leak_more(1, 1200)
     assert_alive(@master)
     @workers.each { |pid| assert File.exist?("/proc/#{pid}"), "worker #{pid} ended" }
+  end
+  # A worker killed while the tree is attached is a zombie until its master reaps it: stats
+  # --children read the rest and named it (before: 'process N has ended (a zombie...)' and exit
+  # 1 for the whole tree), and detach --children (before: no such option) detaches the rest.
+  def test_children_leaves_out_a_dead_worker
+    start_server
+    fork_workers
+    out = memprof!("attach", "-p", @master.pid, "--children", target: @master)
+    assert_equal 3, out.scan(/^tracking process/).size, out
+    leak_more(1, 1200)
+    Process.kill(:KILL, @workers[0])
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    sleep 0.01 until File.read("/proc/#{@workers[0]}/stat").split[2] == "Z" ||
+                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    out, err, status = memprof("stats", "-p", @master.pid, "--children")
+    assert_equal 0, status.exitstatus, err
+    assert_match(/\Amemprof: left out process #{@workers[0]}: .*zombie/, err)
+    assert_equal 600, out.lines.map(&:split).find { |_, site| site == @site }&.first.to_i, out
+    out, err, status = memprof("detach", "-p", @master.pid, "--children")
+    assert_equal 0, status.exitstatus, err
+    assert_equal [@master.pid, @workers[1]].sort, out.scan(/^detached from process (\d+)/).flatten.map(&:to_i).sort
+    assert_match(/left out process #{@workers[0]}/, err)
+    [@master.pid, @workers[1]].each { |pid| refute File.exist?("/tmp/memprof-#{Process.uid}/#{pid}.sock") }
+    assert_alive(@master)
   end
 end
