@@ -80,8 +80,12 @@ Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect colle
   return total;
 }
 
+std::string group_where(const LiveGroup& group) {
+  return group.line < 0 ? group.file : fmt::format("{}:{}", group.file, group.line);
+}
+
 std::string row_key(const LiveGroup& group, Grouping grouping) {
-  std::string where = group.line < 0 ? group.file : fmt::format("{}:{}", group.file, group.line);
+  std::string where = group_where(group);
   switch (grouping) {
     case Grouping::kClass: return group.class_name;
     case Grouping::kSite: return where;
@@ -99,6 +103,10 @@ std::vector<Row> rows_of(const LiveSnapshot& now, const LiveSnapshot* before, Gr
   std::unordered_map<std::string, Row> rows;
   for (const LiveGroup& group : now.groups) {
     Row& row = rows[row_key(group, grouping)];
+    if (grouping == Grouping::kBoth && row.what.empty()) {
+      row.where = group_where(group);
+      row.what = group.class_name;
+    }
     row.count += group.count;
     row.bytes += group.bytes;
   }

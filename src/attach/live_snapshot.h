@@ -54,6 +54,9 @@ Grouping shown_grouping(const LiveSnapshot& snapshot, Grouping chosen);
 
 struct Row {
   std::string key;  // "String", "app.rb:12" or "app.rb:12 String"
+  // By both: the key's two parts, "app.rb:12" and "String" (or a call site), for the screen to
+  // shorten each its own way. Empty otherwise.
+  std::string where, what;
   uint64_t count = 0;
   uint64_t bytes = 0;
   int64_t growth = 0;  // count minus the count in the previous snapshot

@@ -36,6 +36,24 @@ std::string fit_left(const std::string& text, size_t width) {
   return "..." + text.substr(text.size() - (width - 3));
 }
 
+std::string fit_right(const std::string& text, size_t width) {
+  if (text.size() <= width) return text;
+  if (width <= 3) return text.substr(0, width);
+  return text.substr(0, width - 3) + "...";
+}
+
+// A row's key in `width` columns. By both, each part keeps its telling end: the file's tail and
+// line, the class's or call site's start; the line gets at least half the width, so that a long
+// call site (`top --native`) does not push it out.
+std::string fit_key(const Row& row, size_t width) {
+  if (row.key.size() <= width || row.where.empty() || row.what.empty() || width < 8)
+    return fit_left(row.key, width);
+  const size_t what_room = width - 1 - std::min(row.where.size(), width / 2);
+  const size_t what_width = std::min(row.what.size(), what_room);
+  const size_t where_width = width - 1 - what_width;
+  return fit_left(row.where, where_width) + " " + fit_right(row.what, what_width);
+}
+
 std::string signed_count(int64_t value) {
   std::string digits = heap::count_text(static_cast<uint64_t>(value < 0 ? -value : value));
   return value > 0 ? "+" + digits : value < 0 ? "-" + digits : digits;
@@ -122,7 +140,7 @@ std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& se
     if (lines.size() >= height || lines.size() - headers >= max_rows) break;
     add(fmt::format("{:>11} {:>11} {:>10}  {}", heap::count_text(row.count),
                     heap::bytes_text(row.bytes), signed_count(row.growth),
-                    fit_left(row.key, key_width)));
+                    fit_key(row, key_width)));
   }
   return lines;
 }

@@ -117,6 +117,27 @@ TEST(TopScreen, MaxRowsCountsRowsNotHeaders) {
   }
 }
 
+// A row too wide for the screen keeps its Ruby line: a long call site (`top --native`) is cut at
+// its end, not the line at its start ("...6 rb_gc_impl_malloc+0x4b (libruby.so.3.4)" before); a
+// long path loses its start, the class stays whole.
+TEST(TopScreen, ANarrowScreenKeepsTheRubyLineOfARow) {
+  LiveSnapshot now = reading({{"nat.rb", 6, "rb_gc_impl_malloc+0x4b (libruby.so.3.4)", 5, 200},
+                              {"/srv/app/vendor/bundle/ruby/3.4.0/gems/some-gem-1.2.3/lib/some/gem/file.rb", 12,
+                               "String", 4, 160}});
+  TopFrame frame{42, &now, nullptr};
+  auto lines = render_top(frame, TopSettings{}, 60, SIZE_MAX);
+  auto line_with = [&](std::string_view text) {
+    return std::find_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  };
+  auto native = line_with("nat.rb:6 rb_gc_impl_m");
+  ASSERT_NE(native, lines.end()) << fmt::format("{}", fmt::join(lines, "\n"));
+  EXPECT_TRUE(native->ends_with("...")) << *native;
+  auto ruby = line_with("gem/file.rb:12 String");
+  ASSERT_NE(ruby, lines.end()) << fmt::format("{}", fmt::join(lines, "\n"));
+  EXPECT_EQ(native->size(), 60u);
+  EXPECT_LE(ruby->size(), 60u);
+}
+
 // `top --once` and `--json` read no keys: only the full screen lists them.
 TEST(TopScreen, OnlyTheInteractiveScreenListsTheKeys) {
   LiveSnapshot before = reading({{"a.rb", 1, "String", 5, 200}});
