@@ -131,10 +131,12 @@ module Memprof
     def track(out = $stderr)
       raise ArgumentError, "Memprof.track needs a block" unless block_given?
 
+      # Before the block: a path that cannot be written would lose the block's results after it.
+      Output.check_writable(out, "Memprof.track")
       begin_block_session("track") { start_tracking(:auto, :keep) }
       begin
         result = yield
-        stats(out)
+        print_stats(out, "track")
         result
       ensure
         end_block_session("track") { Native.stop }

@@ -17,6 +17,18 @@ module Memprof
       end
     end
 
+    # Raises as `open` would when `out` is a path that cannot be written (no such directory, no
+    # permission), without creating or truncating anything.
+    def self.check_writable(out, api)
+      return if io?(out)
+
+      path = path_of(out, api)
+      dir = File.dirname(path)
+      raise Errno::ENOENT, "#{api}: cannot write #{path}" unless File.directory?(dir)
+      raise Errno::EISDIR, "#{api}: cannot write #{path}" if File.directory?(path)
+      raise Errno::EACCES, "#{api}: cannot write #{path}" unless File.writable?(File.exist?(path) ? path : dir)
+    end
+
     # Yields the path of a file to write in full; then that file replaces `target` (a path: by
     # rename, so readers never see half a file and an error leaves the old file alone) or is
     # copied into it (an IO).

@@ -24,12 +24,13 @@ class ClassicApiTest < Minitest::Test
         Memprof.stop
         Memprof.track(track) { $kept << Object.new }                     # line 14
         begin
-          Memprof.track(missing) { }
+          Memprof.track(missing) { puts "the block ran, its results lost" }
         rescue SystemCallError => e
           puts "\#{e.class}: \#{e.message}"
         end
       RUBY
-        assert_equal "Errno::ENOENT: No such file or directory - Memprof.stats: cannot write #{File.join(dir, "no", "such")}\n", out
+        # Refused before the block runs, in track's name.
+        assert_equal "Errno::ENOENT: No such file or directory - Memprof.track: cannot write #{File.join(dir, "no", "such")}\n", out
         assert_equal "", err
         read = ->(name) { stats_for(File.read(File.join(dir, name)), path) }
         assert_equal({ "L6:Object" => 3 }, read.("stats"))
