@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with exit code 0: let CLI11 print them.
     if (e.get_exit_code() == 0) return app.exit(e);
-    return fail(fmt::format("{} (see memprof --help)", e.what()));
+    // A command's options are explained by its own --help.
+    return fail(fmt::format("{} (see memprof {}--help)", e.what(), command_given ? std::string(argv[1]) + " " : ""));
   }
   if (!chosen) return fail("no command given (see memprof --help)");
   // What an input asks for can exceed the memory there is (a line of gigabytes, a ulimit -v):

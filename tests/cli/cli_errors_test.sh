@@ -18,9 +18,9 @@ expect "unknown command" 1 "memprof: unknown command 'bogus' (see memprof --help
 expect "no command" 1 "memprof: A subcommand is required (see memprof --help)" "$memprof"
 # Builds restricted with MEMPROF_AREAS may leave the symbols command out.
 if "$memprof" --help | grep -q "^  symbols "; then
-  expect "missing argument" 1 "memprof: TARGET is required (see memprof --help)" "$memprof" symbols
+  expect "missing argument" 1 "memprof: TARGET is required (see memprof symbols --help)" "$memprof" symbols
   expect "command help" 0 "" "$memprof" symbols --help
-  expect "unknown option" 1 "memprof: The following argument was not expected: --bogus (see memprof --help)" "$memprof" symbols /bin/true --bogus
+  expect "unknown option" 1 "memprof: The following argument was not expected: --bogus (see memprof symbols --help)" "$memprof" symbols /bin/true --bogus
 fi
 expect "help" 0 "" "$memprof" --help
 # Only the command given sets up its options (main.cc): the list still names every command with
@@ -41,7 +41,7 @@ if "$memprof" --help | grep -q "^  analyze "; then
     echo "FAIL diff --help says it takes two or three dumps"
     failures=$((failures + 1))
   fi
-  expect "diff of one dump" 1 "memprof: dumps: At least 2 required but received 1 (see memprof --help)" "$memprof" diff a
+  expect "diff of one dump" 1 "memprof: dumps: At least 2 required but received 1 (see memprof diff --help)" "$memprof" diff a
   expect "diff of four dumps" 1 "memprof: diff takes two or three dumps: A B [C]" "$memprof" diff a b c d
 fi
 expect "version" 0 "" "$memprof" --version
@@ -54,7 +54,7 @@ for command in "leaks -p 99999999 --rounds" "leaks -p 99999999 --top" "stats -p 
   name=${command##* }
   if "$memprof" --help | grep -q "^  ${command%% *} "; then
     # shellcheck disable=SC2086
-    expect "$command -1" 1 "memprof: $name: Value -1 not in range $([ "$name" = --rounds ] && echo 1 || echo 0) to 100000000 (see memprof --help)" \
+    expect "$command -1" 1 "memprof: $name: Value -1 not in range $([ "$name" = --rounds ] && echo 1 || echo 0) to 100000000 (see memprof ${command%% *} --help)" \
       "$memprof" $command -1
   fi
 done
@@ -62,7 +62,7 @@ done
 # An empty filter was taken for no filter at all.
 if "$memprof" --help | grep -q "^  analyze "; then
   for option in --class --site --type; do
-    expect "analyze $option ''" 1 "memprof: $option: must not be empty (see memprof --help)" "$memprof" analyze x.json "$option" ""
+    expect "analyze $option ''" 1 "memprof: $option: must not be empty (see memprof analyze --help)" "$memprof" analyze x.json "$option" ""
   done
 fi
 

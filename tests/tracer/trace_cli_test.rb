@@ -453,7 +453,7 @@ class TraceCliTest < Minitest::Test
 
   def test_errors_are_one_line_and_exit_non_zero
     _, err, status = memprof("trace", "-p", 0, "-x", "f")
-    assert_equal [1, "memprof: --pid: a process id is a positive number, not 0 (see memprof --help)\n"],
+    assert_equal [1, "memprof: --pid: a process id is a positive number, not 0 (see memprof trace --help)\n"],
                  [status.exitstatus, err]
     missing = File.join(@tmpdir, "missing")
     _, err, status = memprof("trace", "-x", "f", "--", missing)
