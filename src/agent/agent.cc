@@ -99,8 +99,10 @@ constinit std::atomic<RecordingSessions*> g_inherited_sessions{nullptr};
 // The process's end removes the socket file: the agent's thread, whose server would remove it on
 // detach, is never unwound (an attached app that ended normally, every `memprof run` child, left
 // its file for the next sweep). Only by the process serving it: a forked child has its own
-// pid's. Run by the library's destructor, which exit() runs after every exit handler: one that
-// waits (after Ruby's VM has ended) still gets its requests answered, and refused as they should.
+// pid's. Run by the library's destructor (below), which exit() runs after the exit handlers
+// registered after the agent was loaded (an app's handler that waits after Ruby's VM has ended
+// still gets its requests answered, and refused as they should) and before those registered
+// before it (a preloaded agent's own wait for the trace's last reads: the destructor waits first).
 void remove_socket_at_exit() {
   if (g_listening_fd.load(std::memory_order_acquire) >= 0) ::unlink(socket_path(::getuid(), ::getpid()).c_str());
 }
@@ -277,4 +279,7 @@ __attribute__((constructor)) static void memprof_agent_loaded() {
   memprof::agent::note_launch_held(false);
 }
 
-__attribute__((destructor)) static void memprof_agent_unloaded() { memprof::agent::remove_socket_at_exit(); }
+__attribute__((destructor)) static void memprof_agent_unloaded() {
+  memprof::agent::wait_for_sessions_at_exit();
+  memprof::agent::remove_socket_at_exit();
+}
