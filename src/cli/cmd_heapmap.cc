@@ -33,13 +33,15 @@ int run_heapmap(const HeapMapCommandArguments& args) {
     fmt::print(stderr, "memprof: warning: objects not drawn (no free slot in the {} layout): {}\n",
                layout.layout->name, heap::count_text(drawing->undrawn));
   }
-  fmt::print("{}: {} page{}, {} slots, {} objects, {} pinned; {} layout ({})\n", args.output,
-             heap::count_text(drawing->pages), drawing->pages == 1 ? "" : "s", heap::count_text(drawing->slots),
-             heap::count_text(drawing->objects), heap::count_text(drawing->pinned), layout.layout->name,
-             layout.reason);
+  auto counted = [](uint64_t count, std::string_view noun) {
+    return fmt::format("{} {}{}", heap::count_text(count), noun, count == 1 ? "" : "s");
+  };
+  fmt::print("{}: {}, {}, {}, {} pinned; {} layout ({})\n", args.output, counted(drawing->pages, "page"),
+             counted(drawing->slots, "slot"), counted(drawing->objects, "object"), heap::count_text(drawing->pinned),
+             layout.layout->name, layout.reason);
   for (const report::SizePoolSummary& pool : drawing->pools) {
-    fmt::print("  {}-byte slots: {} page{}, {} slots, {} objects\n", pool.slot_size, heap::count_text(pool.pages),
-               pool.pages == 1 ? "" : "s", heap::count_text(pool.slots), heap::count_text(pool.objects));
+    fmt::print("  {}-byte slots: {}, {}, {}\n", pool.slot_size, counted(pool.pages, "page"), counted(pool.slots, "slot"),
+               counted(pool.objects, "object"));
   }
   return 0;
 }

@@ -125,7 +125,9 @@ std::string Heap::object_label(ObjectId id) const {
   if (auto found = class_names.find(id); found != class_names.end()) return std::string(str(found->second));
   const std::string anonymous = fmt::format("#<{}:{:#x}>", type[id] == ObjectType::kModule ? "Module" : "Class", address[id]);
   if (auto found = real_class_names.find(id); found != real_class_names.end()) {
-    return fmt::format("{} (singleton class of a {})", anonymous, str(found->second));
+    const std::string_view owner = str(found->second);
+    const bool vowel = !owner.empty() && std::string_view("AEIOU").find(owner.front()) != std::string_view::npos;
+    return fmt::format("{} (singleton class of {} {})", anonymous, vowel ? "an" : "a", owner);
   }
   return anonymous;
 }

@@ -111,7 +111,7 @@ LayoutChoice derive_layout(std::span<const SlotAddress> objects, const HeapLayou
     const uint64_t misfits = count_misfits(layout);
     if (misfits == 0) {
       std::string why = has_slot_size
-                            ? "objects carry slot_size, so Ruby 3.2 or later"
+                            ? "objects carry slot_size, written by Ruby 3.2 and later"
                             : fmt::format("every object address fits its {} KiB pages",
                                           layout.page_alignment / 1024);
       if (!rejected.empty()) why += "; " + rejected;

@@ -119,7 +119,7 @@ TEST(HeapGeometry, SlotSizeFieldMeansRubyThreeTwoOrLater) {
   const std::vector<SlotAddress> objects = {{0x20000 + 8, 40}};
   const LayoutChoice choice = derive_layout(objects, nullptr);
   EXPECT_EQ(choice.layout, &layout("3.2"));
-  EXPECT_EQ(choice.reason, "objects carry slot_size, so Ruby 3.2 or later");
+  EXPECT_EQ(choice.reason, "objects carry slot_size, written by Ruby 3.2 and later");
 }
 
 TEST(HeapGeometry, ForcedLayoutCountsMisfits) {

@@ -176,7 +176,7 @@ TEST(HeapmapCli, VariableWidthPagesHaveTallerCells) {
       {kMemprof, "heapmap", std::string(FIXTURE_DIR) + "/variable_width_heap.json", "-o", png});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, png + ": 2 pages, 2,045 slots, 4 objects, 1 pinned; Ruby 3.1+ layout "
-                           "(objects carry slot_size, so Ruby 3.2 or later)\n"
+                           "(objects carry slot_size, written by Ruby 3.2 and later)\n"
                            "  40-byte slots: 1 page, 1,637 slots, 2 objects\n"
                            "  160-byte slots: 1 page, 408 slots, 2 objects\n");
   const auto image = decode_png_file(png);
