@@ -51,20 +51,13 @@ module Memprof
     # removed afterwards whatever happens.
     def self.scratch_file(near, tag, api)
       scratch = scratch_path(near, tag, Native.getpid)
-      # EXCL: never through a link or a FIFO someone put in a shared directory under this name.
       begin
-        with_path_in_errors(near, api) do
-          File.open(scratch, File::WRONLY | File::CREAT | File::EXCL, &:close)
-        end
+        with_path_in_errors(near, api) { create_exclusively(scratch) }
       rescue Errno::EEXIST
         raise Errno::EEXIST, "#{api}: cannot write #{near}: its scratch file #{scratch} exists " \
                              "(left by a process of this pid, or put there by someone else)"
       end
-      begin
-        yield scratch
-      ensure
-        File.unlink(scratch) if File.exist?(scratch)
-      end
+      removed_afterwards(scratch) { yield scratch }
     end
 
     # Yields the path of a new empty file of this user's only (0600) in the temporary directory,
@@ -76,15 +69,21 @@ module Memprof
       dir = ENV.fetch("TMPDIR", "")
       dir = "/tmp" unless !dir.empty? && File.directory?(dir) && File.writable?(dir)
       scratch = File.join(dir, format("memprof-%d-%016x.output", Native.getpid, Random.rand(1 << 64)))
-      with_path_in_errors(scratch, api) do
-        File.open(scratch, File::WRONLY | File::CREAT | File::EXCL, 0o600, &:close)
-      end
-      begin
-        yield scratch
-      ensure
-        File.unlink(scratch) if File.exist?(scratch)
-      end
+      with_path_in_errors(scratch, api) { create_exclusively(scratch, 0o600) }
+      removed_afterwards(scratch) { yield scratch }
     end
+
+    # EXCL: never through a link or a FIFO someone put in a shared directory under this name.
+    def self.create_exclusively(path, mode = 0o666)
+      File.open(path, File::WRONLY | File::CREAT | File::EXCL, mode, &:close)
+    end
+
+    def self.removed_afterwards(path)
+      yield
+    ensure
+      File.unlink(path) if File.exist?(path)
+    end
+    private_class_method :create_exclusively, :removed_afterwards
 
     # The name of process `pid`'s scratch file `tag` beside `near`.
     def self.scratch_path(near, tag, pid)
