@@ -80,9 +80,13 @@ Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect colle
   return total;
 }
 
+namespace {
+
 std::string group_where(const LiveGroup& group) {
   return group.line < 0 ? group.file : fmt::format("{}:{}", group.file, group.line);
 }
+
+}  // namespace
 
 std::string row_key(const LiveGroup& group, Grouping grouping) {
   std::string where = group_where(group);
