@@ -104,23 +104,30 @@ std::vector<Row> sorted_rows(const TopFrame& frame, const TopSettings& settings)
   return rows;
 }
 
+double gc_rate(const TopFrame& frame) {
+  const double seconds = frame.before != nullptr ? frame.now->time - frame.before->time : 0;
+  return seconds > 0 ? static_cast<double>(frame.now->gc_count - frame.before->gc_count) / seconds : 0;
+}
+
+LiveTotals live_totals(const TopFrame& frame) {
+  LiveTotals totals;
+  for (const LiveGroup& group : frame.now->groups) {
+    totals.count += group.count;
+    totals.bytes += group.bytes;
+  }
+  return totals;
+}
+
 std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& settings,
                                     size_t width, size_t height, size_t max_rows) {
-  uint64_t live = 0, bytes = 0;
-  for (const LiveGroup& group : frame.now->groups) {
-    live += group.count;
-    bytes += group.bytes;
-  }
+  const auto [live, bytes] = live_totals(frame);
   std::vector<std::string> lines;
   auto add = [&](std::string line) {
     if (line.size() > width) line.resize(width);
     lines.push_back(std::move(line));
   };
   add(fmt::format("memprof top - pid {}{}", frame.pid, settings.paused ? "  [paused]" : ""));
-  double seconds = frame.before != nullptr ? frame.now->time - frame.before->time : 0;
-  double gcs = seconds > 0 ? static_cast<double>(frame.now->gc_count - frame.before->gc_count) /
-                                 seconds
-                           : 0;
+  const double gcs = gc_rate(frame);
   auto [grouping, heading] = grouping_names(shown_grouping(*frame.now, settings.grouping), frame.now->native);
   if (frame.now->native)
     add(fmt::format("malloc family: allocations {}/s  live {} blocks, {}",

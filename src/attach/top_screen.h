@@ -37,5 +37,14 @@ std::vector<std::string> render_top(const TopFrame& frame, const TopSettings& se
 std::vector<Row> sorted_rows(const TopFrame& frame, const TopSettings& settings);
 // Objects allocated per second between the two snapshots (Ruby's own counter), or 0.
 double allocation_rate(const TopFrame& frame);
+// GC runs per second between the two snapshots, or 0.
+double gc_rate(const TopFrame& frame);
+
+// What the latest snapshot holds in all: objects (blocks with --native) and their bytes.
+struct LiveTotals {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+LiveTotals live_totals(const TopFrame& frame);
 
 }  // namespace memprof::attach

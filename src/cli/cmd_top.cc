@@ -74,6 +74,14 @@ std::string frame_json(const attach::TopFrame& frame, const attach::TopSettings&
   json.field("pid", static_cast<uint64_t>(frame.pid));
   json.key("allocations_per_second");
   json.raw(fmt::format("{:.1f}", attach::allocation_rate(frame)));
+  // The screen's header line: GC rate (Ruby) and what is live in all.
+  if (!frame.now->native) {
+    json.key("gc_per_second");
+    json.raw(fmt::format("{:.1f}", attach::gc_rate(frame)));
+  }
+  const attach::LiveTotals totals = attach::live_totals(frame);
+  json.field("live", totals.count);
+  json.field("live_bytes", totals.bytes);
   json.key("rows");
   json.begin_array();
   size_t shown = 0;

@@ -52,6 +52,12 @@ class AttachExactCountsTest < Minitest::Test
           .fetch("allocations_per_second")
     end
     assert_equal [0.0, 0.0, 0.0], rates
+    # --json has the screen's header too: GC rate, and what is live in all (the rows' sum).
+    reading = JSON.parse(memprof!("top", "-p", target.pid, "--json", "--interval", "0.2s", target: target))
+    assert_operator reading.fetch("gc_per_second"), :>=, 0.0
+    assert_operator reading.fetch("live"), :>=, 10_001
+    assert_equal reading["rows"].sum { |row| row["live"] }, reading["live"]
+    assert_equal reading["rows"].sum { |row| row["bytes"] }, reading.fetch("live_bytes")
     # --rows N: N rows under the headers (there are more groups: the Strings, their Array).
     screen = memprof!("top", "-p", target.pid, "--once", "--rows", 1, "--interval", "0.2s", target: target)
     assert_equal 1, screen.lines.drop_while { |l| !l.include?("LIVE") }.drop(1).size, screen
