@@ -33,6 +33,13 @@ int run_analyze(const AnalyzeOptions& options) {
   std::string out = options.json ? heap::render_analysis_json(context, analyzed.analysis)
                                  : heap::render_analysis_text(context, analyzed.analysis);
   std::fwrite(out.data(), 1, out.size(), stdout);
+  // A filter that selects nothing is most often a name written otherwise than reports write it.
+  if (!options.filter.empty() && analyzed.analysis.count == 0)
+    fmt::print(stderr,
+               "memprof: no object of {} matches {}: classes are named as the by-class table names "
+               "them ('Foo::Bar', 'Object (ENV)', '(IMEMO:iseq)'), sites as Ruby wrote the file "
+               "(see the by-location table)\n",
+               options.dump, options.filter.describe());
   return 0;
 }
 

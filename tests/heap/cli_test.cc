@@ -263,6 +263,12 @@ TEST(Cli, FiltersAndSamplesLeadFromARowToObjects) {
                              "          50      2.0 kB     14.1 kB  Leaky\n"),
             std::string::npos) << analyze.out;
 
+  // A filter that selects nothing says how names are written (exit 0: an empty selection is an answer).
+  CommandResult none = run_memprof("analyze leak_b.json.zst --class Nope");
+  EXPECT_EQ(none.exit_code, 0);
+  EXPECT_TRUE(none.err.starts_with("memprof: no object of leak_b.json.zst matches class Nope: classes are "
+                                   "named as the by-class table names them")) << none.err;
+
   CommandResult bad = run_memprof("analyze leak_b.json.zst --type thing");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_EQ(bad.err, "memprof: --type thing: not an object type (STRING, ARRAY, HASH, OBJECT, DATA, "
