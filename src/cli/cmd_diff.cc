@@ -1,5 +1,6 @@
 // memprof diff A B [C]: objects allocated after dump A and still alive in B (and C), by
 // allocation site and class -- the three-dump technique for finding leaks.
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/command.h"
@@ -31,6 +32,9 @@ int run_diff(const DiffOptions& options) {
   if (options.dumps.size() < 2 || options.dumps.size() > 3) {
     return fail("diff takes two or three dumps: A B [C]");
   }
+  // The second reading of stdin would find it empty ("/dev/stdin: empty file").
+  if (std::count(options.dumps.begin(), options.dumps.end(), "-") > 1)
+    return fail("stdin can be read only once: give at most one of the dumps as -");
   std::vector<heap::Heap> heaps;
   for (const std::string& path : options.dumps) {
     auto heap = heap::load_heap(path, {.warnings = stderr});

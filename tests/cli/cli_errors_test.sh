@@ -42,6 +42,7 @@ if "$memprof" --help | grep -q "^  analyze "; then
     failures=$((failures + 1))
   fi
   expect "diff of one dump" 1 "memprof: dumps: At least 2 required but received 1 (see memprof diff --help)" "$memprof" diff a
+  expect "diff of stdin twice" 1 "memprof: stdin can be read only once: give at most one of the dumps as -" "$memprof" diff - - </dev/null
   expect "diff of four dumps" 1 "memprof: diff takes two or three dumps: A B [C]" "$memprof" diff a b c d
 fi
 expect "version" 0 "" "$memprof" --version
