@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -33,33 +34,40 @@ std::string ObjectFilter::describe() const {
 
 Result<ObjectSelection> ObjectSelection::make(const Heap& heap, const ObjectFilter& filter) {
   ObjectSelection selection;
-  selection.heap_ = &heap;
   selection.all_ = filter.empty();
+  if (selection.all_) return selection;
+  ObjectType type = ObjectType::kCount;  // any
   if (!filter.type.empty()) {
     std::string upper = filter.type;
     std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-    selection.type_ = parse_object_type(upper);
-    if (selection.type_ == ObjectType::kUnknown) {
+    type = parse_object_type(upper);
+    if (type == ObjectType::kUnknown) {
       return err("--type {}: not an object type (STRING, ARRAY, HASH, OBJECT, DATA, IMEMO, CLASS, ...)",
                  filter.type);
     }
   }
+  // Sites and class labels are decided once each: a heap has far fewer of them than objects.
+  std::vector<uint8_t> site_selected;  // by SiteId; empty: any site
   if (!filter.site.empty()) {
-    selection.site_selected_.assign(heap.sites.size(), 0);
+    site_selected.assign(heap.sites.size(), 0);
     for (size_t s = 1; s < heap.sites.size(); ++s) {
       std::string_view file = heap.str(heap.sites[s].file);
-      selection.site_selected_[s] =
-          names(file, filter.site) || names(fmt::format("{}:{}", file, heap.sites[s].line), filter.site);
+      site_selected[s] = names(file, filter.site) || names(fmt::format("{}:{}", file, heap.sites[s].line), filter.site);
     }
   }
-  selection.class_label_ = filter.class_label;
+  std::unordered_map<ClassKey, bool, ClassKeyHash> class_selected;
+  auto class_matches = [&](ObjectId id) {
+    auto [it, inserted] = class_selected.try_emplace(class_key(heap, id), false);
+    if (inserted) it->second = heap.class_label(id) == filter.class_label;
+    return it->second;
+  };
+  selection.selected_.resize(heap.size());
+  for (ObjectId id = 0; id < heap.size(); ++id) {
+    selection.selected_[id] = (type == ObjectType::kCount || heap.type[id] == type) &&
+                              (site_selected.empty() || site_selected[heap.site[id]] != 0) &&
+                              (filter.class_label.empty() || class_matches(id));
+  }
   return selection;
-}
-
-bool ObjectSelection::class_matches(ObjectId id) const {
-  auto [it, inserted] = class_cache_.try_emplace(class_key(*heap_, id), false);
-  if (inserted) it->second = heap_->class_label(id) == class_label_;
-  return it->second;
 }
 
 }  // namespace memprof::heap

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/util/result.h"
@@ -39,32 +38,19 @@ struct ObjectFilter {
   std::string describe() const;
 };
 
-// The objects of one heap a filter selects, decided per class, site and type once, so that a
-// test per object is a few array lookups.
+// The objects of one heap a filter selects, decided for every object when it is made: the
+// analyzer asks from several threads at once, so asking changes nothing.
 class ObjectSelection {
  public:
   // Fails when `type` is not an object type name.
   static Result<ObjectSelection> make(const Heap& heap, const ObjectFilter& filter);
 
-  bool operator()(ObjectId id) const {
-    if (all_) return true;
-    if (type_ != ObjectType::kCount && heap_->type[id] != type_) return false;
-    if (!site_selected_.empty() && !site_selected_[heap_->site[id]]) return false;
-    return class_label_.empty() || class_matches(id);
-  }
+  bool operator()(ObjectId id) const { return all_ || selected_[id] != 0; }
   bool all() const { return all_; }
 
  private:
-  bool class_matches(ObjectId id) const;
-
-  const Heap* heap_ = nullptr;
   bool all_ = true;
-  ObjectType type_ = ObjectType::kCount;  // kCount: any type
-  std::vector<uint8_t> site_selected_;    // by SiteId; empty: any site
-  std::string class_label_;
-  mutable std::unordered_map<ClassKey, bool, ClassKeyHash> class_cache_;
+  std::vector<uint8_t> selected_;  // by ObjectId, unless all_
 };
-
-
 
 }  // namespace memprof::heap
