@@ -1,6 +1,7 @@
 // memprof trace -p PID -x SYM ...: ltrace-style lines for the calls a running process makes to
 // the named functions, through hooks the agent installs inside it (src/tracer), or the same
 // for a command it starts (memprof trace -x SYM -- CMD ARGS).
+#include <fcntl.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@
 #include "attach/interruption.h"
 #include "attach/recorded_process.h"
 #include "cli/command.h"
+#include "core/util/scoped_fd.h"
+#include "core/util/whole_lines.h"
 #include "trace/capture_plan.h"
 #include "trace/prototype_files.h"
 #include "trace/trace_output.h"
@@ -113,8 +116,8 @@ int64_t realtime_offset_ns() {
 
 class TracePrinter {
  public:
-  TracePrinter(const TraceOptions& options, const Prototypes& prototypes, std::FILE* out)
-      : options_(options), prototypes_(prototypes), out_(out) {
+  TracePrinter(const TraceOptions& options, const Prototypes& prototypes, int out_fd)
+      : options_(options), prototypes_(prototypes), out_fd_(out_fd) {
     line_.timestamps = options.timestamps;
     line_.durations = options.durations;
     line_.format.string_limit = std::min(options.string_limit, trace::kLongestStringLimit);
@@ -199,15 +202,15 @@ class TracePrinter {
     return rows;
   }
 
+  // Whole lines per write(2): the traced program may share this terminal or pipe.
   void write(const std::string& text) {
     if (!write_error_.empty() || text.empty()) return;
-    if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0)
-      write_error_ = std::strerror(errno);
+    if (const int error = write_whole_lines(out_fd_, text); error != 0) write_error_ = std::strerror(error);
   }
 
   const TraceOptions& options_;
   const Prototypes& prototypes_;
-  std::FILE* out_;
+  int out_fd_;
   std::string write_error_;
   trace::LineOptions line_;
   std::map<uint32_t, trace::FunctionInfo> functions_;
@@ -252,10 +255,10 @@ int run_trace(const TraceOptions& options) {
   if (options.string_limit > trace::kLongestStringLimit)
     fmt::print(stderr, "memprof: -s {}: strings are shown up to {} characters (what a call's record holds)\n",
                options.string_limit, trace::kLongestStringLimit);
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, &std::fclose);
+  ScopedFd file;  // close-on-exec: not the traced program's
   if (!options.output.empty()) {
-    file.reset(std::fopen(options.output.c_str(), "w"));
-    if (file == nullptr) return fail(fmt::format("cannot write {}: {}", options.output, std::strerror(errno)));
+    file.reset(::open(options.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+    if (!file.valid()) return fail(fmt::format("cannot write {}: {}", options.output, std::strerror(errno)));
   }
 
   auto opened = attach::RecordedProcess::open(options.pid, options.command);
@@ -327,7 +330,7 @@ int run_trace(const TraceOptions& options) {
   // A reader that goes away (`| head`) makes writes fail with EPIPE: the trace then stops
   // properly instead of the CLI dying with its hooks left in the process.
   ::signal(SIGPIPE, SIG_IGN);
-  TracePrinter printer(options, *prototypes, file ? file.get() : stdout);
+  TracePrinter printer(options, *prototypes, file.valid() ? file.get() : STDOUT_FILENO);
   auto started = attach::agent_request(pid, "trace-start", request);
   if (!started.ok()) {
     if (process.ended_after_failure()) return finish_with_process(printer);

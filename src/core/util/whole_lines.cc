@@ -1,0 +1,53 @@
+#include "core/util/whole_lines.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace memprof {
+
+std::vector<std::string_view> whole_line_pieces(std::string_view text, size_t limit) {
+  std::vector<std::string_view> pieces;
+  while (!text.empty()) {
+    size_t end = text.size();
+    if (text.size() > limit) {
+      if (const size_t last = text.rfind('\n', limit - 1); last != std::string_view::npos)
+        end = last + 1;  // the most whole lines that fit
+      else if (const size_t first = text.find('\n', limit); first != std::string_view::npos)
+        end = first + 1;  // a line longer than the limit, alone
+    }
+    pieces.push_back(text.substr(0, end));
+    text.remove_prefix(end);
+  }
+  return pieces;
+}
+
+namespace {
+
+// The whole of `piece`: a pipe takes up to PIPE_BUF bytes at once or not at all, so a retry
+// continues only a piece longer than that or one written to a file or terminal.
+int write_all(int fd, std::string_view piece) {
+  while (!piece.empty()) {
+    const ssize_t n = ::write(fd, piece.data(), piece.size());
+    if (n >= 0) {
+      piece.remove_prefix(static_cast<size_t>(n));
+    } else if (errno == EAGAIN) {
+      pollfd ready{.fd = fd, .events = POLLOUT, .revents = 0};
+      if (::poll(&ready, 1, -1) < 0 && errno != EINTR) return errno;
+    } else if (errno != EINTR) {
+      return errno;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int write_whole_lines(int fd, std::string_view text) {
+  for (std::string_view piece : whole_line_pieces(text))
+    if (const int error = write_all(fd, piece); error != 0) return error;
+  return 0;
+}
+
+}  // namespace memprof
