@@ -82,8 +82,15 @@ Status check_process_can_be_traced(pid_t pid) {
   }
   MEMPROF_TRY_STATUS(check_state(pid, *status));
   if (pid_t tracer = tracer_of(pid, *status)) {
+    const std::string name = process_name(tracer);
+    // Another memprof traces only while it attaches (a second or so) or while `memprof trace`
+    // runs the program: there is nothing to detach, only to wait for.
+    if (name == "memprof") {
+      return err("process {} is being traced by another memprof (pid {}), attaching to it or "
+                 "tracing it; run this again when that command is done", pid, tracer);
+    }
     return err("process {} is already traced by {} (pid {}); detach it or stop that tracer first",
-               pid, process_name(tracer), tracer);
+               pid, name, tracer);
   }
   if (auto access = proc::predict_access(proc::access_facts(pid)); !access) {
     return err("cannot attach to process {}: {}", pid, access.message());

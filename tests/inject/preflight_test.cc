@@ -1,6 +1,7 @@
 // check_can_inject (and load_library, which runs it first): each refusal quickly, in one sentence
 // naming the process and what to do.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,11 +67,12 @@ TEST(CheckCanInject, StoppedProcessIsRefusedAtOnce) {
 // A process (not this one: a forked child) that traces the target until killed.
 class OtherTracer {
  public:
-  explicit OtherTracer(pid_t target) {
+  explicit OtherTracer(pid_t target, const char* name = nullptr) {
     int ready[2];
     EXPECT_EQ(::pipe(ready), 0);
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (name != nullptr) ::prctl(PR_SET_NAME, name);
       char ok = ::ptrace(PTRACE_SEIZE, target, nullptr, nullptr) == 0 ? 'y' : 'n';
       (void)::write(ready[1], &ok, 1);
       ::pause();
@@ -102,6 +104,17 @@ TEST(CheckCanInject, AlreadyTracedNamesTheTracer) {
   EXPECT_EQ(loaded.message(),
             fmt::format("process {} is already traced by inject_test (pid {}); detach it or stop "
                         "that tracer first", target.pid(), tracer.pid()));
+}
+
+// Two memprof commands at once: the second is told to wait, not to detach anything.
+TEST(CheckCanInject, TracedByAnotherMemprofSaysToWait) {
+  InjectTarget target("idle");
+  OtherTracer tracer(target.pid(), "memprof");
+  auto status = check_can_inject(target.pid());
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(), fmt::format("process {} is being traced by another memprof (pid {}), "
+                                          "attaching to it or tracing it; run this again when that "
+                                          "command is done", target.pid(), tracer.pid()));
 }
 
 // Strict mode kills a process on any other system call: refused before any ptrace.
