@@ -89,6 +89,22 @@ void log_problem(const std::string& message) {
 // exec'd or ended, and a CLI's connection then waited in a backlog nobody accepts, to be reset
 // when the child ended (seen following an exec chain through pyenv's shims).
 constinit std::atomic<int> g_listening_fd{-1};
+// The connection whose request the agent thread is handling, for a forked child to close too:
+// a child forked meanwhile (a dump's, the app's) kept the CLI waiting for an end of file after
+// this process was killed, as long as the child lived (a hung dump child: forever).
+constinit std::atomic<int> g_connection_fd{-1};
+
+// Publishes a descriptor in `slot` for as long as it lives.
+class PublishedFd {
+ public:
+  PublishedFd(std::atomic<int>& slot, int fd) : slot_(slot) { slot_.store(fd, std::memory_order_release); }
+  PublishedFd(const PublishedFd&) = delete;
+  PublishedFd& operator=(const PublishedFd&) = delete;
+  ~PublishedFd() { slot_.store(-1, std::memory_order_release); }
+
+ private:
+  std::atomic<int>& slot_;
+};
 
 // The sessions the agent thread serves, for a forked child to end (see the top); the child's
 // copy, once its fork handler took it, until its new thread has ended them. The child owns
@@ -123,10 +139,7 @@ void serve() {
     log_problem(server.message());
     return;
   }
-  struct Published {
-    explicit Published(int fd) { g_listening_fd.store(fd, std::memory_order_release); }
-    ~Published() { g_listening_fd.store(-1, std::memory_order_release); }
-  } published(server->listening_fd());
+  PublishedFd published(g_listening_fd, server->listening_fd());
   RequestHandler handler(ruby_runtime(), ruby_service());
   struct Serving {  // declared after the handler: unpublished before its sessions end
     explicit Serving(RecordingSessions& sessions) { g_serving_sessions.store(&sessions, std::memory_order_release); }
@@ -145,6 +158,7 @@ void serve() {
       log_problem(connection.message());
       return;
     }
+    PublishedFd handling(g_connection_fd, connection->get());
     auto frame = read_frame(connection->get(), kMaxRequestBytes, std::chrono::seconds(5));
     std::string reply;
     if (!frame.ok()) {
@@ -204,6 +218,7 @@ void after_fork_in_child() {
   // the thread it starts (every signal blocked: SIGTRAP would kill the process) could reach.
   hook::settle_hooks_after_fork();
   if (int parents = g_listening_fd.exchange(-1); parents >= 0) ::close(parents);
+  if (int parents = g_connection_fd.exchange(-1); parents >= 0) ::close(parents);
   // The parent's agent thread does not exist here; a lock it held stays held: start over.
   bool was_running = g_running;
   RecordingSessions* inherited = g_serving_sessions.exchange(nullptr, std::memory_order_acq_rel);

@@ -68,6 +68,16 @@ Result<ScopedFd> connect_to_agent(pid_t pid, bool explain = true) {
   return fd;
 }
 
+// A request met a closed connection: the process may have ended (exited, killed). Its sockets
+// close as it exits, a moment before /proc shows it ended, so this waits up to 0.5 s for that.
+bool ended_meanwhile(pid_t pid) {
+  for (int i = 0; i < 50; ++i) {
+    if (proc::process_gone(pid)) return true;
+    ::usleep(10'000);
+  }
+  return false;
+}
+
 }  // namespace
 
 bool agent_listening(pid_t pid) { return connect_to_agent(pid, /*explain=*/false).ok(); }
@@ -87,6 +97,7 @@ Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_
   Status written = agent::write_frame(fd.get(), agent::encode_request(verb, body));
   auto frame = agent::read_frame(fd.get(), agent::kMaxReplyBytes, timeout);
   if (!frame.ok()) {
+    if (ended_meanwhile(pid)) return err("process {} ended before its agent answered", pid);
     if (!written.ok()) return err("process {}: {}", pid, written.message());
     return err("process {}: no reply from the agent: {}", pid, frame.message());
   }

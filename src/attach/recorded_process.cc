@@ -47,17 +47,11 @@ void FollowMarker::remove() {
 
 RecordedProcess::RecordedProcess(pid_t pid) : pid_(pid), program_(read_program(pid)) {}
 
-bool process_gone(pid_t pid) {
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
-  const char state = proc::process_state(pid);
-  return state == 'Z' || state == 'X' || state == '?';
-}
-
 Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::string>& command) {
   if ((pid != 0) == !command.empty())
     return err("record a running process (-p PID) or a command (-- CMD ARGS), one of the two");
   if (command.empty()) {
-    if (process_gone(pid)) return err("no process {}", pid);
+    if (proc::process_gone(pid)) return err("no process {}", pid);
     MEMPROF_TRY_STATUS(ensure_agent(pid));
     return RecordedProcess(pid);
   }
@@ -74,7 +68,7 @@ Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::
   return process;
 }
 
-bool RecordedProcess::gone() const { return launched_ ? !launched_->running() : process_gone(pid_); }
+bool RecordedProcess::gone() const { return launched_ ? !launched_->running() : proc::process_gone(pid_); }
 
 bool RecordedProcess::ends_within(std::chrono::milliseconds time) const {
   for (auto waited = std::chrono::milliseconds(0);; waited += std::chrono::milliseconds(10)) {

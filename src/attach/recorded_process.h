@@ -80,7 +80,4 @@ class RecordedProcess {
   std::optional<LaunchedCommand> launched_;
 };
 
-// Whether `pid` has ended: no such process, or a zombie its parent has not reaped yet.
-bool process_gone(pid_t pid);
-
 }  // namespace memprof::attach

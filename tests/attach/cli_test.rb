@@ -319,6 +319,38 @@ class AttachCliTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # The process ends while a request waits for its answer (here a dump whose child hangs): the
+  # error says so. Before: the hung child kept the CLI's connection open, and `dump` waited for
+  # its 30-minute timeout; without a child, "process N: no reply from the agent: connection
+  # closed".
+  def test_a_process_that_ends_during_a_request_is_said_to_have_ended
+    target = threads_target(<<~RUBY)
+      require "objspace"
+      hang, $keep_open = IO.pipe
+      ObjectSpace.singleton_class.prepend(Module.new { define_method(:dump_all) { |**| hang.read } })
+    RUBY
+    attach!(target)
+    request = Thread.new do
+      memprof("dump", "-p", target.pid, "-o", File.join(@tmpdir, "heap.json"),
+              prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
+    end
+    children = -> { Dir["/proc/#{target.pid}/task/*/children"].flat_map { |f| File.read(f).split.map { Integer(_1) } } }
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    sleep 0.02 while children.call.empty? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    dump_children = children.call
+    refute_empty dump_children, "the dump never forked its child#{target.context}"
+    Process.kill(:KILL, target.pid)
+    out, err, status = request.value
+    assert_equal [1, "", "memprof: process #{target.pid} ended before its agent answered\n"],
+                 [status.exitstatus, out, err]
+  ensure
+    dump_children&.each do |child|  # the hung dump child, our target's: it outlives its parent
+      Process.kill(:KILL, child)
+    rescue Errno::ESRCH
+      nil
+    end
+  end
+
   private
 
   # A Ruby target that runs `setup` (which starts threads), then waits for "finish" on stdin.

@@ -1,9 +1,11 @@
 // Access checks and their explanations (Yama, capabilities, other users' processes).
 #include "core/proc/process_access.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <optional>
 #include <string_view>
@@ -46,6 +48,12 @@ Status check_process_exists(pid_t pid) {
   if (const char state = process_state(pid); state == 'Z' || state == 'X')
     return err("process {} has ended (a zombie its parent has not reaped yet)", pid);
   return ok_status();
+}
+
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  const char state = process_state(pid);
+  return state == 'Z' || state == 'X' || state == '?';
 }
 
 std::optional<int> yama_ptrace_scope() {

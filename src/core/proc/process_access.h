@@ -21,6 +21,9 @@ Status check_process_exists(pid_t pid);
 // The state letter of /proc/PID/stat (R, S, D, T, Z, X, ...); '?' when it cannot be read.
 char process_state(pid_t pid);
 
+// Whether `pid` has ended: no such process, or a zombie its parent has not reaped yet.
+bool process_gone(pid_t pid);
+
 // /proc/sys/kernel/yama/ptrace_scope, or nothing when Yama is not enabled.
 std::optional<int> yama_ptrace_scope();
 // Whether this process has CAP_SYS_PTRACE in its effective set.
