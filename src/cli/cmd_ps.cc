@@ -2,18 +2,18 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include <simdjson.h>
-
-#include "attach/json_field.h"
-
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include "agent/protocol.h"
 #include "agent/stale_sockets.h"
 #include "attach/agent_client.h"
+#include "attach/json_field.h"
 #include "cli/command.h"
+#include "core/util/json_escape.h"
 #include "core/util/proc_file.h"
 
 namespace memprof::cli {
@@ -22,6 +22,18 @@ namespace {
 struct PsOptions {
   bool json = false;
 };
+
+// The process's command line as `ps` shows it (what a server sets in $0 included: "puma:
+// cluster worker 1"), or its name in brackets when it has none left (a zombie).
+std::string command_line(pid_t pid) {
+  auto cmdline = read_proc_file(fmt::format("/proc/{}/cmdline", pid));
+  std::string command = cmdline.ok() ? *cmdline : std::string();
+  std::replace(command.begin(), command.end(), '\0', ' ');
+  command.erase(command.find_last_not_of(' ') + 1);  // a $0 shorter than argv leaves padding
+  if (!command.empty()) return command;
+  auto comm = read_proc_file(fmt::format("/proc/{}/comm", pid));
+  return comm.ok() ? fmt::format("[{}]", comm->substr(0, comm->find('\n'))) : "?";
+}
 
 int run_ps(const PsOptions& options) {
   namespace fs = std::filesystem;
@@ -38,11 +50,11 @@ int run_ps(const PsOptions& options) {
       if (pid <= 0) continue;
       auto hello = attach::agent_request(pid, "hello", {}, std::chrono::seconds(2));
       if (!hello.ok()) continue;  // a process that ended, or someone else's
-      auto comm = read_proc_file(fmt::format("/proc/{}/comm", pid));
-      std::string command = comm.ok() ? comm->substr(0, comm->find('\n')) : "?";
+      const std::string command = command_line(pid);
       if (options.json) {
-        rows.push_back(fmt::format("{{\"pid\":{},\"command\":\"{}\",\"agent\":{}}}", pid, command,
-                                   *hello));
+        std::string escaped;
+        append_json_escaped(escaped, command);
+        rows.push_back(fmt::format("{{\"pid\":{},\"command\":\"{}\",\"agent\":{}}}", pid, escaped, *hello));
         continue;
       }
       simdjson::dom::parser parser;
@@ -53,15 +65,14 @@ int run_ps(const PsOptions& options) {
         attach::read_field(root, "ruby", ruby);
         attach::read_field(root, "memprof_loaded", loaded);
       }
-      rows.push_back(fmt::format("{:>8}  {:<16}  {:<8}  {}", pid, command, ruby,
-                                 loaded ? "tracking" : "agent only"));
+      rows.push_back(fmt::format("{:>8}  {:<8}  {:<10}  {}", pid, ruby, loaded ? "tracking" : "agent only", command));
     }
   }
   if (options.json) {
     fmt::print("[{}]\n", fmt::join(rows, ","));
     return 0;
   }
-  fmt::print("{:>8}  {:<16}  {:<8}  {}\n", "PID", "COMMAND", "RUBY", "STATE");
+  fmt::print("{:>8}  {:<8}  {:<10}  {}\n", "PID", "RUBY", "STATE", "COMMAND");
   for (const std::string& row : rows) fmt::print("{}\n", row);
   return 0;
 }

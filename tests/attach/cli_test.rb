@@ -319,6 +319,19 @@ class AttachCliTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # `ps` names a process as ps(1) does, by the command line a server sets in $0 ("puma: cluster
+  # worker 1"), not by the executable's name: every Ruby was "ruby". --json escapes it.
+  def test_ps_names_a_process_by_its_command_line
+    title = %q(memprof-test worker "1" \\ 2)
+    target = ruby_job_target("$0 = #{title.inspect}\n$stdin.gets")
+    attach!(target)
+    row = memprof!("ps").lines.find { |line| line.split.first == target.pid.to_s }
+    assert_equal format("%8d  %-8s  %-10s  %s\n", target.pid, RUBY_VERSION, "tracking", title), row
+    entry = JSON.parse(memprof!("ps", "--json")).find { |process| process["pid"] == target.pid }
+    assert_equal title, entry&.fetch("command")
+    detach!(target)
+  end
+
   # The process ends while a request waits for its answer (here a dump whose child hangs): the
   # error says so. Before: the hung child kept the CLI's connection open, and `dump` waited for
   # its 30-minute timeout; without a child, "process N: no reply from the agent: connection
