@@ -65,7 +65,8 @@ int run_ps(const PsOptions& options) {
         attach::read_field(root, "ruby", ruby);
         attach::read_field(root, "memprof_loaded", loaded);
       }
-      rows.push_back(fmt::format("{:>8}  {:<8}  {:<10}  {}", pid, ruby, loaded ? "tracking" : "agent only", command));
+      rows.push_back(
+          fmt::format("{:>8}  {:<8}  {:<10}  {}", pid, ruby, loaded ? "tracking" : "agent only", command));
     }
   }
   if (options.json) {

@@ -124,13 +124,15 @@ class ChunkParser::Builder {
     chunk_.slot_size.push_back(record_.slot_size);
     chunk_.detail.push_back(chunk_.strings.intern(record_.detail));
     chunk_.ref_count.push_back(static_cast<uint32_t>(chunk_.references.size() - mark));
-    if (record_.has_value && type == ObjectType::kString) add_value(static_cast<ObjectId>(chunk_.address.size() - 1));
+    if (record_.has_value && type == ObjectType::kString) add_value(chunk_.string_values);
+    if (record_.has_value && type == ObjectType::kSymbol) add_value(chunk_.symbol_values);
     return {};
   }
 
-  void add_value(ObjectId id) {
-    StringValue& value = chunk_.string_values.emplace_back();
-    value.id = id;
+  // The value of the object just added.
+  void add_value(std::vector<StringValue>& values) {
+    StringValue& value = values.emplace_back();
+    value.id = static_cast<ObjectId>(chunk_.address.size() - 1);
     value.length = static_cast<uint32_t>(std::min<size_t>(record_.value.size(), UINT32_MAX));
     value.hash = std::hash<std::string_view>()(record_.value);
     std::copy_n(record_.value.data(), std::min(record_.value.size(), StringValue::kHeadSize), value.head.data());
@@ -170,6 +172,7 @@ void ParsedChunk::clear() {
   ref_count.clear();
   references.clear();
   string_values.clear();
+  symbol_values.clear();
   strings = StringPool();
   sites.resize(1);
   class_names.clear();

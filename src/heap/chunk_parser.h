@@ -30,6 +30,7 @@ struct ParsedChunk {
   std::vector<uint32_t> ref_count;   // references per object, in order in `references`
   std::vector<uint64_t> references;
   std::vector<StringValue> string_values;  // ids relative to the chunk
+  std::vector<StringValue> symbol_values;  // likewise
 
   StringPool strings;                                       // chunk-local, 0 = ""
   std::vector<std::pair<uint32_t, uint32_t>> sites{{0, 0}};  // (file string, line)

@@ -127,6 +127,8 @@ struct Heap {
 
   // STRING objects whose value the dump holds, in id order.
   BigVector<StringValue> string_values;
+  // SYMBOL objects' names (the dump holds dynamic Symbols, each with its "value"), in id order.
+  BigVector<StringValue> symbol_values;
 
   // ---- roots, shapes, diagnostics ----
   std::vector<RootSet> roots;

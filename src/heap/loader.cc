@@ -189,9 +189,12 @@ class Loader {
       offset += chunk.ref_count[i];
     }
     append(raw_references_, chunk.references);
-    const size_t values_before = heap_.string_values.size();
-    append(heap_.string_values, chunk.string_values);
-    for (size_t i = values_before; i < heap_.string_values.size(); ++i) heap_.string_values[i].id += base;
+    for (auto [to, from] : {std::pair{&heap_.string_values, &chunk.string_values},
+                            std::pair{&heap_.symbol_values, &chunk.symbol_values}}) {
+      const size_t before = to->size();
+      append(*to, *from);
+      for (size_t i = before; i < to->size(); ++i) (*to)[i].id += base;
+    }
     for (auto [index, name] : chunk.class_names) heap_.class_names.emplace(base + index, strings[name]);
     for (auto [index, name] : chunk.real_class_names) {
       heap_.real_class_names.emplace(base + index, strings[name]);

@@ -52,7 +52,8 @@ Result<ObjectSelection> ObjectSelection::make(const Heap& heap, const ObjectFilt
     site_selected.assign(heap.sites.size(), 0);
     for (size_t s = 1; s < heap.sites.size(); ++s) {
       std::string_view file = heap.str(heap.sites[s].file);
-      site_selected[s] = names(file, filter.site) || names(fmt::format("{}:{}", file, heap.sites[s].line), filter.site);
+      site_selected[s] =
+          names(file, filter.site) || names(fmt::format("{}:{}", file, heap.sites[s].line), filter.site);
     }
   }
   std::unordered_map<ClassKey, bool, ClassKeyHash> class_selected;

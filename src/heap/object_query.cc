@@ -206,10 +206,12 @@ std::vector<std::string> flag_names(uint16_t flags) {
   return names;
 }
 
+// The value of a String or the name of a Symbol, when the dump holds it.
 const StringValue* string_value(const Heap& heap, ObjectId id) {
-  auto found = std::lower_bound(heap.string_values.begin(), heap.string_values.end(), id,
+  const auto& values = heap.type[id] == ObjectType::kSymbol ? heap.symbol_values : heap.string_values;
+  auto found = std::lower_bound(values.begin(), values.end(), id,
                                 [](const StringValue& v, ObjectId target) { return v.id < target; });
-  return found != heap.string_values.end() && found->id == id ? &*found : nullptr;
+  return found != values.end() && found->id == id ? &*found : nullptr;
 }
 
 }  // namespace
@@ -353,7 +355,10 @@ std::string render_object(const Heap& heap, const Graph& graph, const DominatorT
   }
   if (heap.slot_size[target] != 0) out += fmt::format("  slot_size: {}\n", heap.slot_size[target]);
   if (value != nullptr) {
-    out += fmt::format("  value: \"{}{}\"\n", value->head_text(), value->length > StringValue::kHeadSize ? "..." : "");
+    // A Symbol as Ruby inspects one that needs quotes: :"name".
+    const std::string_view open = heap.type[target] == ObjectType::kSymbol ? ":\"" : "\"";
+    out += fmt::format("  value: {}{}{}\"\n", open, value->head_text(),
+                       value->length > StringValue::kHeadSize ? "..." : "");
   }
   if (tree.reachable(target)) {  // as retainers says it: a root's own children are the roots'
     out += tree.idom[target] == graph.super_root

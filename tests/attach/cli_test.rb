@@ -347,7 +347,9 @@ class AttachCliTest < Minitest::Test
       memprof("dump", "-p", target.pid, "-o", File.join(@tmpdir, "heap.json"),
               prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
     end
-    children = -> { Dir["/proc/#{target.pid}/task/*/children"].flat_map { |f| File.read(f).split.map { Integer(_1) } } }
+    children = lambda do
+      Dir["/proc/#{target.pid}/task/*/children"].flat_map { |f| File.read(f).split.map { Integer(_1) } }
+    end
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
     sleep 0.02 while children.call.empty? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
     dump_children = children.call

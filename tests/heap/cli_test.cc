@@ -18,6 +18,7 @@ using testing::CommandResult;
 using testing::expect_golden;
 using testing::fixture_address;
 using testing::fixture_path;
+using testing::object_line;
 using testing::read_file;
 using testing::run_memprof;
 using testing::unzstd;
@@ -135,6 +136,23 @@ TEST(Cli, ShowGolden) {
   CommandResult text = run_memprof("show leak_b.json.zst " + fixture_address("registry"));
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("\n  immediate dominator: the roots\n"), std::string::npos) << text.out;
+}
+
+// A dynamic Symbol's name is in the dump as a String's value is: show prints both.
+TEST(Cli, ShowPrintsAStringsValueAndASymbolsName) {
+  memprof::testing::TempDir dir;
+  const std::string path = dir.file("values.json");
+  memprof::testing::write_file(
+      path, object_line(0x10, "CLASS", 0, {}, 1000, R"(, "name":"Symbol")") +
+                object_line(0x20, "SYMBOL", 0x10, {}, 40, R"(, "value":"dyn_sym")") +
+                object_line(0x30, "STRING", 0, {}, 40, R"(, "value":"hello")"));
+  CommandResult symbol = run_memprof("show " + path + " 0x20");
+  ASSERT_EQ(symbol.exit_code, 0) << symbol.err;
+  EXPECT_NE(symbol.out.find("\n  value: :\"dyn_sym\"\n"), std::string::npos) << symbol.out;
+  CommandResult json = run_memprof("show --json " + path + " 0x20");
+  EXPECT_NE(json.out.find(R"("value_head":"dyn_sym")"), std::string::npos) << json.out;
+  CommandResult string = run_memprof("show " + path + " 0x30");
+  EXPECT_NE(string.out.find("\n  value: \"hello\"\n"), std::string::npos) << string.out;
 }
 
 TEST(Cli, RetainersGolden) {
