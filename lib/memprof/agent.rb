@@ -135,7 +135,8 @@ module Memprof
           "pid" => Process.pid, "ruby" => RUBY_VERSION, "active" => Memprof.started?,
           "mechanism" => info[:mechanism]&.to_s, "fallback_reason" => info[:fallback_reason],
           "hooked_slots" => info[:hooked_slots], "hooked_call_sites" => info[:hooked_call_sites],
-          "entries" => info[:entries], "table_bytes" => info[:table_bytes] + info[:site_bytes]
+          "entries" => info[:entries], "table_bytes" => info[:table_bytes] + info[:site_bytes],
+          "ractors" => Ractor.count
         }
       end
 

@@ -29,12 +29,13 @@ Status attach_one(pid_t pid, bool json) {
   simdjson::dom::parser parser;
   simdjson::dom::element status;
   std::string_view ruby = "?", mechanism = "?";
-  uint64_t slots = 0, call_sites = 0;
+  uint64_t slots = 0, call_sites = 0, ractors = 1;
   if (parser.parse(outcome->status_json).get(status) == simdjson::SUCCESS) {
     attach::read_field(status, "ruby", ruby);
     attach::read_field(status, "mechanism", mechanism);
     attach::read_field(status, "hooked_slots", slots);
     attach::read_field(status, "hooked_call_sites", call_sites);
+    attach::read_field(status, "ractors", ractors);
   }
   std::string how = mechanism == "hooks"
                         ? fmt::format("hooks on {} GOT slots and {} call sites", slots, call_sites)
@@ -44,6 +45,12 @@ Status attach_one(pid_t pid, bool json) {
                outcome->pause_ms);
   fmt::print("{} process {}: {}\n", outcome->started ? "tracking" : "already tracking", pid,
              how);
+  // Said now rather than by every read-out later (Tracker::prune says why).
+  if (ractors > 1)
+    fmt::print(stderr,
+               "memprof: note: process {} runs {} Ractors: allocations are tracked, but stats, top, "
+               "leaks, report and dump answer only once the main Ractor is left alone\n",
+               pid, ractors);
   return ok_status();
 }
 

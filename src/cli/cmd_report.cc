@@ -53,8 +53,8 @@ int run_report(const ReportOptions& options) {
   attach::Interruption interruption;
   auto opened = attach::ruby_request(options.pid, "report-begin");
   if (!opened.ok()) return fail(opened.message());
-  fmt::print(stderr, "window open for {} in process {} (Ctrl-C closes it early)\n",
-             options.duration, options.pid);
+  fmt::print(stderr, "window open for {:g} s in process {} (Ctrl-C closes it early)\n",
+             static_cast<double>(duration->count()) / 1000, options.pid);
   bool full = attach::Interruption::sleep_for(*duration);
   // Closed on every path, Ctrl-C included: an open window keeps the free watch on.
   auto closed = attach::ruby_request(options.pid, fmt::format("report-end {}", options.top));

@@ -267,7 +267,12 @@ class AttachCliTest < Minitest::Test
   # refused with the reason, instead of waiting for a child that never answers.
   def test_dump_is_refused_while_ractors_run
     target = threads_target("2.times { Ractor.new { a = []; loop { a << 'r' * 10; a.shift if a.size > 100 } } }")
-    attach!(target)
+    # Said at attach, not only by each read-out later.
+    out, err, status = memprof("attach", "-p", target.pid)
+    assert status.success?, err
+    assert_match(/^tracking process #{target.pid}: /, out)
+    assert_equal "memprof: note: process #{target.pid} runs 3 Ractors: allocations are tracked, but " \
+                 "stats, top, leaks, report and dump answer only once the main Ractor is left alone\n", err
     dump = File.join(@tmpdir, "heap.json")
     out, err, status = memprof("dump", "-p", target.pid, "-o", dump,
                                prefix: ["timeout", "-s", "INT", PATIENCE.to_s])

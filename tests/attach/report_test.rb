@@ -122,7 +122,7 @@ class AttachReportTest < Minitest::Test
                                                  "--duration", "600s", "--json", *options)
     stdin.close
     opened = Timeout.timeout(PATIENCE) { stderr.gets }
-    assert_match(/\Awindow open for 600s in process #{target.pid}/, opened.to_s)
+    assert_match(/\Awindow open for 600 s in process #{target.pid}/, opened.to_s)
     yield
     Process.kill(:INT, waiter.pid)
     out = Timeout.timeout(PATIENCE) { stdout.read }
