@@ -231,6 +231,7 @@ std::string render_analysis_json(const ReportContext& context, const Analysis& a
   }
   json.end_array();
   json.field("free_slots", context.heap.free_slot_count);
+  json_count(json, "shapes", context.heap.shape_count, context.heap.shape_memsize);  // Ruby 3.3+
   json_groups(json, "by_type", context, analysis.by_type);
   json_groups(json, "by_class", context, analysis.by_class);
   json_groups(json, "by_location", context, analysis.by_location);

@@ -24,7 +24,8 @@ using testing::run_memprof;
 using testing::unzstd;
 
 TEST(Cli, AnalyzeJsonTotalsEqualTheDump) {
-  auto [count, memsize, shapes] = testing::scan_dump(unzstd(read_file(fixture_path("leak_b.json.zst"))));
+  const testing::ScannedDump scanned = testing::scan_dump(unzstd(read_file(fixture_path("leak_b.json.zst"))));
+  const uint64_t count = scanned.objects, memsize = scanned.memsize;
   ASSERT_GT(count, 5000u);
   CommandResult r = run_memprof("analyze leak_b.json.zst --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -69,6 +69,8 @@ TEST_P(SizePoolDumps, AnalyzeCountsEveryObjectAndNoShapeAsAnObject) {
   EXPECT_EQ(uint64_t(doc["total"]["count"]), scanned.objects);
   EXPECT_EQ(uint64_t(doc["total"]["memsize"]), scanned.memsize);
   EXPECT_EQ(uint64_t(doc["bad_lines"]), 0u);
+  EXPECT_EQ(uint64_t(doc["shapes"]["count"]), scanned.shapes);
+  EXPECT_EQ(uint64_t(doc["shapes"]["memsize"]), scanned.shape_memsize);
   // Every type these Rubies write is one memprof knows, and the types partition the objects.
   uint64_t count = 0;
   for (simdjson::dom::element row : doc["by_type"].get_array()) {

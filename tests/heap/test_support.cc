@@ -97,14 +97,16 @@ ScannedDump scan_dump(const std::string& dump) {
     size_t end = dump.find('\n', start);
     if (end == std::string::npos) end = dump.size();
     std::string_view line(dump.data() + start, end - start);
+    auto memsize = [&] {
+      size_t at = line.rfind(R"("memsize":)");
+      return at == std::string_view::npos ? 0 : std::stoull(std::string(line.substr(at + 10, 24)));
+    };
     if (line.find(R"("type":"SHAPE")") != std::string_view::npos) {
       ++scanned.shapes;
+      scanned.shape_memsize += memsize();
     } else if (line.starts_with(R"({"address":)")) {
       ++scanned.objects;
-      size_t at = line.rfind(R"("memsize":)");
-      if (at != std::string_view::npos) {
-        scanned.memsize += std::stoull(std::string(line.substr(at + 10, 24)));
-      }
+      scanned.memsize += memsize();
     }
     start = end + 1;
   }

@@ -30,6 +30,7 @@ struct ScannedDump {
   uint64_t objects = 0;
   uint64_t memsize = 0;
   uint64_t shapes = 0;  // SHAPE lines
+  uint64_t shape_memsize = 0;
 };
 ScannedDump scan_dump(const std::string& dump);
 
