@@ -304,12 +304,7 @@ class AttachCliTest < Minitest::Test
   # agent now kills a child asleep without CPU time or I/O for --stall-timeout seconds and
   # removes its scratch files.
   def test_a_hung_dump_child_is_killed_and_its_files_removed
-    target = threads_target(<<~RUBY)
-      require "objspace"
-      hang, $keep_open = IO.pipe
-      ObjectSpace.singleton_class.prepend(Module.new { define_method(:dump_all) { |**| hang.read } })
-    RUBY
-    attach!(target)
+    target = hung_dump_target
     dump = File.join(@tmpdir, "heap.json")
     out, err, status = memprof("dump", "-p", target.pid, "-o", dump, "--stall-timeout", "1",
                                prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
@@ -342,12 +337,7 @@ class AttachCliTest < Minitest::Test
   # its 30-minute timeout; without a child, "process N: no reply from the agent: connection
   # closed".
   def test_a_process_that_ends_during_a_request_is_said_to_have_ended
-    target = threads_target(<<~RUBY)
-      require "objspace"
-      hang, $keep_open = IO.pipe
-      ObjectSpace.singleton_class.prepend(Module.new { define_method(:dump_all) { |**| hang.read } })
-    RUBY
-    attach!(target)
+    target = hung_dump_target
     request = Thread.new do
       memprof("dump", "-p", target.pid, "-o", File.join(@tmpdir, "heap.json"),
               prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
@@ -372,6 +362,17 @@ class AttachCliTest < Minitest::Test
   end
 
   private
+
+  # An attached target whose dump_all never returns (it waits on a pipe nobody writes).
+  def hung_dump_target
+    target = threads_target(<<~RUBY)
+      require "objspace"
+      hang, $keep_open = IO.pipe
+      ObjectSpace.singleton_class.prepend(Module.new { define_method(:dump_all) { |**| hang.read } })
+    RUBY
+    attach!(target)
+    target
+  end
 
   # A Ruby target that runs `setup` (which starts threads), then waits for "finish" on stdin.
   def threads_target(setup)
