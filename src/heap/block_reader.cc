@@ -10,7 +10,7 @@ Result<bool> BlockReader::next(BigVector<char>& block, size_t& size) {
   size_t usable = std::max(block_size_, carry_.size() * 2);
   if (block.size() < usable + kLinePadding) block.resize(usable + kLinePadding);
   usable = block.size() - kLinePadding;
-  std::memcpy(block.data(), carry_.data(), carry_.size());
+  if (!carry_.empty()) std::memcpy(block.data(), carry_.data(), carry_.size());  // data() may be null
   size = carry_.size();
   carry_.clear();
   size_t scanned = 0;  // bytes known to hold no '\n'
