@@ -67,9 +67,10 @@ module Memprof
   # user's block runs: a second report must fail at once, not wait for the first one's block.
   @lock = Thread::Mutex.new
   # "track", "report" or "dump" while that block runs (its tracking is the block's own), and
-  # the thread running it.
+  # the thread and process running it: a child forked inside the block runs no block of its own.
   @block_session = nil
   @block_session_thread = nil
+  @block_session_pid = nil
 
   class << self
     # Starts tracking every Ruby object allocated from now on, in every Ruby thread and Ractor.
@@ -247,6 +248,7 @@ module Memprof
         allocated, retained = Native.report do
           @block_session = "report"
           @block_session_thread = Thread.current
+          @block_session_pid = Process.pid
           @lock.unlock
           begin
             block.call
@@ -313,6 +315,7 @@ module Memprof
         yield
         @block_session = what
         @block_session_thread = Thread.current
+        @block_session_pid = Process.pid
       end
     end
 
@@ -325,8 +328,8 @@ module Memprof
 
     def refuse_inside_block_session(what)
       session = @block_session
-      # (A thread that is gone without ending its block: one of the parent's, in a forked child.)
-      return unless session && @block_session_thread.alive?
+      # In a forked child the block is the parent's: the child may stop the tracking it inherited.
+      return unless session && @block_session_pid == Process.pid && @block_session_thread.alive?
 
       raise Error, "Memprof.#{what}: a Memprof.#{session} block is running, and its tracking is that block's (it stops when the block ends)"
     end

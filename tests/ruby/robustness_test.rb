@@ -170,6 +170,33 @@ class RobustnessTest < Minitest::Test
     end
   end
 
+  # A worker forked inside a track block inherits its tracking, but not the block: it may stop
+  # tracking (it raised "a Memprof.track block is running" in the child, which never ends the
+  # block), while the parent's block still refuses.
+  def test_a_child_forked_inside_a_track_block_can_stop_tracking
+    run_ruby(<<~'RUBY') do |out, _err|
+      Memprof.track(File::NULL) do
+        reader, writer = IO.pipe
+        pid = fork do
+          reader.close
+          writer.write([Memprof.stop, Memprof.started?].inspect)
+          exit!(0)
+        end
+        writer.close
+        Process.wait(pid)
+        puts "child: #{reader.read}"
+        begin
+          Memprof.stop
+        rescue Memprof::Error => e
+          puts "parent: #{e.message}"
+        end
+      end
+    RUBY
+      assert_equal "child: [true, false]\nparent: Memprof.stop: a Memprof.track block is running, and its " \
+                   "tracking is that block's (it stops when the block ends)\n", out
+    end
+  end
+
   def test_forked_child_starts_empty_when_asked
     run_ruby(FORK, args: ["reset"]) do |out, _err, path|
       child, parent = out.split("parent\n")
