@@ -89,21 +89,35 @@ AgentSocketFile agent_socket_file(pid_t pid) {
   return {st.st_ino, int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec};
 }
 
-Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body,
-                                  std::chrono::milliseconds timeout) {
+namespace {
+
+Result<std::string> send_request(pid_t pid, std::string_view verb, std::string_view body,
+                                 std::chrono::milliseconds timeout, bool say_if_ended) {
   MEMPROF_TRY(fd, connect_to_agent(pid));
   // An agent that refuses the connection (another uid) writes its reason and closes at once,
   // so the request may meet a closed socket: the reason is still there to read.
   Status written = agent::write_frame(fd.get(), agent::encode_request(verb, body));
   auto frame = agent::read_frame(fd.get(), agent::kMaxReplyBytes, timeout);
   if (!frame.ok()) {
-    if (ended_meanwhile(pid)) return err("process {} ended before its agent answered", pid);
+    if (say_if_ended && ended_meanwhile(pid)) return err("process {} ended before its agent answered", pid);
     if (!written.ok()) return err("process {}: {}", pid, written.message());
     return err("process {}: no reply from the agent: {}", pid, frame.message());
   }
   auto reply = agent::decode_reply(*frame);
   if (!reply.ok()) return err("process {}: {}", pid, reply.message());
   return reply;
+}
+
+}  // namespace
+
+Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body,
+                                  std::chrono::milliseconds timeout) {
+  return send_request(pid, verb, body, timeout, /*say_if_ended=*/true);
+}
+
+Result<std::string> recording_request(pid_t pid, std::string_view verb, std::string_view body,
+                                      std::chrono::milliseconds timeout) {
+  return send_request(pid, verb, body, timeout, /*say_if_ended=*/false);
 }
 
 Result<std::string> ruby_request(pid_t pid, std::string_view command,

@@ -16,17 +16,17 @@ NativeLiveSource::NativeLiveSource(pid_t pid) : pid_(pid), symbols_(proc::Symbol
 
 Result<std::unique_ptr<NativeLiveSource>> NativeLiveSource::start(pid_t pid) {
   MEMPROF_TRY(process, RecordedProcess::open(pid, {}));
-  auto started = agent_request(process.pid(), "native-start", native::encode_native_request({}));
+  auto started = recording_request(process.pid(), "native-start", native::encode_native_request({}));
   if (!started.ok()) return started.error();
   std::unique_ptr<NativeLiveSource> source(new NativeLiveSource(pid));
   if (auto symbols = proc::SymbolIndex::for_process(pid); symbols.ok()) source->symbols_ = std::move(*symbols);
   return source;
 }
 
-NativeLiveSource::~NativeLiveSource() { (void)agent_request(pid_, "native-stop"); }
+NativeLiveSource::~NativeLiveSource() { (void)recording_request(pid_, "native-stop"); }
 
 Result<LiveSnapshot> NativeLiveSource::read() {
-  MEMPROF_TRY(reply, agent_request(pid_, "native-read"));
+  MEMPROF_TRY(reply, recording_request(pid_, "native-read"));
   MEMPROF_TRY(view, parse_native_snapshot(reply));
   // A library loaded since the last reading: read the process's objects again.
   for (const native::SiteRow& site : view.snapshot.sites) {

@@ -96,7 +96,7 @@ int run_native(const NativeOptions& options) {
   ::signal(SIGPIPE, SIG_IGN);
   native::NativeRequest request{options.stack_depth, options.ruby_lines, options.track_mmap};
   const std::string encoded_request = native::encode_native_request(request);
-  auto started = attach::agent_request(pid, "native-start", encoded_request);
+  auto started = attach::recording_request(pid, "native-start", encoded_request);
   if (!started.ok()) {
     bool ended = process.ended_after_failure();
     process.abandon();
@@ -129,7 +129,7 @@ int run_native(const NativeOptions& options) {
       return false;
     };
     if (Status followed = process.follow_new_program(); !followed.ok()) return cannot_follow(followed.message());
-    auto restarted = attach::agent_request(pid, "native-start", encoded_request);
+    auto restarted = attach::recording_request(pid, "native-start", encoded_request);
     if (!restarted.ok()) return cannot_follow(restarted.message());
     MEMPROF_TRY(snapshot, attach::parse_native_snapshot(*restarted));
     for (const std::string& problem : snapshot.problems) fmt::print(stderr, "memprof: {}\n", problem);
@@ -146,7 +146,7 @@ int run_native(const NativeOptions& options) {
     auto left = deadline - std::chrono::steady_clock::now();
     auto step = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::min<std::chrono::steady_clock::duration>(left, kReadInterval));
-    auto read = attach::agent_request(pid, "native-read", fmt::format("wait_ms {}", std::max<int64_t>(step.count(), 0)));
+    auto read = attach::recording_request(pid, "native-read", fmt::format("wait_ms {}", std::max<int64_t>(step.count(), 0)));
     if (!read.ok()) {
       // Before waiting for an end: a new program held at its first instruction does not end.
       if ((replaced = process.replaced_program())) {
@@ -170,7 +170,7 @@ int run_native(const NativeOptions& options) {
   if (!process.gone() && !replaced) {
     namer.refresh(last.snapshot);  // before the stop: a process in exit() goes once it has the reply
     process.stop_following();
-    auto stopped = attach::agent_request(pid, "native-stop");
+    auto stopped = attach::recording_request(pid, "native-stop");
     if (stopped.ok()) {
       auto snapshot = attach::parse_native_snapshot(*stopped);
       if (!snapshot.ok()) return fail(snapshot.message());

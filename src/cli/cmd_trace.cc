@@ -301,7 +301,7 @@ int run_trace(const TraceOptions& options) {
     };
     printer.new_program();
     if (Status followed = process.follow_new_program(); !followed.ok()) return trace_ended(followed.message());
-    auto restarted = attach::agent_request(pid, "trace-start", request);
+    auto restarted = attach::recording_request(pid, "trace-start", request);
     if (!restarted.ok()) return trace_ended(restarted.message());
     auto readout = trace::parse_readout(*restarted);
     if (!readout.ok()) return fail(readout.message());
@@ -331,7 +331,7 @@ int run_trace(const TraceOptions& options) {
   // properly instead of the CLI dying with its hooks left in the process.
   ::signal(SIGPIPE, SIG_IGN);
   TracePrinter printer(options, *prototypes, file.valid() ? file.get() : STDOUT_FILENO);
-  auto started = attach::agent_request(pid, "trace-start", request);
+  auto started = attach::recording_request(pid, "trace-start", request);
   if (!started.ok()) {
     if (process.ended_after_failure()) return finish_with_process(printer);
     process.abandon();  // a launched command was started to be traced, and cannot be
@@ -350,7 +350,7 @@ int run_trace(const TraceOptions& options) {
   while (!exiting && printer.write_error().empty() && !attach::Interruption::requested() &&
          std::chrono::steady_clock::now() < deadline) {
     if (!attach::Interruption::sleep_for(kReadInterval)) break;
-    auto read = attach::agent_request(pid, "trace-read");
+    auto read = attach::recording_request(pid, "trace-read");
     if (!read.ok()) {
       if (auto status = after_failure(printer, read.message(), true)) return *status;
       continue;
@@ -366,7 +366,7 @@ int run_trace(const TraceOptions& options) {
       if (auto status = follow_exec(printer)) return *status;
   }
   process.stop_following();
-  auto stopped = attach::agent_request(pid, "trace-stop");
+  auto stopped = attach::recording_request(pid, "trace-stop");
   if (!stopped.ok()) return *after_failure(printer, stopped.message(), false);
   auto readout = trace::parse_readout(*stopped);
   if (!readout.ok()) return fail(readout.message());
