@@ -48,6 +48,7 @@ end
 require "objspace"
 require_relative "memprof/report"
 require_relative "memprof/compaction"
+require_relative "memprof/lost_objects"
 require_relative "memprof/output"
 require_relative "memprof/ractors"
 
@@ -349,6 +350,8 @@ module Memprof
       ensure_started(what)
       lines = Native.stats_lines
       Output.open(out, "Memprof.#{what}") { |io| lines.each { |line| io.puts(line) } }
+      note = LostObjects.note
+      warn "memprof: Memprof.#{what}: #{note}" if note
       nil
     end
 

@@ -143,7 +143,7 @@ module Memprof
       def stats(top)
         lines = Native.stats_lines
         lines = lines.first(top) if top.positive?
-        { "lines" => lines }
+        { "lines" => lines, "note" => LostObjects.note }
       end
 
       # Live tracked objects by site and class, for `top` and `leaks`: the CLI computes rates and

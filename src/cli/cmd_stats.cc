@@ -70,6 +70,9 @@ int run_stats(const StatsOptions& options) {
     std::string_view text;
     if (line.get(text) == simdjson::SUCCESS) fmt::print("{}\n", text);
   }
+  // What the agent wants said about these lines (objects the tracker had to forget).
+  if (std::string_view note; root["note"].get(note) == simdjson::SUCCESS)
+    fmt::print(stderr, "memprof: process {}: {}\n", options.pid, note);
   if (lines.size() == 0) say_nothing_is_tracked(options.pid, false);
   return 0;
 }

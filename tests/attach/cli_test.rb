@@ -319,6 +319,31 @@ class AttachCliTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # A compaction the agent's tracker could not follow empties its table: `stats -p` says how
+  # many objects were lost, once, instead of showing a short table without a word.
+  def test_stats_says_once_what_a_compaction_made_the_tracker_forget
+    target = ruby_job_target(<<~'RUBY')
+      while (line = $stdin.gets)
+        if line.start_with?("compact")
+          $kept = Array.new(1000) { Object.new }
+          GC.method(:compact).super_method.call  # around memprof's wrapper of GC.compact
+          puts "compacted #{Memprof.info[:lost_to_compaction]}"
+        end
+      end
+    RUBY
+    attach!(target)
+    lost = Integer(run_job(target, "compact", /\Acompacted \d+\z/)[/\d+/])
+    assert_operator lost, :>=, 1000
+    _, err, status = memprof("stats", "-p", target.pid)
+    assert status.success?, err
+    assert_equal "memprof: process #{target.pid}: #{lost} tracked objects were forgotten at a GC compaction " \
+                 "memprof could not follow (other Ractors running, or GC.compact called around memprof's " \
+                 "wrapper); they are missing from this read-out and the later ones\n", err
+    _, err, = memprof("stats", "-p", target.pid)
+    assert_equal "", err
+    detach!(target)
+  end
+
   # `ps` names a process as ps(1) does, by the command line a server sets in $0 ("puma: cluster
   # worker 1"), not by the executable's name: every Ruby was "ruby". --json escapes it.
   def test_ps_names_a_process_by_its_command_line

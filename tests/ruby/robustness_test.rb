@@ -197,6 +197,24 @@ class RobustnessTest < Minitest::Test
     end
   end
 
+  # A compaction memprof could not follow empties the table (it cannot tell moved-in objects
+  # from tracked ones): the next read-out says how many objects were lost, once.
+  def test_objects_lost_to_a_compaction_memprof_could_not_follow_are_said_once
+    run_ruby(<<~'RUBY') do |out, err|
+      Memprof.start
+      $kept = Array.new(1000) { Object.new }
+      GC.method(:compact).super_method.call  # around memprof's wrapper of GC.compact
+      Memprof.stats(File::NULL)
+      Memprof.stats(File::NULL)
+      print Memprof.info[:lost_to_compaction]
+    RUBY
+      assert_operator Integer(out), :>=, 1001
+      assert_equal "memprof: Memprof.stats: #{out} tracked objects were forgotten at a GC compaction memprof " \
+                   "could not follow (other Ractors running, or GC.compact called around memprof's wrapper); " \
+                   "they are missing from this read-out and the later ones\n", err
+    end
+  end
+
   def test_forked_child_starts_empty_when_asked
     run_ruby(FORK, args: ["reset"]) do |out, _err, path|
       child, parent = out.split("parent\n")
