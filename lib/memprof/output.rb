@@ -31,21 +31,41 @@ module Memprof
 
     # Yields the path of a file to write in full; then that file replaces `target` (a path: by
     # rename, so readers never see half a file and an error leaves the old file alone) or is
-    # copied into it (an IO).
+    # copied into it (an IO). A symbolic link is written through (its target is replaced), and
+    # a device, FIFO or socket is written into: renaming over /dev/null, which `memprof dump -p
+    # PID -o /dev/null` run as root did, replaced it with a file for the whole machine.
     def self.replace(target, api)
       if io?(target)
         private_scratch_file(api) do |partial|
           yield partial
           File.open(partial, "rb") { |f| IO.copy_stream(f, target) }
         end
-      else
-        path = path_of(target, api)
-        scratch_file(path, "partial", api) do |partial|
-          yield partial
-          with_path_in_errors(path, api) { File.rename(partial, path) }
-        end
+        return
+      end
+      shown = path_of(target, api)
+      path = link_target(shown)
+      if File.exist?(path) && !File.file?(path)
+        raise Errno::EISDIR, "#{api}: cannot write #{shown}" if File.directory?(path)
+
+        return self.open(path, api) { |io| replace(io, api) { |partial| yield partial } }
+      end
+      scratch_file(path, "partial", api) do |partial|
+        yield partial
+        with_path_in_errors(shown, api) { File.rename(partial, path) }
       end
     end
+
+    # The file `path` names once symbolic links are followed (a link to a file not created yet
+    # included), or `path` when the links go round.
+    def self.link_target(path)
+      40.times do
+        return path unless File.symlink?(path)
+
+        path = File.expand_path(File.readlink(path), File.dirname(path))
+      end
+      path
+    end
+    private_class_method :link_target
 
     # Yields the path of a new empty file beside `near` (same directory, so a rename is atomic),
     # removed afterwards whatever happens.

@@ -40,6 +40,22 @@ bool site_is_shown(const track::SiteTable& sites, uint32_t site) {
   return true;
 }
 
+// site_is_shown, decided once per site: read-outs ask it for every entry.
+class ShownSites {
+ public:
+  explicit ShownSites(const track::SiteTable& sites) : sites_(sites), shown_(sites.size(), kUndecided) {}
+  bool operator()(uint32_t site) {
+    uint8_t& shown = shown_[site];
+    if (shown == kUndecided) shown = site_is_shown(sites_, site);
+    return shown != 0;
+  }
+
+ private:
+  static constexpr uint8_t kUndecided = 2;
+  const track::SiteTable& sites_;
+  std::vector<uint8_t> shown_;
+};
+
 // A shown live object, with the class it has now (classes are never stored: they may move or
 // die; reading them from a live object is always safe).
 struct Item {
@@ -57,13 +73,12 @@ enum class Born { kAnytime, kInWindow };
 std::vector<Item> shown_items(const Tracker& tracker, bool with_memsize,
                               Born born = Born::kAnytime) {
   return tracker.with_tables([&](const track::LiveTable& table, const track::SiteTable& sites) {
-    std::vector<uint8_t> shown(sites.size(), 2);  // 2: not decided yet
+    ShownSites shown(sites);
     std::vector<Item> items;
     items.reserve(table.size());
     table.for_each([&](const track::LiveEntry& e) {
       if (born == Born::kInWindow && !e.in_window) return;
-      if (shown[e.site] == 2) shown[e.site] = site_is_shown(sites, e.site);
-      if (!shown[e.site]) return;
+      if (!shown(e.site)) return;
       VALUE klass = reinterpret_cast<const struct RBasic*>(e.address)->klass;
       if (klass == 0) return;  // hidden VM internals
       items.push_back(Item{e.address, e.site, e.type, class_key_of(e.address, klass),
@@ -161,9 +176,7 @@ std::vector<track::NamedGroup> named_groups(const Tracker& tracker,
 
 // The site of a table entry as shown to the user: none for memprof's own objects. The file
 // name's storage is never freed, so the view outlives the lock.
-std::optional<track::SourceLocation> shown_location(const track::SiteTable& sites,
-                                                    const track::LiveEntry& entry) {
-  if (entry.site == track::SiteTable::kInternalSite) return std::nullopt;
+track::SourceLocation location_of(const track::SiteTable& sites, const track::LiveEntry& entry) {
   return track::SourceLocation{sites.file(entry.site), sites.line(entry.site), entry.generation};
 }
 
@@ -317,8 +330,8 @@ std::optional<track::SourceLocation> site_of(Tracker& tracker, VALUE object) {
   return tracker.with_tables([&](const track::LiveTable& table, const track::SiteTable& sites)
                                  -> std::optional<track::SourceLocation> {
     auto entry = table.find(object);
-    if (!entry || slot_type(object) != entry->type) return std::nullopt;
-    return shown_location(sites, *entry);
+    if (!entry || slot_type(object) != entry->type || !site_is_shown(sites, entry->site)) return std::nullopt;
+    return location_of(sites, *entry);
   });
 }
 
@@ -342,14 +355,18 @@ Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::st
   if (!out) return err("{}: cannot open for writing", path);
   // The whole copy holds the lock: no Ruby call happens in it, and another Ractor's record
   // must not rehash the table under the lookups.
+  // memprof's own objects (the File the dump is written through) are left as Ruby wrote them,
+  // as stats leaves them out: a diff of two dumps showed that File as a leak at memprof.rb.
   auto counts = tracker.with_tables([&](const track::LiveTable& table,
                                         const track::SiteTable& sites) {
+    ShownSites shown(sites);
     return track::annotate_dump(in, out, [&](uintptr_t address)
                                              -> std::optional<track::SourceLocation> {
       auto entry = table.find(address);
       // (Generations are GC counts kept in 32 bits: compared as distances, which wrap.)
       if (!entry || static_cast<int32_t>(entry->generation - last_gc) > 0) return std::nullopt;
-      return shown_location(sites, *entry);
+      if (!shown(entry->site)) return std::nullopt;
+      return location_of(sites, *entry);
     });
   });
   if (!counts.ok()) return err("{}: {}", path, counts.message());

@@ -323,6 +323,31 @@ class ReportAndDumpTest < Minitest::Test
       refute File.exist?(File.join(dir, "heap.json"))
     end
   end
+
+  # The user's own path may be a link, a FIFO or a device: the dump is written through the link
+  # and into the FIFO, which stay what they were. Before, the finished file was renamed over
+  # them (as root, `memprof dump -p PID -o /dev/null` replaced /dev/null with a file).
+  def test_dump_all_writes_through_a_link_and_into_a_fifo_without_replacing_them
+    Dir.mktmpdir("memprof-dump") do |dir|
+      File.symlink("real.json", File.join(dir, "link.json"))  # its target does not exist yet
+      File.mkfifo(File.join(dir, "fifo.json"))
+      run_ruby(<<~RUBY) do |out|
+        Memprof.start
+        $kept = Array.new(10) { "kept" }
+        Memprof.dump_all(#{File.join(dir, "link.json").inspect})
+        reader = Thread.new { File.binread(#{File.join(dir, "fifo.json").inspect}) }
+        Memprof.dump_all(#{File.join(dir, "fifo.json").inspect})
+        puts reader.value.count("\n")
+      RUBY
+        assert_operator Integer(out), :>, 1000
+      end
+      assert File.symlink?(File.join(dir, "link.json"))
+      kept = File.foreach(File.join(dir, "real.json")).count { |l| l.include?('"value":"kept"') && l.include?('"line":2,') }
+      assert_equal 10, kept
+      assert_equal "fifo", File.ftype(File.join(dir, "fifo.json"))
+      assert_equal %w[fifo.json link.json real.json], Dir.children(dir).sort  # no scratch file left
+    end
+  end
   # Threads allocating while a dump is written (a busy server): GC stays on (it was off for the
   # whole dump, and the app's garbage piled up: 223 MB and 2.5M live slots for a 6 MB dump), and
   # every object the dump annotates is the one memprof recorded at that address: the kept
