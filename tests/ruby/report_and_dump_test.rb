@@ -324,6 +324,22 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # memprof's own objects are not the app's: the File a dump is written through is alive in the
+  # dump, and was annotated at lib/memprof.rb, so every diff of two dumps listed it as a leak.
+  def test_dump_all_annotates_no_object_at_memprofs_own_lines
+    Dir.mktmpdir("memprof-dump") do |dir|
+      dump = File.join(dir, "heap.json")
+      run_ruby(<<~RUBY)
+        Memprof.start
+        $kept = Array.new(10) { "kept" }
+        Memprof.dump_all(#{dump.inspect})
+      RUBY
+      lib = File.expand_path("../../lib", __dir__)
+      assert_equal [], File.foreach(dump).select { |line| line.include?(%("file":"#{lib}/)) }
+      assert_equal 10, File.foreach(dump).count { |l| l.include?('"value":"kept"') && l.include?('"line":2,') }
+    end
+  end
+
   # The user's own path may be a link, a FIFO or a device: the dump is written through the link
   # and into the FIFO, which stay what they were. Before, the finished file was renamed over
   # them (as root, `memprof dump -p PID -o /dev/null` replaced /dev/null with a file).
