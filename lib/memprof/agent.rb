@@ -46,7 +46,7 @@ module Memprof
           when "groups" then groups(argument)
           when "stop" then stop
           when "dump" then dump(argument)
-          when "report-begin" then report_begin
+          when "report-begin" then report_begin(argument && Integer(argument))
           when "report-end" then report_end(Integer(argument || "50"))
           else raise ArgumentError, "unknown command #{verb.inspect}"
           end
@@ -167,15 +167,33 @@ module Memprof
       end
 
       # `memprof report -p PID --duration`: a window of the running process (its GC keeps
-      # running), closed by report-end, which prints it as Memprof.report does.
-      def report_begin
+      # running), closed by report-end, which prints it as Memprof.report does. `owner`: the pid
+      # of the memprof that opens it. A second report would end the first one's window and take
+      # its results: refused while that memprof lives (one killed before it closed its window
+      # leaves it to the next).
+      def report_begin(owner)
+        if @window_owner && @window_owner != owner && process_alive?(@window_owner)
+          raise Error, "a report window is already open in this process (memprof report, pid " \
+                       "#{@window_owner}): run this one when it has closed"
+        end
         Native.window_begin
+        @window_owner = owner
         @window_opened_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         { "open" => true }
       end
 
+      def process_alive?(pid)
+        Process.kill(0, pid)
+        true
+      rescue Errno::ESRCH
+        false
+      rescue Errno::EPERM
+        true
+      end
+
       def report_end(top)
         closing = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        @window_owner = nil
         allocated, retained = Native.window_end
         report = Report.new(allocated, retained)
         text = TextBuffer.new(+"")

@@ -1,5 +1,7 @@
 // memprof report -p PID --duration 30s: what an attached process allocated and retained during a
 // window, printed as Memprof.report prints a block's.
+#include <unistd.h>
+
 #include <simdjson.h>
 
 #include <string>
@@ -51,7 +53,8 @@ int run_report(const ReportOptions& options) {
   auto duration = attach::parse_duration(options.duration);
   if (!duration.ok()) return fail(duration.message());
   attach::Interruption interruption;
-  auto opened = attach::ruby_request(options.pid, "report-begin");
+  // With this memprof's pid: the agent refuses a second report while this one's window is open.
+  auto opened = attach::ruby_request(options.pid, fmt::format("report-begin {}", ::getpid()));
   if (!opened.ok()) return fail(opened.message());
   fmt::print(stderr, "window open for {:g} s in process {} (Ctrl-C closes it early)\n",
              static_cast<double>(duration->count()) / 1000, options.pid);

@@ -54,6 +54,31 @@ class AttachReportTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # A second report ended the first one's window and took its results (the first then failed
+  # with "no allocation window is open"): it is refused while the first memprof lives, and a
+  # window whose memprof was killed goes to the next report.
+  def test_a_second_report_waits_for_the_first_ones_window
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    report = window_report(target) do
+      out, err, status = memprof("report", "-p", target.pid, "--duration", "1")
+      assert_equal [1, ""], [status.exitstatus, out]
+      assert_match(/\Amemprof: process #{target.pid}: a report window is already open in this process \(memprof report, pid \d+\): run this one when it has closed\n\z/, err)
+      run_job(target, "churn", /\Achurned\z/)
+    end
+    temporary = "#{target.script}:#{marked_line(target.script, 'temporary')}"
+    assert_equal 5_000, rows(report, "allocated")[[temporary, "Array"]]
+
+    killed = spawn_target(command: [MEMPROF, "report", "-p", target.pid.to_s, "--duration", "600s"])
+    sleep 0.02 until killed.stderr_text.include?("window open") || !killed.alive?
+    killed.kill  # SIGKILL: its window stays open
+    out, err, status = memprof("report", "-p", target.pid, "--duration", "0.2")
+    assert status.success?, err
+    assert_match(/^Total allocated: /, out)
+    detach!(target)
+  end
+
   # {[class, location] => value} from `go tool pprof -traces` (each sample: its value, then its
   # frames leaf first), or nil without Debian's golang-go.
   def pprof_traces(path, sample_index)
