@@ -28,6 +28,7 @@ int run_heapmap(const HeapMapCommandArguments& args) {
     return fail(written.message());
   }
 
+  std::FILE* summary = report::is_standard_output(args.output) ? stderr : stdout;  // not into the PNG
   const report::LayoutChoice& layout = drawing->layout;
   if (drawing->undrawn != 0) {
     fmt::print(stderr, "memprof: warning: objects not drawn (no free slot in the {} layout): {}\n",
@@ -36,11 +37,11 @@ int run_heapmap(const HeapMapCommandArguments& args) {
   auto counted = [](uint64_t count, std::string_view noun) {
     return fmt::format("{} {}{}", heap::count_text(count), noun, count == 1 ? "" : "s");
   };
-  fmt::print("{}: {}, {}, {}, {} pinned; {} layout ({})\n", args.output, counted(drawing->pages, "page"),
+  fmt::print(summary, "{}: {}, {}, {}, {} pinned; {} layout ({})\n", args.output, counted(drawing->pages, "page"),
              counted(drawing->slots, "slot"), counted(drawing->objects, "object"), heap::count_text(drawing->pinned),
              layout.layout->name, layout.reason);
   for (const report::SizePoolSummary& pool : drawing->pools) {
-    fmt::print("  {}-byte slots: {}, {}, {}\n", pool.slot_size, counted(pool.pages, "page"), counted(pool.slots, "slot"),
+    fmt::print(summary, "  {}-byte slots: {}, {}, {}\n", pool.slot_size, counted(pool.pages, "page"), counted(pool.slots, "slot"),
                counted(pool.objects, "object"));
   }
   return 0;

@@ -38,7 +38,8 @@ int run_html(const HtmlArguments& args) {
       !written) {
     return fail(written.message());
   }
-  fmt::print("{}: {} bytes; {} objects, {} treemap groups, heap map {} bytes of PNG\n",
+  std::FILE* summary = report::is_standard_output(args.common.output) ? stderr : stdout;  // not into the page
+  fmt::print(summary, "{}: {} bytes; {} objects, {} treemap groups, heap map {} bytes of PNG\n",
              args.common.output, html.size(), report->objects, report->treemap_groups,
              report->heapmap_png_bytes);
   return 0;

@@ -30,8 +30,8 @@ inline void add_heap_map_command_arguments(CLI::App& sub, HeapMapCommandArgument
                                            const std::function<void()>& add_own_options = {}) {
   sub.add_option("dump", args.dump, "ObjectSpace.dump_all file (plain, gzip, zstd or xz; - for stdin)")->required();
   sub.add_option("-o,--output", args.output,
-                 output_description + " (written through a temporary file and a rename; the dump "
-                                      "itself, by any path or link, is refused)")
+                 output_description + " (- for stdout; written through a temporary file and a "
+                                      "rename; the dump itself, by any path or link, is refused)")
       ->required();
   if (add_own_options) add_own_options();
   sub.add_option("--by", args.by, "Color the heap map's cells by 'type' (default) or 'generation'");

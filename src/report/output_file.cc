@@ -93,8 +93,17 @@ Status check_output_is_not_an_input(const std::string& output, std::span<const s
   return ok_status();
 }
 
+bool is_standard_output(const std::string& path) {
+  if (path == "-") return true;
+  struct stat named {};
+  struct stat out {};
+  return ::stat(path.c_str(), &named) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 &&
+         named.st_dev == out.st_dev && named.st_ino == out.st_ino;
+}
+
 Status write_output_file(const std::string& path, std::span<const unsigned char> bytes) {
   auto failed = [&path] { return err("cannot write {}: {}", path, std::strerror(errno)); };
+  if (path == "-") return write_all(STDOUT_FILENO, bytes) ? ok_status() : failed();
   struct stat link {};
   struct stat existing {};
   const bool is_link = ::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode);

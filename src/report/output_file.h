@@ -16,7 +16,12 @@ namespace memprof::report {
 // link). An output that does not exist yet is never an input.
 Status check_output_is_not_an_input(const std::string& output, std::span<const std::string> inputs);
 
-// Writes all of `bytes` to a new temporary file next to `path` and renames it over `path`: a
+// Whether `path` is this process's standard output: "-", or the file, pipe or terminal that
+// file descriptor 1 is open on (/dev/stdout, the file stdout was redirected to). A command that
+// writes its report there says what it wrote on stderr, not into the report.
+bool is_standard_output(const std::string& path);
+
+// Writes all of `bytes` to standard output when `path` is "-"; else to a new temporary file next to `path` and renames it over `path`: a
 // reader never sees a half-written file, a failed write leaves an existing `path` as it was,
 // and the file another hard link of `path` names is not touched. An existing file keeps its
 // mode and owner. What is not a regular file, or is reached through a symlink (/dev/null,

@@ -166,6 +166,21 @@ TEST(HeapmapCli, ReplacesTheOutputThroughARename) {
   EXPECT_EQ(listing.out, "heap.png\nother-link.png\n");
 }
 
+// A picture written to standard output (-o -, -o /dev/stdout) is the whole output: the summary
+// goes to stderr. It went to stdout too, after or before the PNG, and the file was no PNG.
+TEST(HeapmapCli, APictureOnStdoutIsTheWholeOutput) {
+  TempDir dir;
+  for (const std::string output : {"-", "/dev/stdout"}) {
+    SCOPED_TRACE(output);
+    const auto run = run_command({kMemprof, "heapmap", kFixture, "-o", output});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_TRUE(run.err.starts_with(output + ": 1 page, 1,637 slots, 12 objects, 1 pinned;")) << run.err;
+    const std::string png = dir.file("stdout.png");
+    memprof::testing::write_file(png, run.out);
+    EXPECT_EQ(decode_png_file(png).error, "");
+  }
+}
+
 // A Ruby 3.3-style dump (SHAPE line, "slot_size" fields): a page of 40-byte slots and one of
 // 160-byte slots whose first slot is moved to base slot 4 by gc.c's alignment rule. Each is
 // drawn in its size pool's section, the 160-byte one right of the 40-byte one's label.
