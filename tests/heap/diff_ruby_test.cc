@@ -87,6 +87,13 @@ TEST_F(RubyDiff, RefusesDumpsOfTwoProcesses) {
   EXPECT_EQ(r.err, fmt::format("memprof: recycled_a.json and {} share no heap page: they come from "
                                "different processes (or one restarted in between)\n",
                                second_->file("recycled_b.json")));
+  // In the order that looks wrong by generation too: two processes are said, not an order
+  // (before, "recycled_a.json cannot have been taken after ...").
+  CommandResult reversed = memprof(fmt::format("diff '{}' recycled_a.json", second_->file("recycled_b.json")));
+  EXPECT_EQ(reversed.exit_code, 1);
+  EXPECT_EQ(reversed.err, fmt::format("memprof: {} and recycled_a.json share no heap page: they come from "
+                                      "different processes (or one restarted in between)\n",
+                                      second_->file("recycled_b.json")));
 }
 
 }  // namespace
