@@ -288,10 +288,12 @@ extern "C" uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegis
   std::memcpy(record.arguments.integer.data(), registers->integer, sizeof(registers->integer));
   for (size_t i = 0; i < 8; ++i) record.arguments.vector[i] = registers->vector[i][0];
   capture_arguments(*function, record);
-  if (CallerSource source = g_caller_source.load(std::memory_order_relaxed))
+  if (CallerSource source = g_caller_source.load(std::memory_order_relaxed)) {
     record.ruby_line = source(record.ruby_file, sizeof(record.ruby_file));
-  else
+  } else {
     record.ruby_line = 0;
+    record.ruby_file[0] = '\0';  // the record is reused: not a caller of an earlier trace
+  }
   ++state->depth;
   *slot = exit_stub();
   record.entry_ns = now_ticks();  // last: the capture is the tracer's time, not the function's

@@ -309,6 +309,32 @@ TEST(Tracer, DropsOfAnEarlierTraceAreNotReportedByTheNextOne) {
   EXPECT_EQ(readout.records.size(), 1u);
 }
 
+// A trace with a caller source (--ruby-caller) and the next without: the next one's records say
+// nothing of a caller. The file of the call's record, reused per thread, kept the first trace's
+// "(without the GVL)", and `trace` without --ruby-caller printed it.
+TEST(Tracer, ACallerOfAnEarlierTraceIsNotReportedByTheNextOne) {
+  {
+    auto first = trace({"traced_add"});
+    ASSERT_NE(first, nullptr);
+    set_caller_source(+[](char* file, size_t capacity) -> uint32_t {
+      std::strncpy(file, "(without the GVL)", capacity);
+      return 0;
+    });
+    traced_add(1, 2);
+    set_caller_source(nullptr);
+    auto records = records_of(*first, id_of(*first, "traced_add"));
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_STREQ(records[0].ruby_file, "(without the GVL)");
+  }
+  auto second = trace({"traced_add"});
+  ASSERT_NE(second, nullptr);
+  traced_add(3, 4);
+  auto records = records_of(*second, id_of(*second, "traced_add"));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].ruby_line, 0u);
+  EXPECT_STREQ(records[0].ruby_file, "");
+}
+
 TEST(Tracer, SecondTraceInTheSameProcessIsRefused) {
   auto first = trace({"traced_add"});
   ASSERT_NE(first, nullptr);
