@@ -61,7 +61,9 @@ std::string call_line(const CallRecord& record, const FunctionInfo& function, co
   }
   std::string caller = function.object.empty() ? function.name : std::string(file_name_of(function.object)) + "->" + function.name;
   line += call_line(caller, formatted(record, function, options));
-  if (options.durations) line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);
+  // An unwound call's time is not known (the tracer saw it end only at a later call).
+  if (options.durations && record.outcome != CallOutcome::kUnwound)
+    line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);
   return line;
 }
 
@@ -69,11 +71,13 @@ std::string call_json(const CallRecord& record, const FunctionInfo& function, co
   FormattedCall text = formatted(record, function, options);
   const int64_t wall = static_cast<int64_t>(record.entry_ns) + options.realtime_offset_ns;
   return fmt::format(
-      R"({{"time":{}.{:06},"tid":{},"object":{},"function":{},"arguments":{},"return":{},"seconds":{:.9f},"unwound":{},"ruby_caller":{}}})",
+      R"({{"time":{}.{:06},"tid":{},"object":{},"function":{},"arguments":{},"return":{},"seconds":{},"unwound":{},"ruby_caller":{}}})",
       wall / 1000000000, wall % 1000000000 / 1000, record.tid, json_quoted(function.object),
       json_quoted(function.name), json_quoted(text.arguments),
       record.outcome == CallOutcome::kUnwound ? "null" : json_quoted(text.return_value.value_or("")),
-      static_cast<double>(record.duration_ns) / 1e9, record.outcome == CallOutcome::kUnwound,
+      record.outcome == CallOutcome::kUnwound ? std::string("null")
+                                              : fmt::format("{:.9f}", static_cast<double>(record.duration_ns) / 1e9),
+      record.outcome == CallOutcome::kUnwound,
       record.ruby_line != 0 ? json_quoted(fmt::format("{}:{}", ruby_file(record), record.ruby_line))
       : no_line_reason(record).empty() ? std::string("null")
                                        : json_quoted(no_line_reason(record)));

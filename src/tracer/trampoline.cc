@@ -202,8 +202,10 @@ void count_call(ThreadTrace& state, const trace::CallRecord& record) {
 
 void finish(ThreadTrace& state, trace::CallRecord& record, uint64_t now) {
   // Ticks until the reader converts them; a thread that moved between CPUs may read a
-  // slightly earlier count at exit.
-  record.duration_ns = now > record.entry_ns ? now - record.entry_ns : 0;
+  // slightly earlier count at exit. A call left by longjmp or an exception is found only at the
+  // thread's next traced call, maybe seconds later: its time is not known, and not counted.
+  const bool returned = record.outcome != trace::CallOutcome::kUnwound;
+  record.duration_ns = returned && now > record.entry_ns ? now - record.entry_ns : 0;
   count_call(state, record);
   if (g_recording.load(std::memory_order_relaxed)) state.ring.push(record);
 }
