@@ -5,6 +5,7 @@
 
 #include "attach/agent_client.h"
 #include "cli/command.h"
+#include "core/proc/process_access.h"
 #include "heap/units.h"
 
 namespace memprof::cli {
@@ -26,7 +27,12 @@ int run_dump(const DumpOptions& options) {
   auto reply = attach::agent_request(options.pid, "fork-ruby",
                                      fmt::format("{}\ndump {}", stall_ms, path),
                                      std::chrono::minutes(30));
-  if (!reply.ok()) return fail(reply.message());
+  if (!reply.ok()) {
+    // The child the process forked for the dump is not ended with it: it may finish the file.
+    if (proc::process_gone(options.pid))
+      return fail(fmt::format("{}; the child it had forked to write {} may still finish it", reply.message(), path));
+    return fail(reply.message());
+  }
   if (options.json) {
     fmt::print("{}\n", *reply);
     return 0;

@@ -360,12 +360,13 @@ class AttachCliTest < Minitest::Test
   # The process ends while a request waits for its answer (here a dump whose child hangs): the
   # error says so. Before: the hung child kept the CLI's connection open, and `dump` waited for
   # its 30-minute timeout; without a child, "process N: no reply from the agent: connection
-  # closed".
+  # closed". The dump's child is not ended with the process (it is the process's, not
+  # memprof's): the error says it may still write the file.
   def test_a_process_that_ends_during_a_request_is_said_to_have_ended
     target = hung_dump_target
+    dump = File.join(@tmpdir, "heap.json")
     request = Thread.new do
-      memprof("dump", "-p", target.pid, "-o", File.join(@tmpdir, "heap.json"),
-              prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
+      memprof("dump", "-p", target.pid, "-o", dump, prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
     end
     children = lambda do
       Dir["/proc/#{target.pid}/task/*/children"].flat_map { |f| File.read(f).split.map { Integer(_1) } }
@@ -376,7 +377,8 @@ class AttachCliTest < Minitest::Test
     refute_empty dump_children, "the dump never forked its child#{target.context}"
     Process.kill(:KILL, target.pid)
     out, err, status = request.value
-    assert_equal [1, "", "memprof: process #{target.pid} ended before its agent answered\n"],
+    assert_equal [1, "", "memprof: process #{target.pid} ended before its agent answered; the child it had " \
+                         "forked to write #{dump} may still finish it\n"],
                  [status.exitstatus, out, err]
   ensure
     dump_children&.each do |child|  # the hung dump child, our target's: it outlives its parent
