@@ -143,10 +143,10 @@ std::string objects_text(uint64_t count, uint64_t memsize) {
 std::string address_text(uint64_t address) { return fmt::format("{:#x}", address); }
 
 std::string describe_object(const Heap& heap, const DominatorTree* dominators, ObjectId id) {
-  std::string out = fmt::format("{} {} {}, {} bytes", address_text(heap.address[id]),
+  std::string out = fmt::format("{} {} {}, {}", address_text(heap.address[id]),
                                 object_type_name(heap.type[id]), heap.object_label(id),
-                                count_text(heap.memsize[id]));
-  if (dominators != nullptr) out += fmt::format(" (retains {} bytes)", count_text(dominators->retained[id]));
+                                byte_count_text(heap.memsize[id]));
+  if (dominators != nullptr) out += fmt::format(" (retains {})", byte_count_text(dominators->retained[id]));
   std::string site = heap.site_label(id);
   if (!site.empty()) out += fmt::format(" @ {}", site);
   return out;

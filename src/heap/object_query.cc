@@ -342,13 +342,14 @@ std::string render_object(const Heap& heap, const Graph& graph, const DominatorT
   std::string out = describe_object(heap, &tree, target) + "\n";
   out += fmt::format("  type {}, class {}{}\n", object_type_name(heap.type[target]), heap.class_label(target),
                      klass == kNoObject ? "" : fmt::format(" ({})", address_text(heap.address[klass])));
-  out += fmt::format("  memsize {} bytes, retains {} bytes ({}){}\n", count_text(heap.memsize[target]),
-                     count_text(tree.retained[target]), bytes_text(tree.retained[target]),
+  out += fmt::format("  memsize {}, retains {} ({}){}\n", byte_count_text(heap.memsize[target]),
+                     byte_count_text(tree.retained[target]), bytes_text(tree.retained[target]),
                      mc.only[target] ? ", kept alive only through machine_context" : "");
   const std::string site = heap.site_label(target);
   out += fmt::format("  allocated {}, generation {}\n", site.empty() ? "at no known site" : "at " + site,
                      generation == kNoGeneration ? "unknown" : std::to_string(generation));
-  out += fmt::format("  flags: {}\n", fmt::join(flag_names(heap.flags[target]), " "));
+  const std::vector<std::string> flags = flag_names(heap.flags[target]);
+  out += flags.empty() ? std::string("  flags: none\n") : fmt::format("  flags: {}\n", fmt::join(flags, " "));
   if (heap.detail[target] != 0) {
     out += fmt::format("  {}: {}\n", heap.type[target] == ObjectType::kImemo ? "imemo_type" : "struct",
                        heap.str(heap.detail[target]));

@@ -18,6 +18,8 @@ std::string count_text(uint64_t count) {
   return out;
 }
 
+std::string byte_count_text(uint64_t bytes) { return count_text(bytes) + (bytes == 1 ? " byte" : " bytes"); }
+
 std::string bytes_text(uint64_t bytes) {
   if (bytes < 1000) return fmt::format("{} B", bytes);
   constexpr std::array<std::string_view, 5> kUnits = {"kB", "MB", "GB", "TB", "PB"};

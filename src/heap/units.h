@@ -8,6 +8,8 @@ namespace memprof::heap {
 
 // 1234567 -> "1,234,567".
 std::string count_text(uint64_t count);
+// An exact number of bytes: 1 -> "1 byte", 5248 -> "5,248 bytes".
+std::string byte_count_text(uint64_t bytes);
 // Bytes in SI units with one decimal: 999 -> "999 B", 12345 -> "12.3 kB", 12345678 -> "12.3 MB".
 std::string bytes_text(uint64_t bytes);
 

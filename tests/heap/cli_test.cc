@@ -150,6 +150,7 @@ TEST(Cli, ShowPrintsAStringsValueAndASymbolsName) {
   CommandResult symbol = run_memprof("show " + path + " 0x20");
   ASSERT_EQ(symbol.exit_code, 0) << symbol.err;
   EXPECT_NE(symbol.out.find("\n  value: :\"dyn_sym\"\n"), std::string::npos) << symbol.out;
+  EXPECT_NE(symbol.out.find("\n  flags: none\n"), std::string::npos) << symbol.out;  // not an empty "flags: "
   CommandResult json = run_memprof("show --json " + path + " 0x20");
   EXPECT_NE(json.out.find(R"("value_head":"dyn_sym")"), std::string::npos) << json.out;
   CommandResult string = run_memprof("show " + path + " 0x30");

@@ -12,6 +12,9 @@ TEST(Units, CountsGetThousandsSeparators) {
   EXPECT_EQ(count_text(1000), "1,000");
   EXPECT_EQ(count_text(1234567), "1,234,567");
   EXPECT_EQ(count_text(18446744073709551615ull), "18,446,744,073,709,551,615");
+  EXPECT_EQ(byte_count_text(0), "0 bytes");
+  EXPECT_EQ(byte_count_text(1), "1 byte");
+  EXPECT_EQ(byte_count_text(5248), "5,248 bytes");
 }
 
 TEST(Units, BytesInSiUnitsWithOneDecimal) {
