@@ -146,15 +146,19 @@ TEST(Cli, ShowPrintsAStringsValueAndASymbolsName) {
   memprof::testing::write_file(
       path, object_line(0x10, "CLASS", 0, {}, 1000, R"(, "name":"Symbol")") +
                 object_line(0x20, "SYMBOL", 0x10, {}, 40, R"(, "value":"dyn_sym")") +
-                object_line(0x30, "STRING", 0, {}, 40, R"(, "value":"hello")"));
+                object_line(0x30, "STRING", 0, {}, 40, R"(, "value":"hello")") +
+                R"({"address":"0x40", "type":"OBJECT", "memsize":1})" "\n");
   CommandResult symbol = run_memprof("show " + path + " 0x20");
   ASSERT_EQ(symbol.exit_code, 0) << symbol.err;
   EXPECT_NE(symbol.out.find("\n  value: :\"dyn_sym\"\n"), std::string::npos) << symbol.out;
-  EXPECT_NE(symbol.out.find("\n  flags: none\n"), std::string::npos) << symbol.out;  // not an empty "flags: "
   CommandResult json = run_memprof("show --json " + path + " 0x20");
   EXPECT_NE(json.out.find(R"("value_head":"dyn_sym")"), std::string::npos) << json.out;
   CommandResult string = run_memprof("show " + path + " 0x30");
   EXPECT_NE(string.out.find("\n  value: \"hello\"\n"), std::string::npos) << string.out;
+  // One byte is "1 byte"; no flag is "flags: none", not an empty "flags: ".
+  CommandResult bare = run_memprof("show " + path + " 0x40");
+  EXPECT_NE(bare.out.find("\n  memsize 1 byte, retains 0 bytes (0 B)\n"), std::string::npos) << bare.out;
+  EXPECT_NE(bare.out.find("\n  flags: none\n"), std::string::npos) << bare.out;
 }
 
 TEST(Cli, RetainersGolden) {
