@@ -326,12 +326,12 @@ Compression detect_compression(std::span<const unsigned char> head) {
   return Compression::kNone;
 }
 
-Result<std::unique_ptr<ByteSource>> open_file_source(const std::string& path) {
+Result<std::unique_ptr<ByteSource>> open_file_source(const std::string& path, const std::string& name) {
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return err("{}: {}", path, std::strerror(errno));
+  if (!fd.valid()) return err("{}: {}", name, std::strerror(errno));
   // Sequential reads of a file larger than memory must not evict everything else.
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  return make_source(RawInput(std::move(fd), path));
+  return make_source(RawInput(std::move(fd), name));
 }
 
 Result<std::unique_ptr<ByteSource>> open_memory_source(std::span<const unsigned char> bytes,

@@ -36,7 +36,7 @@ class ByteSource {
 };
 
 // Opens `path` and picks the decoder from its first bytes. Errors: "PATH: <strerror>".
-Result<std::unique_ptr<ByteSource>> open_file_source(const std::string& path);
+Result<std::unique_ptr<ByteSource>> open_file_source(const std::string& path, const std::string& name);
 
 // The same over bytes owned by the caller, which must outlive the source.
 Result<std::unique_ptr<ByteSource>> open_memory_source(std::span<const unsigned char> bytes,

@@ -337,11 +337,14 @@ class Loader {
 }  // namespace
 
 Result<Heap> load_heap(const std::string& given, const LoadOptions& options) {
-  // "-" is standard input, as for most tools (a pipe: the streaming path below).
-  const std::string path = given == "-" ? "/dev/stdin" : given;
+  // "-" is standard input, as for most tools (a pipe: the streaming path below), and is
+  // called so in messages.
+  const bool from_stdin = given == "-";
+  const std::string path = from_stdin ? "/dev/stdin" : given;
+  const std::string name = from_stdin ? "standard input" : given;
   {
     ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return err("{}: {}", path, std::strerror(errno));
+    if (!fd.valid()) return err("{}: {}", name, std::strerror(errno));
     struct stat info {};
     unsigned char head[4] = {};
     // A regular file of size 0 may still have contents (/proc files): streamed to its end.
@@ -350,13 +353,13 @@ Result<Heap> load_heap(const std::string& given, const LoadOptions& options) {
                     : -1;
     if (n >= 0 && detect_compression({head, static_cast<size_t>(n)}) == Compression::kNone) {
       ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-      return Loader(path, options).run_file(fd.get(), static_cast<uint64_t>(info.st_size), options.block_size);
+      return Loader(name, options).run_file(fd.get(), static_cast<uint64_t>(info.st_size), options.block_size);
     }
   }
-  MEMPROF_TRY(source, open_file_source(path));
+  MEMPROF_TRY(source, open_file_source(path, name));
   // Compressed input: the file size says little about the object count; grow as needed.
   uint64_t expected = source->compression() == Compression::kNone ? source->size_hint() : 0;
-  return Loader(path, options).run(*source, options.block_size, expected);
+  return Loader(name, options).run(*source, options.block_size, expected);
 }
 
 Result<Heap> load_heap_from_bytes(std::span<const unsigned char> bytes, const std::string& name,

@@ -1,5 +1,6 @@
 // The memprof commands end to end on dumps made by real Ruby (fixtures/, see make_fixtures.rb):
 // golden text and JSON, totals checked against an independent count, bad input.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -297,6 +298,17 @@ TEST(Cli, FiltersAndSamplesLeadFromARowToObjects) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_EQ(bad.err, "memprof: --type thing: not an object type (STRING, ARRAY, HASH, OBJECT, DATA, "
                      "IMEMO, CLASS, ...)\n");
+}
+
+// "-" is standard input, and messages say so: they said "/dev/stdin", a name the user never gave.
+TEST(Cli, StandardInputIsCalledSoInErrors) {
+  CommandResult empty = run_memprof("analyze - < /dev/null");
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_EQ(empty.err, "memprof: standard input: empty file\n");
+  CommandResult truncated = memprof::testing::run_command(
+      {"/bin/sh", "-c", fmt::format("head -c 3000 '{}' | '{}' analyze -", fixture_path("leak_b.json.gz"), MEMPROF_BINARY)});
+  EXPECT_EQ(truncated.exit_code, 1);
+  EXPECT_EQ(truncated.err, "memprof: standard input: truncated gzip stream\n");
 }
 
 TEST(Cli, BadInputIsOneLineAndExitOne) {
