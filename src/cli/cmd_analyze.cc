@@ -1,6 +1,10 @@
 // memprof analyze DUMP [--json] [--top N]: what a heap dump holds, by type, class, allocation
 // site, gem and generation, with retained sizes from the dominator tree.
 #include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "cli/command.h"
 #include "cli/object_filter_options.h"
@@ -34,12 +38,17 @@ int run_analyze(const AnalyzeOptions& options) {
                                  : heap::render_analysis_text(context, analyzed.analysis);
   std::fwrite(out.data(), 1, out.size(), stdout);
   // A filter that selects nothing is most often a name written otherwise than reports write it.
-  if (!options.filter.empty() && analyzed.analysis.count == 0)
-    fmt::print(stderr,
-               "memprof: no object of {} matches {}: classes are named as the by-class table names "
-               "them ('Foo::Bar', 'Object (ENV)', '(IMEMO:iseq)'), sites as Ruby wrote the file "
-               "(see the by-location table)\n",
-               options.dump, options.filter.describe());
+  if (!options.filter.empty() && analyzed.analysis.count == 0) {
+    std::vector<std::string_view> hints;
+    if (!options.filter.class_label.empty())
+      hints.push_back("classes are named as the by-class table names them ('Foo::Bar', 'Object (ENV)', "
+                      "'(IMEMO:iseq)')");
+    if (!options.filter.site.empty())
+      hints.push_back("sites are written as the by-location table writes them (the file whole or its "
+                      "tail after a '/', with or without its ':LINE')");
+    fmt::print(stderr, "memprof: no object of {} matches {}{}{}\n", options.dump, options.filter.describe(),
+               hints.empty() ? "" : ": ", fmt::join(hints, "; "));
+  }
   return 0;
 }
 

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "heap/utf8_repair.h"
+
 namespace memprof::heap {
 namespace {
 
@@ -47,26 +49,30 @@ Result<ObjectSelection> ObjectSelection::make(const Heap& heap, const ObjectFilt
     }
   }
   // Sites and class labels are decided once each: a heap has far fewer of them than objects.
+  // The reader stored names that are not UTF-8 (Ruby writes file names as raw bytes) with
+  // U+FFFD in place of the bad bytes: the filter, typed with those raw bytes, is read likewise.
+  std::string site, class_label;
+  append_repaired_utf8(filter.site, site);
+  append_repaired_utf8(filter.class_label, class_label);
   std::vector<uint8_t> site_selected;  // by SiteId; empty: any site
-  if (!filter.site.empty()) {
+  if (!site.empty()) {
     site_selected.assign(heap.sites.size(), 0);
     for (size_t s = 1; s < heap.sites.size(); ++s) {
       std::string_view file = heap.str(heap.sites[s].file);
-      site_selected[s] =
-          names(file, filter.site) || names(fmt::format("{}:{}", file, heap.sites[s].line), filter.site);
+      site_selected[s] = names(file, site) || names(fmt::format("{}:{}", file, heap.sites[s].line), site);
     }
   }
   std::unordered_map<ClassKey, bool, ClassKeyHash> class_selected;
   auto class_matches = [&](ObjectId id) {
     auto [it, inserted] = class_selected.try_emplace(class_key(heap, id), false);
-    if (inserted) it->second = heap.class_label(id) == filter.class_label;
+    if (inserted) it->second = heap.class_label(id) == class_label;
     return it->second;
   };
   selection.selected_.resize(heap.size());
   for (ObjectId id = 0; id < heap.size(); ++id) {
     selection.selected_[id] = (type == ObjectType::kCount || heap.type[id] == type) &&
                               (site_selected.empty() || site_selected[heap.site[id]] != 0) &&
-                              (filter.class_label.empty() || class_matches(id));
+                              (class_label.empty() || class_matches(id));
   }
   return selection;
 }

@@ -294,6 +294,12 @@ TEST(Cli, FiltersAndSamplesLeadFromARowToObjects) {
   EXPECT_TRUE(none.err.starts_with("memprof: no object of leak_b.json.zst matches class Nope: classes are "
                                    "named as the by-class table names them")) << none.err;
 
+  CommandResult site = run_memprof("analyze leak_b.json.zst --site nope.rb:1");
+  EXPECT_EQ(site.exit_code, 0);
+  EXPECT_EQ(site.err, "memprof: no object of leak_b.json.zst matches site nope.rb:1: sites are written as the "
+                      "by-location table writes them (the file whole or its tail after a '/', with or without "
+                      "its ':LINE')\n");
+
   CommandResult bad = run_memprof("analyze leak_b.json.zst --type thing");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_EQ(bad.err, "memprof: --type thing: not an object type (STRING, ARRAY, HASH, OBJECT, DATA, "
@@ -309,6 +315,18 @@ TEST(Cli, StandardInputIsCalledSoInErrors) {
       {"/bin/sh", "-c", fmt::format("head -c 3000 '{}' | '{}' analyze -", fixture_path("leak_b.json.gz"), MEMPROF_BINARY)});
   EXPECT_EQ(truncated.exit_code, 1);
   EXPECT_EQ(truncated.err, "memprof: standard input: truncated gzip stream\n");
+}
+
+// Ruby writes a file name as the bytes it has, which need not be UTF-8; the reader keeps it with
+// U+FFFD in place of the bad bytes. The name typed as those bytes selects it (it selected nothing).
+TEST(Cli, ASiteFilterMatchesAFileNameThatIsNotUtf8) {
+  memprof::testing::TempDir dir;
+  const std::string path = dir.file("latin1.json");
+  memprof::testing::write_file(path, object_line(0x10, "STRING", 0, {}, 40, ", \"file\":\"caf\xe9.rb\", \"line\":7") +
+                                         object_line(0x20, "STRING", 0, {}, 40, ", \"file\":\"other.rb\", \"line\":7"));
+  CommandResult r = run_memprof("analyze " + path + " --site 'caf\xe9.rb:7'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(1 of the dump's 2 objects)"), std::string::npos) << r.out << r.err;
 }
 
 TEST(Cli, BadInputIsOneLineAndExitOne) {
