@@ -8,6 +8,7 @@
 #include "attach/live_snapshot.h"
 #include "attach/process_tree.h"
 #include "cli/command.h"
+#include "core/proc/process_access.h"
 #include "cli/process_tree_command.h"
 #include "heap/json_writer.h"
 #include "heap/units.h"
@@ -26,13 +27,18 @@ struct LeaksOptions {
   bool json = false;
 };
 
+// "all 3 rounds", "the 1 round".
+std::string all_rounds(size_t rounds) {
+  return rounds == 1 ? std::string("the 1 round") : fmt::format("all {} rounds", rounds);
+}
+
 void print_text(const std::vector<attach::LeakSuspect>& suspects, const LeaksOptions& options) {
   if (suspects.empty()) {
-    fmt::print("no site grew in all {} rounds of {}\n", options.rounds, options.interval);
+    fmt::print("no site grew in {} of {}\n", all_rounds(options.rounds), options.interval);
     return;
   }
-  fmt::print("{} site{} grew in all {} rounds of {} (live objects allocated since attach):\n",
-             suspects.size(), suspects.size() == 1 ? "" : "s", options.rounds, options.interval);
+  fmt::print("{} site{} grew in {} of {} (live objects allocated since attach):\n",
+             suspects.size(), suspects.size() == 1 ? "" : "s", all_rounds(options.rounds), options.interval);
   fmt::print("{:>10} {:>11} {:>11}  {}\n", "GROWTH", "LIVE", "BYTES", "FILE:LINE CLASS");
   size_t shown = 0;
   for (const attach::LeakSuspect& suspect : suspects) {
@@ -41,9 +47,9 @@ void print_text(const std::vector<attach::LeakSuspect>& suspects, const LeaksOpt
                heap::count_text(suspect.live), heap::bytes_text(suspect.bytes), suspect.key);
   }
   if (options.rounds < kDefaultRounds) {
-    fmt::print("note: a site whose count only fluctuates grows in all {} rounds 1 time in {};\n"
+    fmt::print("note: a site whose count only fluctuates grows in {} 1 time in {};\n"
                "      more rounds make that rarer ({}: 1 in {}), a longer interval does not\n",
-               options.rounds, heap::count_text(attach::fluctuation_odds(options.rounds)), kDefaultRounds,
+               all_rounds(options.rounds), heap::count_text(attach::fluctuation_odds(options.rounds)), kDefaultRounds,
                heap::count_text(attach::fluctuation_odds(kDefaultRounds)));
   }
 }
@@ -81,6 +87,9 @@ int run_leaks(const LeaksOptions& options) {
   for (size_t round = 0; round <= options.rounds; ++round) {
     if (round != 0) std::this_thread::sleep_for(*interval);
     auto snapshot = attach::read_snapshot(pids, attach::Collect::kGarbageFirst);
+    if (!snapshot.ok() && round != 0 && !options.children && proc::process_gone(options.pid))
+      return fail(fmt::format("process {} ended during round {} of {}: no growth to compare", options.pid,
+                              round, options.rounds));
     if (!snapshot.ok()) return fail(snapshot.message());
     notes.say(snapshot->left_out);
     snapshots.push_back(std::move(*snapshot));

@@ -12,6 +12,7 @@
 #include "attach/json_field.h"
 #include "attach/report_profile.h"
 #include "cli/command.h"
+#include "core/proc/process_access.h"
 #include "core/util/mapped_file.h"
 #include "profile/pprof_writer.h"
 
@@ -61,6 +62,8 @@ int run_report(const ReportOptions& options) {
   bool full = attach::Interruption::sleep_for(*duration);
   // Closed on every path, Ctrl-C included: an open window keeps the free watch on.
   auto closed = attach::ruby_request(options.pid, fmt::format("report-end {}", options.top));
+  if (!closed.ok() && proc::process_gone(options.pid))
+    return fail(fmt::format("process {} ended during the window: nothing to report", options.pid));
   if (!closed.ok()) return fail(closed.message());
   simdjson::dom::parser parser;
   simdjson::dom::element root;

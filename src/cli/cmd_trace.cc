@@ -178,9 +178,13 @@ class TracePrinter {
       std::set<std::string> called;
       for (const trace::SummaryRow& row : rows) called.insert(row.function);
       write(trace::summary_table(std::move(rows)));
-      if (const size_t never_called = traced_names_.size() - called.size(); never_called > 0)
-        fmt::print(stderr, "memprof: {} of the {} traced functions were not called\n", never_called,
-                   traced_names_.size());
+      if (const size_t never_called = traced_names_.size() - called.size(); never_called > 0) {
+        if (traced_names_.size() == 1)
+          fmt::print(stderr, "memprof: the traced function was not called\n");
+        else
+          fmt::print(stderr, "memprof: {} of the {} traced functions {} not called\n", never_called,
+                     traced_names_.size(), never_called == 1 ? "was" : "were");
+      }
     }
     if (const uint64_t dropped = earlier_dropped_ + dropped_; dropped > 0)
       fmt::print(stderr, "memprof: {} calls were counted but not shown: the reader fell behind\n", dropped);

@@ -127,6 +127,12 @@ class AttachExactCountsTest < Minitest::Test
     suspects = JSON.parse(out).fetch("suspects").map { |suspect| suspect.fetch("key") }
     assert_equal ["#{File.basename(target.script)}:#{marked_line(target.script, 'leak')} Array"],
                  suspects.map { |key| key.sub(%r{\A.*/}, "") }
+    # One round is "the 1 round", not "all 1 rounds".
+    run_job(target, "drip", /\Adripping\z/)
+    out = memprof!("leaks", "-p", target.pid, "--interval", "0.5s", "--rounds", 1, target: target)
+    run_job(target, "stop", /\Adripped \d+\z/)
+    assert_match(/^1 site grew in the 1 round of 0\.5s \(live objects allocated since attach\):$/, out)
+    assert_match(/^note: a site whose count only fluctuates grows in the 1 round 1 time in 2;$/, out)
     detach!(target)
     target.send_line("finish")
     assert target.wait_exit.success?, target.context

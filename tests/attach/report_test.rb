@@ -79,6 +79,20 @@ class AttachReportTest < Minitest::Test
     detach!(target)
   end
 
+  # The process ends during the window: said so (it was "no such process: N").
+  def test_a_process_that_ends_during_the_window_is_said_to
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    report = spawn_target(command: [MEMPROF, "report", "-p", target.pid.to_s, "--duration", "600s"])
+    sleep 0.02 until report.stderr_text.include?("window open") || !report.alive?
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+    Process.kill(:INT, report.pid)  # closes the window now
+    refute report.wait_exit.success?
+    assert_includes report.stderr_text, "memprof: process #{target.pid} ended during the window: nothing to report\n"
+  end
+
   # {[class, location] => value} from `go tool pprof -traces` (each sample: its value, then its
   # frames leaf first), or nil without Debian's golang-go.
   def pprof_traces(path, sample_index)

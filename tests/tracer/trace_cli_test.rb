@@ -111,6 +111,9 @@ class TraceCliTest < Minitest::Test
     _, err, status = memprof("trace", "-p", target.pid, "-c", "-x", "malloc", "-x", "free", "--duration", "1s")
     assert status.success?, err
     assert_includes err, "memprof: 2 of the 2 traced functions were not called\n"
+    _, err, status = memprof("trace", "-p", target.pid, "-c", "-x", "malloc", "--duration", "0.3s")
+    assert status.success?, err
+    assert_includes err, "memprof: the traced function was not called\n"  # not "1 of the 1 ... were"
   end
 
   SLEEPS = %w[usleep nanosleep clock_nanosleep].freeze
