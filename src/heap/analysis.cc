@@ -300,7 +300,9 @@ std::string gem_of_file(std::string_view file) {
     if (slash == std::string_view::npos && component.ends_with(".rb")) component.remove_suffix(3);
     return std::string(component);
   };
-  if (std::string gem = component_after("/gems/"); !gem.empty()) return gem;
+  // An installed gem's directory is NAME-VERSION (a git checkout's NAME-REVISION); an app's own
+  // "gems" directory ("/app/gems/lib/a.rb") names no gem.
+  if (std::string gem = component_after("/gems/"); gem.find('-', 1) != std::string::npos) return gem;
   if (std::string gem = component_after("/vendor_ruby/"); !gem.empty()) return gem;
   // Ruby's own library: /usr/lib/ruby/3.1.0/..., ~/.rubies/ruby-3.3.0/lib/ruby/3.3.0/...
   if (size_t at = file.find("/lib/ruby/"); at != std::string_view::npos) {

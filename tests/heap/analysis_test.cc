@@ -109,6 +109,9 @@ TEST(Analysis, GemOfFile) {
   EXPECT_EQ(gem_of_file("/usr/lib/ruby/3.1.0/set.rb"), "ruby");
   EXPECT_EQ(gem_of_file("/home/u/.rubies/ruby-3.3.0/lib/ruby/3.3.0/json.rb"), "ruby");
   EXPECT_EQ(gem_of_file("/srv/app/models/user.rb"), "(app)");
+  EXPECT_EQ(gem_of_file("/srv/app/gems/lib/a.rb"), "(app)");  // not a gem named "lib"
+  EXPECT_EQ(gem_of_file("/home/u/.bundle/ruby/3.3.0/bundler/gems/rails-8f3e2c1a9b7d/lib/rails.rb"),
+            "rails-8f3e2c1a9b7d");
   EXPECT_EQ(gem_of_file("<internal:gc>"), "(app)");
   EXPECT_EQ(gem_of_file(""), std::string(kNoSite));
 }
