@@ -143,7 +143,8 @@ module Memprof
       def stats(top)
         lines = Native.stats_lines
         lines = lines.first(top) if top.positive?
-        { "lines" => lines, "note" => LostObjects.note }
+        note = LostObjects.note
+        note ? { "lines" => lines, "note" => note } : { "lines" => lines }
       end
 
       # Live tracked objects by site and class, for `top` and `leaks`: the CLI computes rates and
