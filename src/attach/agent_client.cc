@@ -1,10 +1,12 @@
 #include "attach/agent_client.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -91,12 +93,31 @@ AgentSocketFile agent_socket_file(pid_t pid) {
 
 namespace {
 
+// Waits for the reply to begin, in slices of a second: a process stopped meanwhile (SIGSTOP,
+// Ctrl-Z, a debugger; or a SIGSTOP not yet delivered when the request checked) cannot answer,
+// and is said so at once instead of after the whole timeout. Ok once the reply has begun (or
+// poll failed: read_frame reports it).
+Status wait_for_reply(int fd, pid_t pid, std::chrono::milliseconds timeout) {
+  using std::chrono::milliseconds;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= milliseconds(0))
+      return err("process {}: no reply from the agent: timed out after {} ms", pid, timeout.count());
+    pollfd readable{fd, POLLIN, 0};
+    const int n = ::poll(&readable, 1, static_cast<int>(std::min(left, milliseconds(1000)).count()));
+    if (n != 0 && !(n < 0 && errno == EINTR)) return ok_status();
+    MEMPROF_TRY_STATUS(inject::check_process_can_answer(pid));
+  }
+}
+
 Result<std::string> send_request(pid_t pid, std::string_view verb, std::string_view body,
                                  std::chrono::milliseconds timeout, bool say_if_ended) {
   MEMPROF_TRY(fd, connect_to_agent(pid));
   // An agent that refuses the connection (another uid) writes its reason and closes at once,
   // so the request may meet a closed socket: the reason is still there to read.
   Status written = agent::write_frame(fd.get(), agent::encode_request(verb, body));
+  if (say_if_ended) MEMPROF_TRY_STATUS(wait_for_reply(fd.get(), pid, timeout));
   auto frame = agent::read_frame(fd.get(), agent::kMaxReplyBytes, timeout);
   if (!frame.ok()) {
     if (say_if_ended && ended_meanwhile(pid)) return err("process {} ended before its agent answered", pid);

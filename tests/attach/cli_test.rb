@@ -77,6 +77,23 @@ class AttachCliTest < Minitest::Test
     detach!(target)
   end
 
+  # Stopped while a request waits for its reply (here a dump whose child hangs; also a SIGSTOP
+  # not yet delivered when the request checked): said within a second or so, not after the
+  # reply timeout (30 minutes for a dump).
+  def test_a_process_stopped_during_a_request_is_said_to_be
+    target = hung_dump_target
+    request, _, dump_children = dump_in_background(target, "--stall-timeout", "600")
+    Process.kill("STOP", target.pid)
+    stopped = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    out, err, status = request.value
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - stopped, :<, 10
+    assert_equal [1, "", "memprof: process #{target.pid} is stopped (SIGSTOP); resume it with kill -CONT #{target.pid}\n"],
+                 [status.exitstatus, out, err]
+  ensure
+    Process.kill("CONT", target.pid)
+    kill_children(dump_children)  # the hung dump child: the agent kills it only after --stall-timeout
+  end
+
   def test_run_tracks_from_the_start_and_keeps_the_exit_status
     script = File.join(@tmpdir, "app.rb")
     File.write(script, <<~RUBY)
@@ -364,31 +381,46 @@ class AttachCliTest < Minitest::Test
   # memprof's): the error says it may still write the file.
   def test_a_process_that_ends_during_a_request_is_said_to_have_ended
     target = hung_dump_target
-    dump = File.join(@tmpdir, "heap.json")
-    request = Thread.new do
-      memprof("dump", "-p", target.pid, "-o", dump, prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
-    end
-    children = lambda do
-      Dir["/proc/#{target.pid}/task/*/children"].flat_map { |f| File.read(f).split.map { Integer(_1) } }
-    end
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
-    sleep 0.02 while children.call.empty? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-    dump_children = children.call
-    refute_empty dump_children, "the dump never forked its child#{target.context}"
+    request, dump, dump_children = dump_in_background(target)
     Process.kill(:KILL, target.pid)
     out, err, status = request.value
     assert_equal [1, "", "memprof: process #{target.pid} ended before its agent answered; the child it had " \
                          "forked to write #{dump} may still finish it\n"],
                  [status.exitstatus, out, err]
   ensure
-    dump_children&.each do |child|  # the hung dump child, our target's: it outlives its parent
+    kill_children(dump_children)  # the hung dump child, our target's: it outlives its parent
+  end
+
+  private
+
+  # `memprof dump` of `target` in a thread, returned once the target forked the dump's child:
+  # [the thread (its value: memprof's out, err, status), the dump's path, the children's pids].
+  def dump_in_background(target, *options)
+    dump = File.join(@tmpdir, "heap.json")
+    request = Thread.new do
+      memprof("dump", "-p", target.pid, "-o", dump, *options, prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
+    end
+    [request, dump, forked_children(target)]
+  end
+
+  # Children of a target (pids it forked, never found by name): they outlive a killed parent.
+  def kill_children(pids)
+    pids&.each do |child|
       Process.kill(:KILL, child)
     rescue Errno::ESRCH
       nil
     end
   end
 
-  private
+  # The pids of the children `target` forked (a dump's), once there is one.
+  def forked_children(target)
+    children = -> { Dir["/proc/#{target.pid}/task/*/children"].flat_map { |f| File.read(f).split.map { Integer(_1) } } }
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    sleep 0.02 while children.call.empty? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    pids = children.call
+    refute_empty pids, "the dump never forked its child#{target.context}"
+    pids
+  end
 
   # An attached target whose dump_all never returns (it waits on a pipe nobody writes).
   def hung_dump_target
