@@ -111,16 +111,18 @@ Status wait_for_reply(int fd, pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
+// `watch_process`: a process that stops or ends before it answers is said so (see
+// recording_request for why trace and native do without).
 Result<std::string> send_request(pid_t pid, std::string_view verb, std::string_view body,
-                                 std::chrono::milliseconds timeout, bool say_if_ended) {
+                                 std::chrono::milliseconds timeout, bool watch_process) {
   MEMPROF_TRY(fd, connect_to_agent(pid));
   // An agent that refuses the connection (another uid) writes its reason and closes at once,
   // so the request may meet a closed socket: the reason is still there to read.
   Status written = agent::write_frame(fd.get(), agent::encode_request(verb, body));
-  if (say_if_ended) MEMPROF_TRY_STATUS(wait_for_reply(fd.get(), pid, timeout));
+  if (watch_process) MEMPROF_TRY_STATUS(wait_for_reply(fd.get(), pid, timeout));
   auto frame = agent::read_frame(fd.get(), agent::kMaxReplyBytes, timeout);
   if (!frame.ok()) {
-    if (say_if_ended && ended_meanwhile(pid)) return err("process {} ended before its agent answered", pid);
+    if (watch_process && ended_meanwhile(pid)) return err("process {} ended before its agent answered", pid);
     if (!written.ok()) return err("process {}: {}", pid, written.message());
     return err("process {}: no reply from the agent: {}", pid, frame.message());
   }
@@ -133,12 +135,12 @@ Result<std::string> send_request(pid_t pid, std::string_view verb, std::string_v
 
 Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body,
                                   std::chrono::milliseconds timeout) {
-  return send_request(pid, verb, body, timeout, /*say_if_ended=*/true);
+  return send_request(pid, verb, body, timeout, /*watch_process=*/true);
 }
 
 Result<std::string> recording_request(pid_t pid, std::string_view verb, std::string_view body,
                                       std::chrono::milliseconds timeout) {
-  return send_request(pid, verb, body, timeout, /*say_if_ended=*/false);
+  return send_request(pid, verb, body, timeout, /*watch_process=*/false);
 }
 
 Result<std::string> ruby_request(pid_t pid, std::string_view command,
