@@ -19,6 +19,10 @@ struct DumpOptions {
 };
 
 int run_dump(const DumpOptions& options) {
+  // The process writes the file itself (a child it forks): memprof's stdout is not its to write.
+  if (options.output == "-")
+    return fail("dump -o -: the process writes the dump itself, so it needs a file path (give one, "
+                "then `memprof analyze FILE`)");
   std::error_code error;
   // The target resolves the path in its own working directory.
   std::string path = std::filesystem::absolute(options.output, error).string();

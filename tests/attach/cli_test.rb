@@ -311,6 +311,11 @@ class AttachCliTest < Minitest::Test
     out, err, status = memprof("dump", "-p", target.pid, "-o", dump)
     assert_equal [1, ""], [status.exitstatus, out], err
     assert_equal "memprof: process #{target.pid}: Memprof.dump_all: cannot write #{dump} (No such file or directory)\n", err
+    # "-" is no file the process can write (it wrote a file named "-").
+    out, err, status = memprof("dump", "-p", target.pid, "-o", "-")
+    assert_equal [1, ""], [status.exitstatus, out], err
+    assert_equal "memprof: dump -o -: the process writes the dump itself, so it needs a file path (give one, " \
+                 "then `memprof analyze FILE`)\n", err
     assert_alive(target)
     detach!(target)
   end
