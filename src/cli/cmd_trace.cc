@@ -177,7 +177,7 @@ class TracePrinter {
       rows.insert(rows.end(), earlier_rows_.begin(), earlier_rows_.end());
       std::set<std::string> called;
       for (const trace::SummaryRow& row : rows) called.insert(row.function);
-      write(trace::summary_table(std::move(rows)));
+      write(options_.json ? trace::summary_json(std::move(rows)) : trace::summary_table(std::move(rows)));
       if (const size_t never_called = traced_names_.size() - called.size(); never_called > 0) {
         if (traced_names_.size() == 1)
           fmt::print(stderr, "memprof: the traced function was not called\n");

@@ -83,9 +83,11 @@ std::string call_json(const CallRecord& record, const FunctionInfo& function, co
                                        : json_quoted(no_line_reason(record)));
 }
 
-std::string summary_table(std::vector<SummaryRow> rows) {
-  // One row per name: a function of a library loaded again elsewhere, or of the program before
-  // an exec, is the same function to the reader.
+namespace {
+
+// One row per name, the most time first: a function of a library loaded again elsewhere, or of
+// the program before an exec, is the same function to the reader.
+std::vector<SummaryRow> merged_summary(std::vector<SummaryRow> rows) {
   std::vector<SummaryRow> merged;
   std::unordered_map<std::string, size_t> index;  // name -> its row in `merged`
   for (SummaryRow& row : rows) {
@@ -97,9 +99,15 @@ std::string summary_table(std::vector<SummaryRow> rows) {
       merged[at->second].nanoseconds += row.nanoseconds;
     }
   }
-  rows = std::move(merged);
-  std::stable_sort(rows.begin(), rows.end(),
+  std::stable_sort(merged.begin(), merged.end(),
                    [](const SummaryRow& a, const SummaryRow& b) { return a.nanoseconds > b.nanoseconds; });
+  return merged;
+}
+
+}  // namespace
+
+std::string summary_table(std::vector<SummaryRow> rows) {
+  rows = merged_summary(std::move(rows));
   uint64_t total_ns = 0, total_calls = 0;
   for (const SummaryRow& row : rows) total_ns += row.nanoseconds, total_calls += row.calls;
   auto seconds = [](uint64_t ns) { return fmt::format("{:4}.{:06}", ns / 1000000000, ns % 1000000000 / 1000); };
@@ -115,6 +123,19 @@ std::string summary_table(std::vector<SummaryRow> rows) {
   out += rule;
   out += fmt::format("100.00 {}             {:9} total\n", seconds(total_ns), total_calls);
   return out;
+}
+
+std::string summary_json(std::vector<SummaryRow> rows) {
+  rows = merged_summary(std::move(rows));
+  uint64_t total_ns = 0, total_calls = 0;
+  std::string functions;
+  for (const SummaryRow& row : rows) {
+    total_ns += row.nanoseconds, total_calls += row.calls;
+    functions += fmt::format(R"({}{{"function":{},"calls":{},"seconds":{:.9f}}})", functions.empty() ? "" : ",",
+                             json_quoted(row.function), row.calls, static_cast<double>(row.nanoseconds) / 1e9);
+  }
+  return fmt::format(R"({{"summary":[{}],"total":{{"calls":{},"seconds":{:.9f}}}}})", functions, total_calls,
+                     static_cast<double>(total_ns) / 1e9) + "\n";
 }
 
 }  // namespace memprof::trace

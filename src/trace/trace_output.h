@@ -42,5 +42,8 @@ struct SummaryRow {
 // ltrace -c's table: one row per function name (rows with the same name are added up), the most
 // time first, with a total line.
 std::string summary_table(std::vector<SummaryRow> rows);
+// The same for --json, one line: {"summary":[{"function","calls","seconds"}, ...],
+// "total":{"calls","seconds"}}.
+std::string summary_json(std::vector<SummaryRow> rows);
 
 }  // namespace memprof::trace

@@ -21,6 +21,17 @@ TEST(SummaryTable, RowsOfOneNameAreAddedUpAndSortedByTime) {
             "100.00    0.901001                  2005 total\n");
 }
 
+// `trace -c --json` printed the text table: its summary is JSON too, with the same rows.
+TEST(SummaryTable, JsonHasTheSameRowsAndTotal) {
+  EXPECT_EQ(summary_json({{"BZ2_bzlibVersion", 2000, 1'000'000},
+                          {"dlopen", 3, 900'000'000},
+                          {"BZ2_bzlibVersion", 2, 1000}}),
+            R"({"summary":[{"function":"dlopen","calls":3,"seconds":0.900000000},)"
+            R"({"function":"BZ2_bzlibVersion","calls":2002,"seconds":0.001001000}],)"
+            R"("total":{"calls":2005,"seconds":0.901001000}})" "\n");
+  EXPECT_EQ(summary_json({}), R"({"summary":[],"total":{"calls":0,"seconds":0.000000000}})" "\n");
+}
+
 TEST(SummaryTable, NoRowsIsTheHeaderAndAZeroTotal) {
   EXPECT_EQ(summary_table({}),
             "% time     seconds  usecs/call     calls      function\n"
