@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/util/scoped_fd.h"
+#include "core/util/whole_lines.h"
 
 namespace memprof::report {
 namespace {
@@ -50,14 +51,9 @@ mode_t new_file_mode() {
 }
 
 bool write_all(int fd, std::span<const unsigned char> bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
+  if (const int error = write_fully(fd, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}); error != 0) {
+    errno = error;  // for the caller's message
+    return false;
   }
   return true;
 }

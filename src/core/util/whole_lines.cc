@@ -25,11 +25,9 @@ std::vector<std::string_view> whole_line_pieces(std::string_view text, size_t li
   return pieces;
 }
 
-namespace {
-
-// The whole of `piece`: a pipe takes up to PIPE_BUF bytes at once or not at all, so a retry
-// continues only a piece longer than that or one written to a file or terminal.
-int write_all(int fd, std::string_view piece) {
+// (A pipe takes up to PIPE_BUF bytes at once or not at all, so for whole_line_pieces a retry
+// continues only a piece longer than that, or one written to a file or terminal.)
+int write_fully(int fd, std::string_view piece) {
   while (!piece.empty()) {
     const ssize_t n = ::write(fd, piece.data(), piece.size());
     if (n >= 0) {
@@ -44,15 +42,13 @@ int write_all(int fd, std::string_view piece) {
   return 0;
 }
 
-}  // namespace
-
 int write_whole_lines(int fd, std::string_view text) {
   // A write to a regular file holds its offset for the whole write on Linux: one write is
   // whole however long, and saves a system call per PIPE_BUF bytes.
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   for (std::string_view piece : whole_line_pieces(text, regular ? std::max<size_t>(text.size(), 1) : PIPE_BUF))
-    if (const int error = write_all(fd, piece); error != 0) return error;
+    if (const int error = write_fully(fd, piece); error != 0) return error;
   return 0;
 }
 

@@ -19,6 +19,10 @@ namespace memprof {
 // single line longer than `limit` (its own piece) and the text after the last line end.
 std::vector<std::string_view> whole_line_pieces(std::string_view text, size_t limit = PIPE_BUF);
 
+// Writes all of `bytes` to `fd`, retrying interrupted and partial writes and waiting while a
+// non-blocking fd is full. 0, or the errno that stopped it.
+int write_fully(int fd, std::string_view bytes);
+
 // Writes `text` to `fd` one whole_line_pieces piece per write(2) (a regular file: all of it in
 // one), retrying interrupted and partial writes and waiting while a non-blocking fd is full. 0,
 // or the errno that stopped it.
