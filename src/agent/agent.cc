@@ -167,6 +167,7 @@ void serve() {
       auto request = decode_request(*frame);
       reply = request.ok() ? handler.handle(*request) : encode_reply_error(request.message());
     }
+    if (handler.detach_requested()) server->remove_file();
     (void)write_frame(connection->get(), reply);
     handler.sessions().after_reply();
   }

@@ -50,8 +50,11 @@ Result<ControlServer> ControlServer::open(uid_t uid, pid_t pid) {
   return ControlServer(std::move(fd), std::move(path), pid);
 }
 
-ControlServer::~ControlServer() {
+ControlServer::~ControlServer() { remove_file(); }
+
+void ControlServer::remove_file() {
   if (fd_.valid() && owner_ == ::getpid()) ::unlink(path_.c_str());
+  owner_ = 0;
 }
 
 bool ControlServer::wait_for_connection(std::chrono::milliseconds timeout) const {

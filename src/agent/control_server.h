@@ -21,6 +21,9 @@ class ControlServer {
   ControlServer& operator=(ControlServer&&) noexcept = default;
   // Removes the socket file (only the process that made it does).
   ~ControlServer();
+  // Removes the socket file now, before the reply to a detach: a CLI told "detached" finds no
+  // socket left (a new attach right after it would otherwise meet the leaving agent's file).
+  void remove_file();
 
   const std::string& path() const { return path_; }
   // Waits for a connection. Connections from a peer that is neither the owner nor root get an

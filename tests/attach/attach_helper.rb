@@ -204,6 +204,10 @@ module AttachTestHelper
     pid = target.is_a?(Integer) ? target : target.pid
     out = memprof!("detach", "-p", pid, target: target.is_a?(Integer) ? nil : target)
     assert_match(/detached from process #{pid}/, out)
+    # Gone once "detached" is said: a re-attach right after must not meet the leaving agent's
+    # socket (the agent removed it after its reply: CI once saw it still there).
+    socket = "/tmp/memprof-#{File.stat("/proc/#{pid}").uid}/#{pid}.sock"
+    refute File.exist?(socket), "#{socket} outlived the detach"
     out
   end
 
