@@ -41,6 +41,9 @@ class TerminalSession {
     if (!active_) return;
     termios raw = saved_;
     raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
+    // The screen is written as it should appear: its "\r\n" left alone (with output
+    // processing on, each became "\r\r\n", and a captured session showed doubled returns).
+    raw.c_oflag &= ~static_cast<tcflag_t>(OPOST);
     raw.c_cc[VMIN] = 0;
     raw.c_cc[VTIME] = 0;
     ::tcsetattr(STDIN_FILENO, TCSANOW, &raw);

@@ -52,11 +52,15 @@ class AttachTopTmuxTest < Minitest::Test
       echo BEFORE-TOP
       #{MEMPROF} top -p #{target.pid} --interval 200ms
       echo "TOP-EXIT=$?"
-      stty -a | tr ' ;' '\\n\\n' | grep -x -e '-\\?icanon' -e '-\\?echo'
+      stty -a | tr ' ;' '\\n\\n' | grep -x -e '-\\?icanon' -e '-\\?echo' -e '-\\?opost'
       echo AFTER-TOP
       exec sleep 600
     SH
     tmux("new-session", "-d", "-s", "top", "-x", "80", "-y", "24", "sh #{script}")
+    # What top writes, byte for byte: each line ends "\r\n" ("\r\r\n" when the terminal's
+    # output processing was left on and added its own return).
+    raw = File.join(@tmpdir, "raw.log")
+    tmux("pipe-pane", "-o", "-t", "top", "cat >> #{raw}")
 
     text = wait_for_screen("rows by file:line + class") do |s|
       s.include?("memprof top - pid #{target.pid}") && s.include?("by file:line + class") &&
@@ -71,6 +75,9 @@ class AttachTopTmuxTest < Minitest::Test
       s.include?("by class,") && s.lines.any? { |line| line =~ /\A\s*\d.*\d  String\s*\z/ }
     end
     refute_includes text, site, "grouped by class, yet a file:line shows"
+    written = File.binread(raw)
+    assert_includes written, "String\r\n"
+    refute_includes written, "\r\r\n"
 
     tmux("send-keys", "-t", "top", "l")
     wait_for_screen("rows by file:line") do |s|
@@ -85,6 +92,7 @@ class AttachTopTmuxTest < Minitest::Test
     assert_equal "0", tmux("display-message", "-p", "-t", "top", '#{alternate_on}').strip
     assert_match(/^icanon$/, text, "canonical mode not restored")
     assert_match(/^echo$/, text, "echo not restored")
+    assert_match(/^opost$/, text, "output processing not restored")
 
     detach!(target)
     assert_alive(target)
