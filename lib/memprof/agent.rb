@@ -120,13 +120,18 @@ module Memprof
       end
 
       def stop
-        if @started_by_agent
+        if @started_by_agent || started_by_memprof_run?
           @started_by_agent = false
+          Memprof::Autostart.started = false if started_by_memprof_run?
           return { "stopped" => Memprof.stop }
         end
         return { "stopped" => false } unless Memprof.started?
 
         { "stopped" => false, "kept" => "the process's own tracking (Memprof.start)" }
+      end
+
+      def started_by_memprof_run?
+        defined?(Memprof::Autostart) && Memprof::Autostart.started
       end
 
       def status

@@ -14,6 +14,12 @@ module Memprof
       exact = candidates.find { |_, needed, _| !needed.empty? && libruby.start_with?(needed) }
       (exact || candidates.find { |_, needed, _| needed.empty? })&.last
     end
+
+    class << self
+      # Whether this started the tracking: `memprof run`'s, which `memprof detach` stops as it
+      # stops an attach's (lib/memprof/agent.rb).
+      attr_accessor :started
+    end
   end
 end
 
@@ -25,7 +31,7 @@ if (path = Memprof::Autostart.extension)
   ensure
     Memprof.remove_instance_variable(:@agent_extension)
   end
-  Memprof.start
+  Memprof::Autostart.started = Memprof.start
 else
   warn "memprof: no extension for Ruby #{RUBY_VERSION} among those memprof has; nothing is tracked"
 end

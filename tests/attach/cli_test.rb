@@ -136,6 +136,29 @@ class AttachCliTest < Minitest::Test
     refute File.exist?(socket), "#{socket} outlived its process"
   end
 
+  # `memprof run` started the tracking, so detach stops it as it does an attach's. Before:
+  # "the process's own tracking (Memprof.start) left on", and a re-attach found it running.
+  def test_detach_stops_the_tracking_memprof_run_started
+    script = File.join(@tmpdir, "app.rb")
+    File.write(script, <<~RUBY)
+      $stdout.sync = true
+      $stdout.puts "up \#{Process.pid}"
+      $stdin.gets
+    RUBY
+    run = spawn_target(command: [MEMPROF, "run", "--", RbConfig.ruby, script])
+    ruby_pid = Integer(run.wait_for(/\Aup \d+\z/).split.last)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    sleep 0.05 until memprof("stats", "-p", ruby_pid)[2].success? ||
+                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    out = detach!(ruby_pid)
+    assert_match(/hooks removed, patched bytes restored, agent stopped/, out)
+    out = memprof!("attach", "-p", ruby_pid)
+    assert_match(/^tracking process #{ruby_pid}:/, out)
+    detach!(ruby_pid)
+    run.send_line("")
+    assert run.wait_exit.success?, run.context
+  end
+
   # A program the agent cannot be preloaded into runs, and memprof says so at once. Before:
   # nothing was said, and `memprof top -p PID` then failed with "no agent".
   def test_run_says_when_the_agent_cannot_be_preloaded
