@@ -152,24 +152,28 @@ module Memprof
         note ? { "lines" => lines, "note" => note } : { "lines" => lines }
       end
 
-      # Live tracked objects by site and class, for `top` and `leaks`: the CLI computes rates and
-      # growth between two of these. total_allocated is Ruby's own counter of every object
-      # allocated since boot, less those memprof made answering (see serve). "groups gc" (leaks)
-      # collects the garbage first: growth between readings must not be garbage that no GC has
-      # swept yet.
+      # Live tracked objects by site and class, for `top`, `leaks` and `stats --json`/`--children`:
+      # the CLI computes rates and growth between two of these. total_allocated is Ruby's own
+      # counter of every object allocated since boot, less those memprof made answering (see
+      # serve). "groups gc" (leaks) collects the garbage first: growth between readings must not
+      # be garbage that no GC has swept yet. "groups note" (stats) adds LostObjects' note, which
+      # is said once: `top`, which reads every second, leaves it to the read-out that shows it.
       def groups(argument)
-        unless [nil, "gc"].include?(argument)
-          raise ArgumentError, "groups takes nothing or \"gc\", not #{argument.inspect}"
+        words = argument.to_s.split
+        unless (words - %w[gc note]).empty?
+          raise ArgumentError, "groups takes \"gc\" and \"note\", not #{argument.inspect}"
         end
 
-        GC.start if argument == "gc"
+        GC.start if words.include?("gc")
         rows = Native.live_groups
-        {
+        reply = {
           "time" => Process.clock_gettime(Process::CLOCK_MONOTONIC),
           "total_allocated" => @app_allocations || GC.stat(:total_allocated_objects),
           "gc_count" => GC.count,
           "groups" => rows
         }
+        note = LostObjects.note if words.include?("note")
+        note ? reply.merge("note" => note) : reply
       end
 
       # `memprof report -p PID --duration`: a window of the running process (its GC keeps

@@ -37,21 +37,27 @@ Result<LiveSnapshot> parse_snapshot(const std::string& json) {
     group.class_name = class_name;
     snapshot.groups.push_back(std::move(group));
   }
+  if (std::string_view note; root["note"].get(note) == simdjson::SUCCESS) snapshot.notes.emplace_back(note);
   return snapshot;
 }
 
-Result<LiveSnapshot> read_snapshot(pid_t pid, Collect collect) {
-  MEMPROF_TRY(json, ruby_request(pid, collect == Collect::kGarbageFirst ? "groups gc" : "groups"));
-  return parse_snapshot(json);
+Result<LiveSnapshot> read_snapshot(pid_t pid, Collect collect, Notes notes) {
+  std::string request = "groups";
+  if (collect == Collect::kGarbageFirst) request += " gc";
+  if (notes == Notes::kTake) request += " note";
+  MEMPROF_TRY(json, ruby_request(pid, request));
+  MEMPROF_TRY(snapshot, parse_snapshot(json));
+  for (std::string& note : snapshot.notes) note = fmt::format("process {}: {}", pid, note);
+  return snapshot;
 }
 
-Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect collect) {
+Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect collect, Notes notes) {
   LiveSnapshot total;
   std::map<std::tuple<std::string, int, std::string>, LiveGroup> merged;
   std::optional<Error> first_error;
   size_t read = 0;
   for (pid_t pid : pids) {
-    auto reading = read_snapshot(pid, collect);
+    auto reading = read_snapshot(pid, collect, notes);
     if (!reading.ok()) {
       if (!first_error) first_error = reading.error();
       total.left_out.push_back(fmt::format("process {}: {}", pid, reading.message()));
@@ -62,6 +68,7 @@ Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect colle
     total.time = std::max(total.time, snapshot.time);
     total.total_allocated += snapshot.total_allocated;
     total.gc_count += snapshot.gc_count;
+    total.notes.insert(total.notes.end(), snapshot.notes.begin(), snapshot.notes.end());
     for (LiveGroup& group : snapshot.groups) {
       auto [it, fresh] = merged.try_emplace({group.file, group.line, group.class_name}, group);
       if (!fresh) {

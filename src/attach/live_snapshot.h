@@ -30,6 +30,9 @@ struct LiveSnapshot {
   bool ruby_lines = true;  // false: no block had a Ruby line (a program without Ruby)
   // Read from several processes: those that could not be read, as "process N: why".
   std::vector<std::string> left_out;
+  // With Notes::kTake: what the agents asked to have said about their groups (objects the
+  // tracker had to forget), as "process N: what".
+  std::vector<std::string> notes;
 };
 
 Result<LiveSnapshot> parse_snapshot(const std::string& json);
@@ -38,14 +41,18 @@ Result<LiveSnapshot> parse_snapshot(const std::string& json);
 // made since the last GC: fine for rates (`top`), wrong for growth (`leaks`), where a site of
 // short-lived objects can grow round after round just because no GC ran in between.
 enum class Collect { kNo, kGarbageFirst };
+// Whether the reading takes the agent's note (Memprof::LostObjects: said once, by the first
+// reading that takes it), for a command that shows it: `stats` does, `top` and `leaks` leave it.
+enum class Notes { kLeave, kTake };
 
 // Asks the agent of `pid` for one.
-Result<LiveSnapshot> read_snapshot(pid_t pid, Collect collect = Collect::kNo);
+Result<LiveSnapshot> read_snapshot(pid_t pid, Collect collect = Collect::kNo, Notes notes = Notes::kLeave);
 // One reading of several processes (a master and its workers), added up: groups of the same
 // file:line and class merged, allocation and GC counters summed. A process that cannot be read
 // (a worker that has ended or is a zombie, a wrapper without Ruby) is left out and named in
 // `left_out`; fails only when none can be read, with the first one's reason.
-Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect collect = Collect::kNo);
+Result<LiveSnapshot> read_snapshot(const std::vector<pid_t>& pids, Collect collect = Collect::kNo,
+                                   Notes notes = Notes::kLeave);
 
 // How rows are grouped: by class, by file:line, or by both.
 enum class Grouping { kClass, kSite, kBoth };

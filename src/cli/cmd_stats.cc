@@ -1,6 +1,8 @@
 // memprof stats -p PID: what Memprof.stats prints, read from an attached process.
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include "attach/agent_client.h"
 #include "attach/live_snapshot.h"
 #include "attach/process_tree.h"
@@ -28,39 +30,59 @@ void say_nothing_is_tracked(pid_t pid, bool children) {
              pid, children ? " and its descendants" : "", pid);
 }
 
-// A master and its workers: their groups added up, printed as Memprof.stats prints them.
-int run_stats_of_tree(const StatsOptions& options) {
-  auto snapshot = attach::read_snapshot(attach::process_tree(options.pid));
-  if (!snapshot.ok()) return fail(snapshot.message());
-  LeftOutNotes().say(snapshot->left_out);
-  std::vector<attach::LiveGroup>& groups = snapshot->groups;
-  if (options.top != 0 && groups.size() > options.top) groups.resize(options.top);
+void print_strings(heap::JsonWriter& json, std::string_view name, const std::vector<std::string>& texts) {
+  json.key(name);
+  json.begin_array();
+  for (const std::string& text : texts) json.value(text);
+  json.end_array();
+}
+
+// {"pid", "groups": [{"count", "bytes", "file", "line", "class"}], "notes", "left_out"}: the
+// groups as fields, not Memprof.stats' lines to be parsed again.
+void print_json(pid_t pid, const attach::LiveSnapshot& snapshot) {
   heap::JsonWriter json;
   json.begin_object();
-  json.key("lines");
+  json.field("pid", static_cast<uint64_t>(pid));
+  json.key("groups");
   json.begin_array();
-  for (const attach::LiveGroup& group : groups) {
-    std::string line = track::stats_line(group);
-    if (options.json)
-      json.value(line);
-    else
-      fmt::print("{}\n", line);
+  for (const attach::LiveGroup& group : snapshot.groups) {
+    json.begin_object();
+    json.field("count", group.count);
+    json.field("bytes", group.bytes);
+    json.field("file", group.file);
+    json.field("line", static_cast<uint64_t>(std::max(group.line, 0)));
+    json.field("class", group.class_name);
+    json.end_object();
   }
   json.end_array();
+  print_strings(json, "notes", snapshot.notes);
+  print_strings(json, "left_out", snapshot.left_out);
   json.end_object();
-  if (options.json) fmt::print("{}\n", json.str());
-  if (!options.json && groups.empty()) say_nothing_is_tracked(options.pid, true);
+  fmt::print("{}\n", json.str());
+}
+
+// From the groups themselves (bytes included): --json, and a master with its workers added up.
+int run_stats_of_groups(const StatsOptions& options) {
+  std::vector<pid_t> pids = options.children ? attach::process_tree(options.pid) : std::vector<pid_t>{options.pid};
+  auto snapshot = attach::read_snapshot(pids, attach::Collect::kNo, attach::Notes::kTake);
+  if (!snapshot.ok()) return fail(snapshot.message());
+  std::vector<attach::LiveGroup>& groups = snapshot->groups;
+  if (options.top != 0 && groups.size() > options.top) groups.resize(options.top);
+  if (options.json) {
+    print_json(options.pid, *snapshot);
+    return 0;
+  }
+  LeftOutNotes().say(snapshot->left_out);
+  for (const attach::LiveGroup& group : groups) fmt::print("{}\n", track::stats_line(group));
+  for (const std::string& note : snapshot->notes) fmt::print(stderr, "memprof: {}\n", note);
+  if (groups.empty()) say_nothing_is_tracked(options.pid, options.children);
   return 0;
 }
 
 int run_stats(const StatsOptions& options) {
-  if (options.children) return run_stats_of_tree(options);
+  if (options.children || options.json) return run_stats_of_groups(options);
   auto reply = attach::ruby_request(options.pid, fmt::format("stats {}", options.top));
   if (!reply.ok()) return fail(reply.message());
-  if (options.json) {
-    fmt::print("{}\n", *reply);
-    return 0;
-  }
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   simdjson::dom::array lines;
@@ -84,7 +106,9 @@ MEMPROF_COMMAND("stats", "Live tracked objects of an attached process, by file:l
                   add_count_option(sub, "--top", options->top, "Only the N largest groups (0: all)");
                   sub.add_flag("--children", options->children,
                                "Add up the process and all its descendants (workers)");
-                  sub.add_flag("--json", options->json, "Print {\"lines\": [...]}");
+                  sub.add_flag("--json", options->json,
+                               "Print {\"pid\", \"groups\": [{\"count\", \"bytes\", \"file\", \"line\", \"class\"}], "
+                               "\"notes\", \"left_out\"}");
                   sub.footer(
                       "One line per group of live objects allocated since `memprof attach`, as\n"
                       "Memprof.stats prints them: COUNT FILE:LINE:CLASS, largest first. Live\n"

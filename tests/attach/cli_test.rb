@@ -36,7 +36,8 @@ class AttachCliTest < Minitest::Test
     assert_equal [0, ""], [status.exitstatus, out], err
     assert_equal "memprof: no live tracked objects in process #{target_pid}: memprof tracks what is " \
                  "allocated after `memprof attach` (what was made before is in `memprof dump -p #{target_pid}`)\n", err
-    assert_equal "{\"lines\":[]}\n", memprof!("stats", "-p", target_pid, "--json")
+    assert_equal "{\"pid\":#{target_pid},\"groups\":[],\"notes\":[],\"left_out\":[]}\n",
+                 memprof!("stats", "-p", target_pid, "--json")
     detach!(target)
   end
 
@@ -386,6 +387,17 @@ class AttachCliTest < Minitest::Test
                  "wrapper); they are missing from this read-out and the later ones\n", err
     _, err, = memprof("stats", "-p", target.pid)
     assert_equal "", err
+    # --json and --children say it as well, in "notes" and on stderr.
+    said = "tracked objects were forgotten at a GC compaction memprof could not follow"
+    total = Integer(run_job(target, "compact", /\Acompacted \d+\z/)[/\d+/])
+    notes = JSON.parse(memprof!("stats", "-p", target.pid, "--json"))["notes"]
+    assert_equal ["process #{target.pid}: #{total - lost} #{said}"], notes.map { |note| note[/\A.*follow/] }
+    assert_equal [], JSON.parse(memprof!("stats", "-p", target.pid, "--json"))["notes"]
+    lost = total
+    total = Integer(run_job(target, "compact", /\Acompacted \d+\z/)[/\d+/])
+    _, err, status = memprof("stats", "-p", target.pid, "--children")
+    assert status.success?, err
+    assert_match(/\Amemprof: process #{target.pid}: #{total - lost} #{said}/, err)
     detach!(target)
   end
 

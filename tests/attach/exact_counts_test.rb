@@ -32,6 +32,12 @@ class AttachExactCountsTest < Minitest::Test
     # --top keeps the largest groups, and ours is the largest.
     top = memprof!("stats", "-p", target.pid, "--top", 1).lines
     assert_equal ["10000 #{site}"], top.map(&:strip)
+    # --json gives the group's fields (before: the same line, as a string to split again).
+    json = JSON.parse(memprof!("stats", "-p", target.pid, "--top", 1, "--json"))
+    group = json["groups"].first
+    assert_equal [target.pid, 1, 10_000, target.script, marked_line(target.script, "kept"), "String"],
+                 [json["pid"], json["groups"].size, group["count"], group["file"], group["line"], group["class"]]
+    assert_operator group["bytes"], :>=, 10_000 * 40, "a String's slot is 40 bytes at least"
 
     detach!(target)
     target.send_line("finish")
