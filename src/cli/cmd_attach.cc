@@ -17,20 +17,16 @@ struct AttachOptions {
   bool json = false;
 };
 
-Status attach_one(pid_t pid, bool json) {
-  auto outcome = attach::attach_ruby(pid);
-  if (!outcome.ok()) return outcome.error();
-  if (json) {
-    fmt::print("{{\"pid\":{},\"injected\":{},\"started\":{},\"pause_ms\":{:.3f},\"status\":{}}}\n",
-               pid, outcome->injected, outcome->started, outcome->pause_ms,
-               outcome->status_json);
-    return ok_status();
-  }
+Result<std::string> attach_one(pid_t pid, bool json) {
+  MEMPROF_TRY(outcome, attach::attach_ruby(pid));
+  if (json)
+    return fmt::format("{{\"pid\":{},\"injected\":{},\"started\":{},\"pause_ms\":{:.3f},\"status\":{}}}", pid,
+                       outcome.injected, outcome.started, outcome.pause_ms, outcome.status_json);
   simdjson::dom::parser parser;
   simdjson::dom::element status;
   std::string_view ruby = "?", mechanism = "?";
   uint64_t slots = 0, call_sites = 0, ractors = 1;
-  if (parser.parse(outcome->status_json).get(status) == simdjson::SUCCESS) {
+  if (parser.parse(outcome.status_json).get(status) == simdjson::SUCCESS) {
     attach::read_field(status, "ruby", ruby);
     attach::read_field(status, "mechanism", mechanism);
     attach::read_field(status, "hooked_slots", slots);
@@ -40,22 +36,21 @@ Status attach_one(pid_t pid, bool json) {
   std::string how = mechanism == "hooks"
                         ? fmt::format("hooks on {} GOT slots and {} call sites", slots, call_sites)
                         : fmt::format("Ruby's NEWOBJ event ({})", mechanism);
-  if (outcome->injected)
-    fmt::print("attached to process {} (Ruby {}) in {:.1f} ms of pause\n", pid, ruby,
-               outcome->pause_ms);
-  fmt::print("{} process {}: {}\n", outcome->started ? "tracking" : "already tracking", pid,
-             how);
+  std::string said;
+  if (outcome.injected)
+    said = fmt::format("attached to process {} (Ruby {}) in {:.1f} ms of pause\n", pid, ruby, outcome.pause_ms);
+  said += fmt::format("{} process {}: {}\n", outcome.started ? "tracking" : "already tracking", pid, how);
   // Said now rather than by every read-out later (Tracker::prune says why).
   if (ractors > 1)
     fmt::print(stderr,
                "memprof: note: process {} runs {} Ractors: allocations are tracked, but stats, top, "
                "leaks, report and dump answer only once the main Ractor is left alone\n",
                pid, ractors);
-  return ok_status();
+  return said;
 }
 
 int run_attach(const AttachOptions& options) {
-  int status = for_each_target(options.pid, options.children,
+  int status = for_each_target(options.pid, options.children, options.json,
                                [&](pid_t pid) { return attach_one(pid, options.json); });
   if (!options.json && status == 0)
     fmt::print("next: memprof top -p {0}   memprof stats -p {0}   memprof detach -p {0}\n",

@@ -29,23 +29,18 @@ bool kept_own_tracking(const std::string& reply) {
   return !kept.empty();
 }
 
-Status detach_one(pid_t pid, bool json) {
-  auto reply = attach::agent_request(pid, "detach");
-  if (!reply.ok()) return reply.error();
-  if (json)
-    fmt::print("{{\"pid\":{},\"detached\":true,\"reply\":{}}}\n", pid, *reply);
-  else if (kept_own_tracking(*reply))
-    fmt::print("detached from process {}: agent stopped; the process's own tracking (Memprof.start) "
-               "left on\n",
-               pid);
-  else
-    fmt::print("detached from process {}: hooks removed, patched bytes restored, agent stopped\n",
-               pid);
-  return ok_status();
+Result<std::string> detach_one(pid_t pid, bool json) {
+  MEMPROF_TRY(reply, attach::agent_request(pid, "detach"));
+  if (json) return fmt::format("{{\"pid\":{},\"detached\":true,\"reply\":{}}}", pid, reply);
+  if (kept_own_tracking(reply))
+    return fmt::format("detached from process {}: agent stopped; the process's own tracking (Memprof.start) "
+                       "left on\n",
+                       pid);
+  return fmt::format("detached from process {}: hooks removed, patched bytes restored, agent stopped\n", pid);
 }
 
 int run_detach(const DetachOptions& options) {
-  return for_each_target(options.pid, options.children,
+  return for_each_target(options.pid, options.children, options.json,
                          [&](pid_t pid) { return detach_one(pid, options.json); });
 }
 

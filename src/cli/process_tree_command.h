@@ -11,30 +11,42 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "attach/process_tree.h"
 #include "cli/command.h"
+#include "core/util/json_escape.h"
 #include "core/util/result.h"
 
 namespace memprof::cli {
 
-// `one(pid)` acts on one process (printing what it did) and returns its Status.
+// `one(pid)` acts on one process and returns what to print about it: lines of text, or with
+// `json` one JSON object (no newline). A tree's objects are printed as one array (a script reads one
+// document), a process left out as {"pid": N, "error": "why"} there too.
 template <typename ForOne>
-int for_each_target(pid_t pid, bool children, ForOne one) {
+int for_each_target(pid_t pid, bool children, bool json, ForOne one) {
   if (!children) {
-    Status status = one(pid);
-    return status.ok() ? 0 : fail(status.message());
+    Result<std::string> said = one(pid);
+    if (!said.ok()) return fail(said.message());
+    fmt::print("{}{}", *said, json ? "\n" : "");
+    return 0;
   }
   size_t done = 0;
+  std::vector<std::string> objects;
   for (pid_t target : attach::process_tree(pid)) {
-    Status status = one(target);
-    if (status.ok()) {
+    Result<std::string> said = one(target);
+    if (said.ok()) {
       ++done;
+      if (json) objects.push_back(std::move(*said));
+      else fmt::print("{}", *said);
     } else {
-      fmt::print(stderr, "memprof: left out process {}: {}\n", target, status.message());
+      fmt::print(stderr, "memprof: left out process {}: {}\n", target, said.message());
+      if (json) objects.push_back(fmt::format(R"({{"pid":{},"error":{}}})", target, json_quoted(said.message())));
     }
   }
-  return done > 0 ? 0 : fail(fmt::format("no process of the tree of {} could be reached", pid));
+  if (done == 0) return fail(fmt::format("no process of the tree of {} could be reached", pid));
+  if (json) fmt::print("[{}]\n", fmt::join(objects, ","));
+  return 0;
 }
 
 // Says on stderr, once each, the processes readings of a tree left out (LiveSnapshot::left_out).

@@ -39,6 +39,14 @@ class AttachForkTest < Minitest::Test
     super
   end
 
+  # Kills a worker, which stays a zombie: the master does not reap it.
+  def kill_worker(index)
+    Process.kill(:KILL, @workers[index])
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    sleep 0.01 until File.read("/proc/#{@workers[index]}/stat").split[2] == "Z" ||
+                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+  end
+
   def leak_more(index, expected_total)
     from = @master.lines.size
     @master.send_line("#{index} more")
@@ -102,10 +110,7 @@ class AttachForkTest < Minitest::Test
     out = memprof!("attach", "-p", @master.pid, "--children", target: @master)
     assert_equal 3, out.scan(/^tracking process/).size, out
     leak_more(1, 1200)
-    Process.kill(:KILL, @workers[0])
-    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
-    sleep 0.01 until File.read("/proc/#{@workers[0]}/stat").split[2] == "Z" ||
-                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    kill_worker(0)
     out, err, status = memprof("stats", "-p", @master.pid, "--children")
     assert_equal 0, status.exitstatus, err
     assert_match(/\Amemprof: left out process #{@workers[0]}: .*zombie/, err)
@@ -115,6 +120,24 @@ class AttachForkTest < Minitest::Test
     assert_equal [@master.pid, @workers[1]].sort, out.scan(/^detached from process (\d+)/).flatten.map(&:to_i).sort
     assert_match(/left out process #{@workers[0]}/, err)
     [@master.pid, @workers[1]].each { |pid| refute File.exist?("/tmp/memprof-#{Process.uid}/#{pid}.sock") }
+    assert_alive(@master)
+  end
+
+  # --children --json prints one JSON document, an array with a process left out as {"pid",
+  # "error"}. Before: one object per line, and nothing for the process left out.
+  def test_children_json_is_one_document
+    start_server
+    fork_workers
+    attached = JSON.parse(memprof!("attach", "-p", @master.pid, "--children", "--json", target: @master))
+    assert_equal [@master.pid, *@workers].sort, attached.map { |process| process["pid"] }.sort
+    assert attached.all? { |process| process["started"] == true }, attached.inspect
+    kill_worker(0)
+    out, err, status = memprof("detach", "-p", @master.pid, "--children", "--json")
+    assert_equal 0, status.exitstatus, err
+    detached, left_out = JSON.parse(out).partition { |process| process["detached"] }
+    assert_equal [@master.pid, @workers[1]].sort, detached.map { |process| process["pid"] }.sort
+    assert_equal [@workers[0]], left_out.map { |process| process["pid"] }
+    assert_match(/zombie/, left_out.first["error"])
     assert_alive(@master)
   end
 end
