@@ -51,7 +51,7 @@ Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::
   if ((pid != 0) == !command.empty())
     return err("record a running process (-p PID) or a command (-- CMD ARGS), one of the two");
   if (command.empty()) {
-    if (proc::process_gone(pid)) return err("no process {}", pid);
+    MEMPROF_TRY_STATUS(proc::check_process_exists(pid));  // worded as every -p command words it
     MEMPROF_TRY_STATUS(ensure_agent(pid));
     return RecordedProcess(pid);
   }

@@ -28,12 +28,14 @@ int run_dump(const DumpOptions& options) {
   std::string path = std::filesystem::absolute(options.output, error).string();
   if (error) return fail(fmt::format("{}: {}", options.output, error.message()));
   auto stall_ms = static_cast<uint64_t>(options.stall_seconds * 1000);
+  const bool existed = !proc::process_gone(options.pid);
   auto reply = attach::agent_request(options.pid, "fork-ruby",
                                      fmt::format("{}\ndump {}", stall_ms, path),
                                      std::chrono::minutes(30));
   if (!reply.ok()) {
     // The child the process forked for the dump is not ended with it: it may finish the file.
-    if (proc::process_gone(options.pid))
+    // (Not said of a process that was gone before the request: it forked nothing.)
+    if (existed && proc::process_gone(options.pid))
       return fail(fmt::format("{}; the child it had forked to write {} may still finish it", reply.message(), path));
     return fail(reply.message());
   }

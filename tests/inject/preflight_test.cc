@@ -159,6 +159,26 @@ TEST(CheckCanInject, ThreadIdIsNotAProcessId) {
                                           "instead", thread, target.pid(), target.pid()));
 }
 
+// A kernel thread (kthreadd, kworker/...) is named as one: `trace -p 2` said "cannot resolve
+// /proc/2/exe". Skipped in a pid namespace, where no kernel thread is visible.
+TEST(KernelThread, IsToldFromAProcess) {
+  EXPECT_FALSE(proc::kernel_thread(::getpid()));
+  pid_t kthread = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code error;
+    (void)std::filesystem::read_symlink(entry.path() / "exe", error);
+    // Only a kernel thread (or a process ended meanwhile) has no executable to us, as root.
+    if (error == std::errc::no_such_file_or_directory && !proc::process_gone(std::stoi(name))) {
+      kthread = std::stoi(name);
+      break;
+    }
+  }
+  if (kthread == 0) GTEST_SKIP() << "no kernel thread visible";
+  EXPECT_TRUE(proc::kernel_thread(kthread)) << kthread;
+}
+
 // The permission rules, with the facts made up (the tests run as root without Yama).
 proc::AccessFacts facts(uid_t target_uid, bool cap, std::optional<int> scope, bool ancestor) {
   return proc::AccessFacts{1234, target_uid, 1000, cap, scope, ancestor};

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <optional>
@@ -54,6 +55,24 @@ bool process_gone(pid_t pid) {
   if (::kill(pid, 0) != 0) return errno == ESRCH;
   const char state = process_state(pid);
   return state == 'Z' || state == 'X' || state == '?';
+}
+
+bool kernel_thread(pid_t pid) {
+  auto stat = read_proc_file(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return false;
+  // The 9th field, flags: the 7th after the ')' that ends COMM.
+  const size_t close = stat->rfind(')');
+  if (close == std::string::npos) return false;
+  std::string_view rest = std::string_view(*stat).substr(close + 1);
+  for (int field = 0; field < 6; ++field) {
+    rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+    rest.remove_prefix(std::min(rest.find(' '), rest.size()));
+  }
+  rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+  uint64_t flags = 0;
+  std::from_chars(rest.data(), rest.data() + rest.size(), flags);
+  constexpr uint64_t kPfKthread = 0x00200000;  // linux/sched.h
+  return (flags & kPfKthread) != 0;
 }
 
 std::optional<int> yama_ptrace_scope() {

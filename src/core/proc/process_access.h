@@ -24,6 +24,10 @@ char process_state(pid_t pid);
 // Whether `pid` has ended: no such process, or a zombie its parent has not reaped yet.
 bool process_gone(pid_t pid);
 
+// Whether `pid` is a kernel thread (kthreadd, kworker/...): it has no program, no memory of its
+// own, nothing to attach to or trace.
+bool kernel_thread(pid_t pid);
+
 // /proc/sys/kernel/yama/ptrace_scope, or nothing when Yama is not enabled.
 std::optional<int> yama_ptrace_scope();
 // Whether this process has CAP_SYS_PTRACE in its effective set.
