@@ -77,24 +77,29 @@ module Memprof
     end
 
     # memory_profiler-style text: totals, then memory and objects by gem, file, location and
-    # class, allocated then retained, `top` lines each.
-    def print(io = $stdout, top: 50)
+    # class, allocated then retained, `top` lines each. `out`: an IO or the path of a file, as
+    # everywhere in the API (a path raised NoMethodError: "private method `puts' called").
+    def print(out = $stdout, top: 50)
       Report.check_top(top, "Memprof::Report#print")
-      io.puts "Total allocated: #{total_allocated_memsize} bytes (#{total_allocated} objects)"
-      io.puts "Total retained:  #{total_retained_memsize} bytes (#{total_retained} objects)"
+      Output.open(out, "Memprof::Report#print") { |io| print_to(io, top) }
+    end
+
+    # Written at once, with `write`: what Output takes for an IO (a StringIO, a Rack body
+    # buffer) needs no `puts`.
+    private def print_to(io, top)
+      lines = ["Total allocated: #{total_allocated_memsize} bytes (#{total_allocated} objects)",
+               "Total retained:  #{total_retained_memsize} bytes (#{total_retained} objects)"]
       %i[allocated retained].each do |kind|
         [[:bytes, "memory"], [:count, "objects"]].each do |metric, word|
           GROUPINGS.each do |by|
-            title = "#{kind} #{word} by #{by}"
-            io.puts
-            io.puts title
-            io.puts "-" * 35
+            lines.push("", "#{kind} #{word} by #{by}", "-" * 35)
             group(kind, by: by, sort: metric).first(top).each do |g|
-              io.puts format("%10d  %s", g[metric], g[:name])
+              lines << format("%10d  %s", g[metric], g[:name])
             end
           end
         end
       end
+      io.write(lines.join("\n") << "\n")
       nil
     end
 

@@ -82,6 +82,42 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # `out` is an IO or a path, as everywhere in the API. Before: a path raised NoMethodError
+  # ("private method `puts' called for String").
+  def test_report_print_writes_to_a_path
+    path = File.join(Dir.tmpdir, "memprof-print-#{Process.pid}.txt")
+    run_ruby(<<~RUBY) do |out|
+      require "stringio"
+      require "pathname"
+      report = Memprof.report { Object.new }
+      io = StringIO.new
+      report.print(io, top: 3)
+      report.print(#{path.inspect}, top: 3)
+      puts File.read(#{path.inspect}) == io.string ? "same" : "differs"
+      report.print(Pathname(#{path.inspect}), top: 3)
+      puts File.read(#{path.inspect}) == io.string ? "same" : "differs"
+      begin
+        report.print(42)
+      rescue TypeError => e
+        puts e.message
+      end
+      begin
+        report.print("/nonexistent-dir/x.txt")
+      rescue Errno::ENOENT => e
+        puts e.message
+      end
+    RUBY
+      assert_equal <<~TEXT, out
+        same
+        same
+        Memprof::Report#print: expected an IO or a path (String or Pathname), got Integer
+        No such file or directory - Memprof::Report#print: cannot write /nonexistent-dir/x.txt
+      TEXT
+    end
+  ensure
+    File.delete(path) if path && File.exist?(path)
+  end
+
   # `top:` is checked with a message that names it (a negative one used to raise "negative
   # array size" from deep inside); 0 prints the totals and the section titles only.
   def test_report_print_checks_top
