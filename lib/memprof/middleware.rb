@@ -42,9 +42,19 @@ module Memprof
       @top = top
     end
 
+    # The values of the header and the parameter, in any case: what turns profiling on (text
+    # or JSON) and what leaves it off. Another value is answered by the app, unprofiled, with an
+    # `x-memprof-error` naming the values (before: `no` and `off` profiled, `JSON` gave text).
+    FORMATS = { "1" => "text", "true" => "text", "yes" => "text", "on" => "text", "text" => "text",
+                "json" => "json",
+                "0" => nil, "false" => nil, "no" => nil, "off" => nil, "" => nil }.freeze
+
     def call(env)
-      format = requested_format(env)
-      return @app.call(env) if format.nil? || env["REQUEST_METHOD"] == "HEAD"
+      value = requested_value(env)
+      return @app.call(env) if value.nil? || env["REQUEST_METHOD"] == "HEAD"
+
+      format = FORMATS.fetch(value.strip.downcase) { return not_profiled(env, unknown_value(value)) }
+      return @app.call(env) if format.nil?
 
       response = nil
       app_called = false
@@ -58,7 +68,7 @@ module Memprof
         # Raised by the app itself: not ours to answer.
         raise if app_called
 
-        return not_profiled(env)
+        return not_profiled(env, "memprof is already tracking; request not profiled")
       end
       return respond_with(report, format) unless @logger
 
@@ -68,19 +78,21 @@ module Memprof
 
     private
 
-    # "text", "json" or nil (not asked).
-    def requested_format(env)
-      value = env[HEADER] || env["QUERY_STRING"].to_s[PARAM_PATTERN, 1]
-      return nil if value.nil? || value.empty? || value == "0" || value == "false"
-
-      value == "json" ? "json" : "text"
+    # The header's value, else the parameter's; nil when neither is there.
+    def requested_value(env)
+      env[HEADER] || env["QUERY_STRING"].to_s[PARAM_PATTERN, 1]
     end
 
-    # Tracking is on already (Memprof.start, or a request profiled in another thread): the app
-    # answers, unprofiled.
-    def not_profiled(env)
+    def unknown_value(value)
+      shown = value.size > 40 ? "#{value[0, 40]}..." : value
+      "unknown X-Memprof value #{shown.inspect} (1 or json profile, 0 does not); request not profiled"
+    end
+
+    # Tracking is on already (Memprof.start, or a request profiled in another thread), or the
+    # request asked with a value we do not know: the app answers, unprofiled, and `why` says so.
+    def not_profiled(env, why)
       status, headers, body = @app.call(env)
-      [status, headers.merge("x-memprof-error" => "memprof is already tracking; request not profiled"), body]
+      [status, headers.merge("x-memprof-error" => why), body]
     end
 
     # Rack's contract: the body is closed once it has been read, even if reading it failed.

@@ -45,6 +45,40 @@ class MiddlewareTest < Minitest::Test
     end
   end
 
+  # The values in any case; `no`/`off` leave profiling off (before: they profiled), `JSON` is
+  # JSON (before: text), and a value memprof does not know is said in x-memprof-error.
+  def test_what_the_header_and_parameter_values_mean
+    run_ruby(APP + <<~'RUBY') do |out|
+      mock = Rack::MockRequest.new(Memprof::Middleware.new(app))
+      %w[no off OFF False 0].each do |value|
+        response = mock.get("/a", "HTTP_X_MEMPROF" => value)
+        puts "#{value}: #{response.body} #{response.headers['x-memprof-error'].inspect}"
+      end
+      %w[JSON Json].each do |value|
+        puts "#{value}: #{mock.get("/b?memprof=#{value}").headers['content-type']}"
+      end
+      %w[Yes ON True].each do |value|
+        puts "#{value}: #{mock.get("/c", "HTTP_X_MEMPROF" => value).headers['content-type']}"
+      end
+      response = mock.get("/d", "HTTP_X_MEMPROF" => "please")
+      puts "please: #{response.body} #{response.headers['x-memprof-error']}"
+    RUBY
+      assert_equal <<~TEXT, out
+        no: hello nil
+        off: hello nil
+        OFF: hello nil
+        False: hello nil
+        0: hello nil
+        JSON: application/json
+        Json: application/json
+        Yes: text/plain; charset=utf-8
+        ON: text/plain; charset=utf-8
+        True: text/plain; charset=utf-8
+        please: hello unknown X-Memprof value "please" (1 or json profile, 0 does not); request not profiled
+      TEXT
+    end
+  end
+
   def test_logger_mode_logs_and_returns_the_app_response
     run_ruby(APP + <<~'RUBY') do |out, _err, path|
       log = StringIO.new
