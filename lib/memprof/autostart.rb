@@ -31,6 +31,11 @@ if (path = Memprof::Autostart.extension)
   ensure
     Memprof.remove_instance_variable(:@agent_extension)
   end
+  # The program's own `require "memprof"` finds the memprof already loaded (it raised
+  # LoadError: this directory was on no load path). Last, so that nothing of the program's
+  # resolves here that did not before.
+  lib = File.expand_path("..", __dir__)
+  $LOAD_PATH << lib unless $LOAD_PATH.include?(lib)
   Memprof::Autostart.started = Memprof.start
 else
   warn "memprof: no extension for Ruby #{RUBY_VERSION} among those memprof has; nothing is tracked"

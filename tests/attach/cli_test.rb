@@ -141,15 +141,18 @@ class AttachCliTest < Minitest::Test
 
   # `memprof run` started the tracking, so detach stops it as it does an attach's. Before:
   # "the process's own tracking (Memprof.start) left on", and a re-attach found it running.
+  # The program's own `require "memprof"` finds the memprof run loaded (before: LoadError).
   def test_detach_stops_the_tracking_memprof_run_started
     script = File.join(@tmpdir, "app.rb")
     File.write(script, <<~RUBY)
       $stdout.sync = true
-      $stdout.puts "up \#{Process.pid}"
+      loaded = require "memprof"
+      $stdout.puts "up \#{Process.pid} \#{loaded} \#{Memprof.started?}"
       $stdin.gets
+      $stdout.puts "started \#{Memprof.started?}"
     RUBY
     run = spawn_target(command: [MEMPROF, "run", "--", RbConfig.ruby, script])
-    ruby_pid = Integer(run.wait_for(/\Aup \d+\z/).split.last)
+    ruby_pid = Integer(run.wait_for(/\Aup \d+ false true\z/).split[1])
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
     sleep 0.05 until memprof("stats", "-p", ruby_pid)[2].success? ||
                      Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
@@ -159,6 +162,7 @@ class AttachCliTest < Minitest::Test
     assert_match(/^tracking process #{ruby_pid}:/, out)
     detach!(ruby_pid)
     run.send_line("")
+    run.wait_for(/\Astarted false\z/)
     assert run.wait_exit.success?, run.context
   end
 
