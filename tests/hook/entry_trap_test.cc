@@ -80,6 +80,58 @@ TEST(EntryTrap, SettlingHooksInAForkedChildPutsTheFirstByteBack) {
       << (WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) : "status " + std::to_string(status));
 }
 
+// The program may set SIGTRAP's action after the first arming: bash puts back the actions it
+// found at start in every subshell it forks, and a program may install a handler of its own.
+// Each arming makes the handler ours again, chaining to the program's for traps that are not
+// ours. Before: a traced bash's subshell, traced in turn, was killed by the first call to reach
+// an int3 (`trace -x free -p SUBSHELL`: the patcher's own free). In a child, which that kills.
+volatile sig_atomic_t g_programs_traps = 0;
+void programs_trap_handler(int) { g_programs_traps = g_programs_traps + 1; }
+
+int arm_call_and_disarm_in_child(void (*change_action)()) {
+  const auto start = reinterpret_cast<uintptr_t>(&held_function);
+  // Armed once in this process first: the handler is installed before the program's change.
+  if (!arm_entry_trap(start, reinterpret_cast<uintptr_t>(&detour_function)).ok() || !disarm_entry_trap(start).ok())
+    return 2;
+  pid_t child = ::fork();
+  if (child == 0) {
+    change_action();
+    if (!arm_entry_trap(start, reinterpret_cast<uintptr_t>(&detour_function)).ok()) ::_exit(3);
+    const int held = held_function(3);
+    if (!disarm_entry_trap(start).ok()) ::_exit(4);
+    ::_exit(held == 300 ? 0 : 5);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(EntryTrap, AnActionResetByTheProgramIsMadeOursAgainAtTheNextArming) {
+  EXPECT_EQ(arm_call_and_disarm_in_child([] { ::signal(SIGTRAP, SIG_DFL); }), 0) << "128 + 5: killed by SIGTRAP";
+}
+
+TEST(EntryTrap, AHandlerTheProgramInstalledStillGetsItsOwnTraps) {
+  EXPECT_EQ(arm_call_and_disarm_in_child([] {
+              ::signal(SIGTRAP, &programs_trap_handler);
+              asm volatile("int3");  // the program's own breakpoint, before the arming
+            }),
+            0);
+  // And after it: the program's handler is chained.
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::signal(SIGTRAP, &programs_trap_handler);
+    const auto start = reinterpret_cast<uintptr_t>(&held_function);
+    if (!arm_entry_trap(start, reinterpret_cast<uintptr_t>(&detour_function)).ok()) ::_exit(3);
+    const int held = held_function(3);
+    asm volatile("int3");
+    (void)disarm_entry_trap(start);
+    ::_exit(held == 300 && g_programs_traps == 1 ? 0 : 5);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
 // The handler stays installed after the first arming; an int3 at an address no hook armed
 // (the program's own breakpoint) gets SIGTRAP's default action, as without it.
 TEST(EntryTrapDeathTest, AProgramsOwnBreakpointStillEndsItWithSigtrap) {

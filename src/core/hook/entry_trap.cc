@@ -89,18 +89,29 @@ void put_back_entry_traps_in_child() noexcept {
 
 namespace {
 
+// Makes SIGTRAP's action ours, if it is not (any more): the program may have set it since the
+// last arming -- bash puts back the actions it found at start in every subshell it forks (a
+// traced bash's subshell, traced in turn, was killed by the first int3 reached), and a program
+// may install a handler of its own, which is then the one chained for traps that are not ours.
+// Checked at every arming, under arm_mutex: one system call.
 Status install_trap_handler() {
-  static const int error = [] {
-    if (int failed = ::pthread_atfork(nullptr, nullptr, &put_back_entry_traps_in_child); failed != 0)
-      return failed;
-    struct sigaction action;
-    std::memset(&action, 0, sizeof(action));
-    action.sa_sigaction = &on_trap;
-    action.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigfillset(&action.sa_mask);
-    return ::sigaction(SIGTRAP, &action, &g_previous_trap_action) == 0 ? 0 : errno;
-  }();
-  if (error != 0) return err("cannot install the SIGTRAP handler of entry hooks: {}", std::strerror(error));
+  static const int registered = ::pthread_atfork(nullptr, nullptr, &put_back_entry_traps_in_child);
+  if (registered != 0) return err("cannot install the SIGTRAP handler of entry hooks: {}", std::strerror(registered));
+  struct sigaction current;
+  if (::sigaction(SIGTRAP, nullptr, &current) != 0)
+    return err("cannot read SIGTRAP's action: {}", std::strerror(errno));
+  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == &on_trap) return ok_status();
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = &on_trap;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&action.sa_mask);
+  // The program's action is what on_trap chains to; it is written before ours is installed, and
+  // no trap but ours (a late signal of an entry already armed, which on_trap finds) reaches
+  // on_trap while it changes.
+  g_previous_trap_action = current;
+  if (::sigaction(SIGTRAP, &action, nullptr) != 0)
+    return err("cannot install the SIGTRAP handler of entry hooks: {}", std::strerror(errno));
   return ok_status();
 }
 
@@ -130,8 +141,8 @@ std::atomic<int>* replaced_byte_of(uintptr_t start) {
 }  // namespace
 
 Status arm_entry_trap(uintptr_t start, uintptr_t detour) {
-  MEMPROF_TRY_STATUS(install_trap_handler());
   std::lock_guard lock(arm_mutex());
+  MEMPROF_TRY_STATUS(install_trap_handler());
   std::atomic<int>* replaced = remember(start, detour);
   if (replaced == nullptr) return err("more than {} functions have had entry hooks", kMaxEntries);
   const uint8_t first_byte = *reinterpret_cast<const uint8_t*>(start);
