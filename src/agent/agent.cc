@@ -261,8 +261,13 @@ Hold claims_hold() {
   return pid == value && followed_by_cli() ? Hold::kExecedProgram : Hold::kNone;
 }
 
+// At most 10 s for the CLI's start to come, and then as long as it takes to be handled (up to
+// 5 minutes): hooking every function of libc took more than 10 s, and the program went on
+// untraced while the CLI still thought it held.
 void hold_until_traced(Hold hold) {
-  for (int waited_ms = 0; waited_ms < 10000 && !session_started(); ++waited_ms) {
+  constexpr int kWaitForRequestMs = 10'000, kWaitForStartMs = 300'000;
+  for (int waited_ms = 0; !session_started(); ++waited_ms) {
+    if (waited_ms >= kWaitForRequestMs && (!session_starting() || waited_ms >= kWaitForStartMs)) return;
     // An exec'd program stops waiting as soon as the CLI stops following.
     if (hold == Hold::kExecedProgram && waited_ms % 10 == 9 && !followed_by_cli()) return;
     sleep_without_libc(std::chrono::milliseconds(1));  // not usleep: the trace may be counting it

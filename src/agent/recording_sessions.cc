@@ -19,6 +19,7 @@ namespace memprof::agent {
 namespace {
 
 std::atomic<bool> g_session_started{false};
+std::atomic<bool> g_session_starting{false};
 std::atomic<bool> g_launch_held{false};
 std::atomic<bool> g_session_active{false};
 std::atomic<bool> g_exiting{false};
@@ -34,6 +35,8 @@ bool exiting() { return g_exiting.load(std::memory_order_acquire); }
 }  // namespace
 
 bool session_started() { return g_session_started.load(std::memory_order_acquire); }
+
+bool session_starting() { return g_session_starting.load(std::memory_order_acquire); }
 
 void note_launch_held(bool held) { g_launch_held.store(held, std::memory_order_release); }
 
@@ -56,6 +59,9 @@ Result<std::string> RecordingSessions::handle(const std::string& verb, const std
   auto now = std::chrono::steady_clock::now();
   if (verb.starts_with("trace-")) last_trace_read_ = now;
   if (verb.starts_with("native-")) last_native_read_ = now;
+  // A held launch waits as long as a start takes (hooking thousands of functions takes
+  // seconds), until after_reply.
+  if (verb == "trace-start" || verb == "native-start") g_session_starting.store(true, std::memory_order_release);
   if (verb == "trace-start") return trace_start(body);
   if (verb == "trace-read") return trace_read();
   if (verb == "trace-stop") return trace_stop();
@@ -90,6 +96,7 @@ void RecordingSessions::after_reply() {
   // A held launch goes on only once the start's reply is out: a command that aborts at once
   // (native's "abort" fixture) used to die before the reply left, on a loaded machine.
   else g_session_started.store(true, std::memory_order_release);
+  g_session_starting.store(false, std::memory_order_release);
 }
 
 Result<std::string> RecordingSessions::trace_start(const std::string& body) {

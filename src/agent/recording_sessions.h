@@ -83,6 +83,8 @@ class RecordingSessions {
 
 // Whether a session has been started in this process (held launches wait for it).
 bool session_started();
+// Whether a session's start is being handled now.
+bool session_starting();
 // While a launched program waits at its first instruction for its first session (agent.cc).
 void note_launch_held(bool held);
 // At exit (an atexit handler): see above.

@@ -158,7 +158,7 @@ class NativeCliTest < Minitest::Test
     dead = Process.spawn("true")
     Process.wait(dead)
     _, err, status = memprof("native", "-p", dead)
-    assert_equal [1, "memprof: no process #{dead}\n"], [status.exitstatus, err]
+    assert_equal [1, "memprof: no such process: #{dead}\n"], [status.exitstatus, err]
     _, err, status = memprof("native")
     assert_equal [1, "memprof: record a running process (-p PID) or a command (-- CMD ARGS), one of the two\n"],
                  [status.exitstatus, err]

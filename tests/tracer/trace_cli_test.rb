@@ -471,7 +471,7 @@ class TraceCliTest < Minitest::Test
     dead = Process.spawn("true")
     Process.wait(dead)
     _, err, status = memprof("trace", "-p", dead, "-x", "f")
-    assert_equal [1, "memprof: no process #{dead}\n"], [status.exitstatus, err]
+    assert_equal [1, "memprof: no such process: #{dead}\n"], [status.exitstatus, err]
     bad = File.join(@tmpdir, "bad.conf")
     File.write(bad, "int ok(int);\nint broken(strnig);\n")
     _, err, status = memprof("trace", "-F", bad, "-x", "f", "--", "true")

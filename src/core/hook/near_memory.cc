@@ -7,11 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "core/hook/hook_change.h"
 #include "core/util/page_size.h"
 #include "core/util/proc_maps.h"
-#include "core/util/scoped_fd.h"
 
 namespace memprof::hook {
 namespace {
@@ -72,16 +73,95 @@ Result<std::vector<uintptr_t>> candidates(const NearPlacement& p, size_t size) {
   return found;
 }
 
-Result<ScopedMmap> map_near(const NearPlacement& placement, size_t size) {
+// Read+write pages for one trampoline, given back unless sealed (made read+execute): unmapped
+// when they are a mapping of their own, made inaccessible again when they are an arena's.
+class TrampolinePages {
+ public:
+  TrampolinePages(uintptr_t address, size_t size, bool in_arena)
+      : address_(address), size_(size), in_arena_(in_arena) {}
+  TrampolinePages(TrampolinePages&& other) noexcept
+      : address_(other.address_), size_(std::exchange(other.size_, 0)), in_arena_(other.in_arena_) {}
+  TrampolinePages(const TrampolinePages&) = delete;
+  TrampolinePages& operator=(const TrampolinePages&) = delete;
+  TrampolinePages& operator=(TrampolinePages&&) = delete;
+  ~TrampolinePages() {
+    if (size_ == 0) return;
+    auto* pages = reinterpret_cast<void*>(address_);
+    if (in_arena_) (void)::mprotect(pages, size_, PROT_NONE);
+    else (void)::munmap(pages, size_);
+  }
+
+  uintptr_t address() const { return address_; }
+  // Read+execute for the life of the process (see near_memory.h).
+  Status seal() {
+    if (::mprotect(reinterpret_cast<void*>(address_), size_, PROT_READ | PROT_EXEC) != 0)
+      return err("mprotect(trampoline, PROT_READ|PROT_EXEC): {}", std::strerror(errno));
+    size_ = 0;
+    return ok_status();
+  }
+
+ private:
+  uintptr_t address_;
+  size_t size_;
+  bool in_arena_;
+};
+
+// Address space reserved (inaccessible, nothing committed) near the first code that needed a
+// trampoline there, handed out a few pages at a time. The trampolines of one arena are one
+// mapping to the kernel: their pages, sealed one after the other, merge into few entries of
+// /proc/self/maps. With a mapping per trampoline, `trace -x '*'` on libc made 3,800 of them,
+// and every patch, which reads the maps, took longer than the one before (10 s for 1,900
+// functions). Guarded by cache_mutex(); never unmapped.
+struct Arena {
+  uintptr_t next;
+  uintptr_t end;
+};
+constexpr size_t kArenaSize = size_t{16} << 20;
+
+std::vector<Arena>& arenas() {
+  static auto* reserved = new std::vector<Arena>;
+  return *reserved;
+}
+
+std::optional<TrampolinePages> take_from_arena(const NearPlacement& placement, size_t size) {
+  for (Arena& arena : arenas()) {
+    if (arena.end - arena.next < size || !placement.accepts(arena.next, size)) continue;
+    if (::mprotect(reinterpret_cast<void*>(arena.next), size, PROT_READ | PROT_WRITE) != 0) continue;
+    TrampolinePages pages(arena.next, size, /*in_arena=*/true);
+    arena.next += size;
+    return pages;
+  }
+  return std::nullopt;
+}
+
+// Maps `size` bytes at the first free candidate address, with `protection`.
+Result<uintptr_t> map_at_candidate(const NearPlacement& placement, size_t size, int protection, int flags) {
   MEMPROF_TRY(addresses, candidates(placement, size));
   for (uintptr_t address : addresses) {
-    void* mapped = ::mmap(reinterpret_cast<void*>(address), size, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    void* mapped = ::mmap(reinterpret_cast<void*>(address), size, protection,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | flags, -1, 0);
     if (mapped == MAP_FAILED) continue;  // taken since we read the maps: try the next gap
-    ScopedMmap region(mapped, size);
     // Kernels before 4.17 treat MAP_FIXED_NOREPLACE as a hint and may map elsewhere.
-    if (reinterpret_cast<uintptr_t>(mapped) == address) return region;
+    if (reinterpret_cast<uintptr_t>(mapped) == address) return address;
+    ::munmap(mapped, size);
   }
+  return err("no free address");
+}
+
+Result<TrampolinePages> map_near(const NearPlacement& placement, size_t size) {
+  // Arenas serve what any address in reach will do; a placement that needs one address modulo
+  // something, or a narrow window (call-site hooks), gets a mapping of its own.
+  const bool any_address = placement.modulus == 0 && placement.window_start == 0 &&
+                           placement.window_end == UINTPTR_MAX;
+  if (any_address) {
+    if (auto pages = take_from_arena(placement, size)) return std::move(*pages);
+    if (auto arena = map_at_candidate(placement, kArenaSize, PROT_NONE, MAP_NORESERVE); arena.ok()) {
+      arenas().push_back({*arena, *arena + kArenaSize});
+      if (auto pages = take_from_arena(placement, size)) return std::move(*pages);
+    }
+  }
+  if (auto mapped = map_at_candidate(placement, size, PROT_READ | PROT_WRITE, 0); mapped.ok())
+    return TrampolinePages(*mapped, size, /*in_arena=*/false);
   if (placement.window_start != 0 || placement.window_end != UINTPTR_MAX)
     return err("no free address in {:#x}-{:#x} (the only window its rel32 can be changed in with one "
                "store) for a {}-byte trampoline",
@@ -116,14 +196,12 @@ Result<uintptr_t> place_trampoline(const TrampolineKey& key, const NearPlacement
   // The mapping starts `offset` bytes before the code: widen the window by as much.
   pages.window_start = placement.window_start > offset ? placement.window_start - offset : 0;
   MEMPROF_TRY(region, map_near(pages, size));
-  uintptr_t address = reinterpret_cast<uintptr_t>(region.data()) + offset;
+  uintptr_t address = region.address() + offset;
   MEMPROF_TRY(code, generate(address));
   if (offset + code.size() > size || !placement.accepts(address, code.size()))
     return err("trampoline of {} bytes at {:#x} does not fit its placement", code.size(), address);
   std::memcpy(reinterpret_cast<void*>(address), code.data(), code.size());
-  if (::mprotect(region.data(), size, PROT_READ | PROT_EXEC) != 0)
-    return err("mprotect(trampoline, PROT_READ|PROT_EXEC): {}", std::strerror(errno));
-  region.release();  // retained for the life of the process (see near_memory.h)
+  MEMPROF_TRY_STATUS(region.seal());
   cache().push_back({key, address, code.size()});
   return address;
 }
