@@ -28,7 +28,7 @@ struct NativeOptions {
   std::string duration;
   size_t top = 20;
   uint32_t stack_depth = 1;
-  bool ruby_lines = true;
+  bool no_ruby_lines = false;
   bool track_mmap = false;
   bool json = false;
   std::string pprof_path;
@@ -94,7 +94,7 @@ int run_native(const NativeOptions& options) {
 
   attach::Interruption interruption;
   ::signal(SIGPIPE, SIG_IGN);
-  native::NativeRequest request{options.stack_depth, options.ruby_lines, options.track_mmap};
+  native::NativeRequest request{options.stack_depth, !options.no_ruby_lines, options.track_mmap};
   const std::string encoded_request = native::encode_native_request(request);
   auto started = attach::recording_request(pid, "native-start", encoded_request);
   if (!started.ok()) {
@@ -217,7 +217,8 @@ MEMPROF_COMMAND(
                      "Frames per site, 1 to 32 (default 1: the allocator's caller alone); deeper stacks "
                      "need libunwind.so.8")
           ->check(CLI::Range(1, 32));
-      sub.add_flag("!--no-ruby-lines", options->ruby_lines, "In a Ruby process, do not split sites by Ruby line");
+      // A plain flag: CLI11's "!--no-..." form printed "--no-ruby-lines{false}" in --help.
+      sub.add_flag("--no-ruby-lines", options->no_ruby_lines, "In a Ruby process, do not split sites by Ruby line");
       sub.add_flag("--mmap", options->track_mmap,
                    "Also anonymous mmap, munmap and mremap calls (regions as blocks; the allocator's "
                    "own mappings are counted once, as its blocks)");

@@ -46,6 +46,13 @@ if "$memprof" --help | grep -q "^  analyze "; then
   expect "diff of four dumps" 1 "memprof: diff takes two or three dumps: A B [C]" "$memprof" diff a b c d
 fi
 expect "version" 0 "" "$memprof" --version
+# Every command's --help reads as prose: a negated flag once showed "--no-ruby-lines{false}".
+for command in $("$memprof" --help | sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p'); do
+  if "$memprof" "$command" --help | grep -q -E -- '--[a-z-]+\{(true|false)\}'; then
+    echo "FAIL $command --help shows a flag's default in braces"
+    failures=$((failures + 1))
+  fi
+done
 # Counts are size_t: CLI11 alone read "-1" as 18446744073709551615 (leaks ran "round
 # 1/18446744073709551615", stats sent it to the target's Ruby). Each is checked before any
 # process is touched (and the PID, above pid_max, names none).

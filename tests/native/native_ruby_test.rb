@@ -68,6 +68,18 @@ class NativeRubyTest < Minitest::Test
     run_job(target, "release", /\Adone release/) # blocks tracked then released are freed as usual
   end
 
+  # --no-ruby-lines: the two lines' leaks are one site, with no Ruby line (the flag had no test).
+  def test_no_ruby_lines_merges_the_lines_of_one_call_site
+    target = leaky_app
+    native = start_recording("native", "-p", target.pid, "--json", "--no-ruby-lines",
+                             ready: "memprof: tracking the malloc family")
+    run_job(target, "leak 100 4096", /\Adone leak\z/)
+    run_job(target, "leak2 30 1000", /\Adone leak2/)
+    report = json_report(stop_recording(native))
+    assert_equal({ " leaky_leak" => [439_600, 130] }, leaky_rows(report))
+    assert_alive target
+  end
+
   # Blocks a C extension allocates without the GVL (Ruby's frames are not read there) say so,
   # as trace --ruby-caller does, instead of having no Ruby line at all.
   def test_blocks_allocated_without_the_gvl_say_so
