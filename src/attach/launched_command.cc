@@ -83,7 +83,10 @@ Status LaunchedCommand::wait_for_agent() const {
 }
 
 int LaunchedCommand::wait() {
-  while (::waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
+  if (!reaped_) {
+    while (::waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
   }
   if (WIFSIGNALED(wait_status_)) return 128 + WTERMSIG(wait_status_);
   return WIFEXITED(wait_status_) ? WEXITSTATUS(wait_status_) : 1;

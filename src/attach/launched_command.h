@@ -30,7 +30,8 @@ class LaunchedCommand {
   // Waits until its agent answers (at most 10 s): an error when it ended first, never did, or
   // runs a program the agent cannot be preloaded into (said at once: a static program).
   Status wait_for_agent() const;
-  // Reaps it: its exit status as a shell reports it (128 + N for signal N).
+  // Reaps it (once; later calls return the same): its exit status as a shell reports it (128 + N
+  // for signal N).
   int wait();
   // After wait(): "exited with status 3", "was killed by SIGTERM".
   std::string ending() const;
@@ -40,6 +41,7 @@ class LaunchedCommand {
   pid_t pid_;
   std::string agent_library_;
   int wait_status_ = 0;
+  bool reaped_ = false;
 };
 
 // VALUE, then the variable's current value after `separator` when it has one.

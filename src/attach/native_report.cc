@@ -15,6 +15,7 @@ namespace {
 
 using heap::bytes_text;
 using heap::count_text;
+using heap::counted_text;
 using native::SiteRow;
 
 // The sites' peak copies were taken at one moment, so they add up as the counts do.
@@ -128,11 +129,11 @@ std::string native_report_text(const NativeSnapshotView& view, const proc::Symbo
   const native::NativeSnapshot& snapshot = view.snapshot;
   const native::NativeTotals& t = snapshot.totals;
   std::string out = fmt::format(
-      "In {:.1f} s: {} allocations ({}), {} frees ({}), {} temporary; live at the end: {} blocks ({}); "
-      "peak {}\n",
-      options.seconds, count_text(t.allocations), bytes_text(t.allocated_bytes), count_text(t.frees),
-      bytes_text(t.freed_bytes), count_text(t.temporaries), count_text(t.live_blocks), bytes_text(t.live_bytes),
-      bytes_text(t.peak_live_bytes));
+      "In {:.1f} s: {} ({}), {} ({}), {}; live at the end: {} ({}); peak {}\n", options.seconds,
+      counted_text(t.allocations, "allocation", "allocations"), bytes_text(t.allocated_bytes),
+      counted_text(t.frees, "free", "frees"), bytes_text(t.freed_bytes),
+      counted_text(t.temporaries, "temporary", "temporaries"), counted_text(t.live_blocks, "block", "blocks"),
+      bytes_text(t.live_bytes), bytes_text(t.peak_live_bytes));
   if (t.unknown_frees > 0)
     out += fmt::format("{} frees of blocks allocated before the start (not counted above)\n",
                        count_text(t.unknown_frees));

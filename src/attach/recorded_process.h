@@ -68,6 +68,11 @@ class RecordedProcess {
   // A launched command: reaped, "memprof: process N exited with status S" said, and S (as a
   // shell reports it) returned. Else 0.
   int wait();
+  // A launched command: waits for its end and reaps it, saying nothing yet (wait() says it).
+  // What it writes as it exits (stdio's buffers) then comes before the report.
+  void wait_for_end() {
+    if (launched_) (void)launched_->wait();
+  }
   // A launched command that cannot be recorded: killed and reaped.
   void abandon();
 

@@ -19,6 +19,7 @@
 #include "profile/collapsed_stacks.h"
 #include "profile/flame_graph_html.h"
 #include "profile/pprof_writer.h"
+#include "report/output_file.h"
 
 namespace memprof::cli {
 namespace {
@@ -31,6 +32,7 @@ struct NativeOptions {
   bool no_ruby_lines = false;
   bool track_mmap = false;
   bool json = false;
+  std::string output;  // the report; empty: stdout
   std::string pprof_path;
   std::string collapsed_path;
   std::string flame_graph_path;
@@ -87,6 +89,10 @@ Status write_profiles(const NativeOptions& options, const native::NativeSnapshot
 int run_native(const NativeOptions& options) {
   auto duration = attach::parse_optional_duration(options.duration);
   if (!duration.ok()) return fail(duration.message());
+  // Said before the session, not after it (a typo lost a whole session's report).
+  for (const std::string* path : {&options.output, &options.pprof_path, &options.collapsed_path, &options.flame_graph_path})
+    if (!path->empty())
+      if (Status writable = report::check_can_write(*path); !writable.ok()) return fail(writable.message());
   auto opened = attach::RecordedProcess::open(options.pid, options.command);
   if (!opened.ok()) return fail(opened.message());
   attach::RecordedProcess& process = *opened;
@@ -117,6 +123,7 @@ int run_native(const NativeOptions& options) {
   // The agent saw exit() begin, or answered the stop: `last` is the whole run. Otherwise the
   // process ended by _exit or a signal and `last` may be old.
   bool final_snapshot = false;
+  bool exiting = false;  // the last read found the process in exit()
   // The process exec'd: its agent and the tracking went with the old program.
   bool replaced = false;
   std::string not_followed;  // why the new program is not tracked
@@ -164,6 +171,7 @@ int run_native(const NativeOptions& options) {
     auto snapshot = attach::parse_native_snapshot(*read);
     if (!snapshot.ok()) return fail(snapshot.message());
     final_snapshot = snapshot->exiting;
+    exiting = snapshot->exiting;
     last = std::move(*snapshot);
     last_taken = std::chrono::steady_clock::now();
   }
@@ -201,8 +209,15 @@ int run_native(const NativeOptions& options) {
     return fail(written.message());
   std::string text = options.json ? attach::native_report_json(last, namer.index(), report)
                                   : attach::native_report_text(last, namer.index(), report);
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+  // A command that is exiting writes its last output (stdio's buffers) before the report.
+  if (process.launched() && (exiting || process.ends_within(std::chrono::milliseconds(200)))) process.wait_for_end();
+  if (!options.output.empty()) {
+    if (Status written = report::write_output_file(options.output, {reinterpret_cast<const unsigned char*>(text.data()), text.size()});
+        !written.ok())
+      return fail(written.message());
+  } else if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
     return fail(fmt::format("writing the report: {}", std::strerror(errno)));
+  }
   return process.wait();
 }
 
@@ -231,6 +246,8 @@ MEMPROF_COMMAND(
                      "inuse_objects, alloc_space, alloc_objects")
           ->check(CLI::IsMember({"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}));
       sub.add_flag("--json", options->json, "Every call site with its counts, as JSON");
+      sub.add_option("-o,--output", options->output,
+                     "Write the report to FILE instead of stdout (the command's own output stays apart)");
       sub.add_option("command", options->command, "Command to start and track (after --)");
       sub.footer(
           "memprof native -p PID --duration 20s    what PID allocates with malloc and does not free\n"

@@ -285,7 +285,11 @@ int run_trace(const TraceOptions& options) {
                    libraries_named(options), at_end ? "" : " (objects loaded later are watched)");
     }
   };
-  auto finish_with_process = [&](TracePrinter& printer) {
+  // `ending`: the process has ended or is exiting, and what it writes as it exits (stdio's
+  // buffers) comes before the summary, as with ltrace. One that runs on after Ctrl-C or
+  // --duration gets its summary at once.
+  auto finish_with_process = [&](TracePrinter& printer, bool ending) {
+    if (ending) process.wait_for_end();
     printer.finish();
     warn_unmatched(printer, true);
     if (!process.launched()) fmt::print(stderr, "memprof: process {} ended while traced\n", pid);
@@ -326,7 +330,7 @@ int run_trace(const TraceOptions& options) {
       fmt::print(stderr, "memprof: process {} replaced its program (exec): the trace ended with the old one\n", pid);
       return process.wait();
     }
-    if (process.ended_after_failure()) return finish_with_process(printer);
+    if (process.ended_after_failure()) return finish_with_process(printer, true);
     return fail(message);
   };
 
@@ -337,7 +341,7 @@ int run_trace(const TraceOptions& options) {
   TracePrinter printer(options, *prototypes, file.valid() ? file.get() : STDOUT_FILENO);
   auto started = attach::recording_request(pid, "trace-start", request);
   if (!started.ok()) {
-    if (process.ended_after_failure()) return finish_with_process(printer);
+    if (process.ended_after_failure()) return finish_with_process(printer, true);
     process.abandon();  // a launched command was started to be traced, and cannot be
     return fail(started.message());
   }
@@ -379,10 +383,11 @@ int run_trace(const TraceOptions& options) {
     return fail(fmt::format("writing the trace: {} (the trace was stopped)", printer.write_error()));
   if (exiting || process.launched()) {
     // Stopped by Ctrl-C or --duration while the command runs on (it may ignore SIGINT).
-    if (!exiting && !process.ends_within(std::chrono::milliseconds(200)))
+    const bool ending = exiting || process.ends_within(std::chrono::milliseconds(200));
+    if (!ending)
       fmt::print(stderr, "memprof: the trace has stopped; waiting for process {} to end, whose exit status "
                  "is memprof's\n", pid);
-    return finish_with_process(printer);
+    return finish_with_process(printer, ending);
   }
   printer.finish();
   return 0;

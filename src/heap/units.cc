@@ -18,7 +18,11 @@ std::string count_text(uint64_t count) {
   return out;
 }
 
-std::string byte_count_text(uint64_t bytes) { return count_text(bytes) + (bytes == 1 ? " byte" : " bytes"); }
+std::string counted_text(uint64_t count, const char* one, const char* many) {
+  return count_text(count) + ' ' + (count == 1 ? one : many);
+}
+
+std::string byte_count_text(uint64_t bytes) { return counted_text(bytes, "byte", "bytes"); }
 
 std::string bytes_text(uint64_t bytes) {
   if (bytes < 1000) return fmt::format("{} B", bytes);

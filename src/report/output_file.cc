@@ -89,6 +89,20 @@ Status check_output_is_not_an_input(const std::string& output, std::span<const s
   return ok_status();
 }
 
+Status check_can_write(const std::string& path) {
+  if (path == "-") return ok_status();
+  auto cannot = [&path](int error) { return err("cannot write {}: {}", path, std::strerror(error)); };
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0) {
+    if (S_ISDIR(existing.st_mode)) return cannot(EISDIR);
+    return ::access(path.c_str(), W_OK) == 0 ? ok_status() : cannot(errno);
+  }
+  if (errno != ENOENT) return cannot(errno);
+  const size_t slash = path.rfind('/');
+  const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  return ::access(directory.c_str(), W_OK | X_OK) == 0 ? ok_status() : cannot(errno);
+}
+
 bool is_standard_output(const std::string& path) {
   if (path == "-") return true;
   struct stat named {};

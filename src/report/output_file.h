@@ -21,6 +21,11 @@ Status check_output_is_not_an_input(const std::string& output, std::span<const s
 // writes its report there says what it wrote on stderr, not into the report.
 bool is_standard_output(const std::string& path);
 
+// Whether write_output_file(path) could write now, without creating or changing anything: for
+// a command that runs a long session before it writes (native), a path it cannot write is said
+// at the start, not once the session is over. Fails with "cannot write PATH: <reason>".
+Status check_can_write(const std::string& path);
+
 // Writes all of `bytes` to standard output when `path` is "-"; else to a new temporary file next to `path` and renames it over `path`: a
 // reader never sees a half-written file, a failed write leaves an existing `path` as it was,
 // and the file another hard link of `path` names is not touched. An existing file keeps its

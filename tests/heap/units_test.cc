@@ -15,6 +15,10 @@ TEST(Units, CountsGetThousandsSeparators) {
   EXPECT_EQ(byte_count_text(0), "0 bytes");
   EXPECT_EQ(byte_count_text(1), "1 byte");
   EXPECT_EQ(byte_count_text(5248), "5,248 bytes");
+  // native's summary said "1 blocks".
+  EXPECT_EQ(counted_text(1, "block", "blocks"), "1 block");
+  EXPECT_EQ(counted_text(0, "temporary", "temporaries"), "0 temporaries");
+  EXPECT_EQ(counted_text(2048, "block", "blocks"), "2,048 blocks");
 }
 
 TEST(Units, BytesInSiUnitsWithOneDecimal) {

@@ -122,6 +122,22 @@ class NativeCliTest < Minitest::Test
     assert_match(/memprof: process \d+ exited with status 0/, err)
   end
 
+  # -o keeps the report apart from the command's own output (--json mixed them, and there was
+  # no -o); a path that cannot be written is said before the command runs, not after it.
+  def test_the_report_goes_to_the_output_file
+    report_file = File.join(@tmpdir, "native.json")
+    out, err, status = memprof("native", "--json", "-o", report_file, "--", TARGET, "once", 50, 1000)
+    assert status.success?, err
+    assert out.lines.all? { |line| line.start_with?("leaked") }, out
+    site = JSON.parse(File.read(report_file))["sites"].find { |s| s["site"].start_with?("native_leak+") }
+    assert_equal [50, 50_000], site.values_at("live_blocks", "live_bytes")
+    missing = File.join(@tmpdir, "no-such-dir", "r.txt")
+    %w[-o --pprof --collapsed --flame-graph].each do |option|
+      out, err, status = memprof("native", option, missing, "--", TARGET, "once", 50, 1000)
+      assert_equal [1, "", "memprof: cannot write #{missing}: No such file or directory\n"], [status.exitstatus, out, err]
+    end
+  end
+
   # Before: the report of a command that ended by abort() between two reads was an earlier
   # snapshot (0 allocations for a short run), with no word that it was.
   def test_a_command_that_ends_without_exit_is_reported_with_a_warning

@@ -195,6 +195,15 @@ class TraceCliTest < Minitest::Test
     assert_match(/^memprof: no program of the command defined a function matching 'memprof_no_such_function'$/, err)
   end
 
+  # What the command writes as it exits (stdio's buffer) comes before -c's table, as with ltrace.
+  # Before: the table, then the command's line.
+  def test_the_summary_follows_what_the_command_wrote_at_its_exit
+    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "buffered", 5)
+    assert status.success?, err
+    assert_equal "sum 10", out.lines.first&.chomp, out
+    assert_equal 5, summary_calls(out.lines)["traced_add"], out
+  end
+
   # -l narrows where functions are looked for, and the warning says so (it named only the
   # pattern, as if no object at all had the function). An empty -x is refused.
   def test_a_pattern_no_object_named_by_l_defines_names_the_objects_searched
