@@ -41,6 +41,19 @@ TEST(NearMemory, ManyTrampolinesShareFewMappings) {
     placed.push_back(*address);
   }
   EXPECT_LT(mapping_count(), before + 10) << "one mapping per trampoline";
+  // The 16 MB below code stay free for a call-site hook, whose trampoline must lie there (the
+  // window one store can move a rel32 in). The first arenas, placed nearest the code, took it:
+  // Ruby's call sites then had "no free address in ...", and tracking fell back to NEWOBJ.
+  auto generate_one = [](uintptr_t) -> Result<std::vector<uint8_t>> { return std::vector<uint8_t>{0xc3}; };
+  NearPlacement window{near, near};
+  window.window_start = near - (uintptr_t{16} << 20);
+  window.window_end = near;
+  auto in_window = place_trampoline({kKind, near - 1, 0}, window, generate_one);
+  EXPECT_TRUE(in_window.ok()) << in_window.message();
+  for (uintptr_t address : placed) {
+    const uintptr_t distance = address > near ? address - near : near - address;
+    ASSERT_GE(distance, uintptr_t{16} << 20) << "an arena's trampoline next to the code";
+  }
   for (int i = 0; i < kTrampolines; ++i) {
     EXPECT_TRUE(rel32_reaches(near, placed[i]) && rel32_reaches(near, placed[i] + 6));
     EXPECT_EQ(reinterpret_cast<int (*)()>(placed[i])(), i);

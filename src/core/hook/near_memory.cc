@@ -117,6 +117,11 @@ struct Arena {
   uintptr_t end;
 };
 constexpr size_t kArenaSize = size_t{16} << 20;
+// An arena keeps this far below the code it serves: the address space next to code is what a
+// call-site hook needs (its trampoline must lie within 16 MB below the call: the window one
+// store can move a rel32 in), and above an executable is where its heap grows. The first
+// arenas, placed nearest the code, left Ruby's call sites no room ("no free address in ...").
+constexpr uintptr_t kArenaClearance = uintptr_t{64} << 20;
 
 std::vector<Arena>& arenas() {
   static auto* reserved = new std::vector<Arena>;
@@ -155,7 +160,9 @@ Result<TrampolinePages> map_near(const NearPlacement& placement, size_t size) {
                            placement.window_end == UINTPTR_MAX;
   if (any_address) {
     if (auto pages = take_from_arena(placement, size)) return std::move(*pages);
-    if (auto arena = map_at_candidate(placement, kArenaSize, PROT_NONE, MAP_NORESERVE); arena.ok()) {
+    NearPlacement below = placement;
+    below.window_end = placement.low > kArenaClearance ? placement.low - kArenaClearance : 0;
+    if (auto arena = map_at_candidate(below, kArenaSize, PROT_NONE, MAP_NORESERVE); arena.ok()) {
       arenas().push_back({*arena, *arena + kArenaSize});
       if (auto pages = take_from_arena(placement, size)) return std::move(*pages);
     }
