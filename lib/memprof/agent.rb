@@ -206,20 +206,11 @@ module Memprof
         @window_owner = nil
         allocated, retained = Native.window_end
         report = Report.new(allocated, retained)
-        text = TextBuffer.new(+"")
-        report.print(text, top: top)
         {
           "seconds" => closing - (@window_opened_at || closing),
           "closing_pause_ms" => (Process.clock_gettime(Process::CLOCK_MONOTONIC) - closing) * 1000.0,
-          "text" => text.text, "report" => report.to_h
+          "text" => report.text(top: top), "report" => report.to_h
         }
-      end
-
-      # What Report#print writes to, without loading stringio into the app.
-      TextBuffer = Struct.new(:text) do
-        def puts(line = "")
-          text << line.to_s << "\n"
-        end
       end
 
       def dump(path)

@@ -81,12 +81,14 @@ module Memprof
     # everywhere in the API (a path raised NoMethodError: "private method `puts' called").
     def print(out = $stdout, top: 50)
       Report.check_top(top, "Memprof::Report#print")
-      Output.open(out, "Memprof::Report#print") { |io| print_to(io, top) }
+      report = text(top: top)
+      Output.open(out, "Memprof::Report#print") { |io| io.write(report) }
+      nil
     end
 
-    # Written at once, with `write`: what Output takes for an IO (a StringIO, a Rack body
-    # buffer) needs no `puts`.
-    private def print_to(io, top)
+    # What #print writes, as a String.
+    def text(top: 50)
+      Report.check_top(top, "Memprof::Report#text")
       lines = ["Total allocated: #{total_allocated_memsize} bytes (#{total_allocated} objects)",
                "Total retained:  #{total_retained_memsize} bytes (#{total_retained} objects)"]
       %i[allocated retained].each do |kind|
@@ -99,8 +101,7 @@ module Memprof
           end
         end
       end
-      io.write(lines.join("\n") << "\n")
-      nil
+      lines.join("\n") << "\n"
     end
 
     # Lines per section: an Integer, 0 or more (0: the totals and the section titles only).
