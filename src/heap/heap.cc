@@ -120,10 +120,27 @@ std::string Heap::class_label(ObjectId id) const {
   return fmt::format("({})", object_type_name(type[id]));
 }
 
-std::string Heap::object_label(ObjectId id) const {
+// The object a singleton class belongs to: among the class's references (Ruby writes its
+// `__attached__` there), the one whose class it is; kNoObject when the dump does not say.
+ObjectId Heap::attached_object(ObjectId singleton) const {
+  for (ObjectId target : references(singleton))  // an IMEMO's "class" is its owner, not its class
+    if (target != singleton && class_of[target] == singleton && type[target] != ObjectType::kImemo) return target;
+  return kNoObject;
+}
+
+std::string Heap::object_label(ObjectId id) const { return object_label(id, 0); }
+
+std::string Heap::object_label(ObjectId id, int depth) const {
   if (type[id] != ObjectType::kClass && type[id] != ObjectType::kModule) return class_label(id);
   if (auto found = class_names.find(id); found != class_names.end()) return std::string(str(found->second));
   const std::string anonymous = fmt::format("#<{}:{:#x}>", type[id] == ObjectType::kModule ? "Module" : "Class", address[id]);
+  // A singleton class as Ruby names it (and the gem's stats): #<Class:Node> for a class's,
+  // #<Class:#<Class:Node>> one level up, #<Class:#<Object>> for an ordinary object's.
+  if (ObjectId attached = (flags[id] & kFlagSingleton) != 0 && depth < 8 ? attached_object(id) : kNoObject;
+      attached != kNoObject) {
+    const bool is_class = type[attached] == ObjectType::kClass || type[attached] == ObjectType::kModule;
+    return fmt::format("#<Class:{}>", is_class ? object_label(attached, depth + 1) : "#<" + class_label(attached) + ">");
+  }
   if (auto found = real_class_names.find(id); found != real_class_names.end()) {
     const std::string_view owner = str(found->second);
     const bool vowel = !owner.empty() && std::string_view("AEIOU").find(owner.front()) != std::string_view::npos;

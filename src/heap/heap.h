@@ -172,9 +172,12 @@ struct Heap {
   // "(DATA:encoding)" without a class.
   std::string class_label(ObjectId id) const;
   // What reports call one object: class and module objects by their own name ("Concurrent",
-  // "#<Class:0x7f...>" when anonymous, "#<Class:0x7f...> (singleton class of a Foo)"); any
-  // other object by class_label().
+  // "#<Class:0x7f...>" when anonymous), a singleton class as Ruby does ("#<Class:Node>",
+  // "#<Class:#<Object>>"; "#<Class:0x7f...> (singleton class of a Foo)" when the dump does not
+  // say whose it is); any other object by class_label().
   std::string object_label(ObjectId id) const;
+  // The object a singleton class belongs to, or kNoObject.
+  ObjectId attached_object(ObjectId singleton) const;
   // "file:line" or "" when not traced.
   std::string site_label(ObjectId id) const;
 
@@ -194,6 +197,9 @@ struct Heap {
     uint64_t part_mask = 0;  // slots per part - 1; probing wraps within a part
     unsigned shift = 64;
   } index;
+
+ private:
+  std::string object_label(ObjectId id, int depth) const;  // depth: singleton classes named so far
 };
 
 // The object's allocation generation, or nullopt when the dump has none for it.

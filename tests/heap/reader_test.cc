@@ -349,6 +349,29 @@ TEST(Reader, HandlesCrlfMissingFinalNewlineAndLinesLongerThanTheBuffer) {
   EXPECT_EQ(heap.memsize[3], 40u);
 }
 
+// A singleton class is named for what it belongs to, as Ruby names it: the object among its
+// references whose class it is (an IMEMO's "class" is its owner, not its class). Before: every
+// one was "#<Class:0x...> (singleton class of a Class)".
+TEST(Reader, NamesSingletonClassesForWhatTheyBelongTo) {
+  const std::string singleton = R"(, "real_class_name":"Class", "singleton":true)";
+  std::string text = object_line(0x100, "CLASS", 0x200, {}, 480, R"(, "name":"Node")") +
+                     object_line(0x200, "CLASS", 0xa00, {0x100}, 480, singleton) +
+                     object_line(0xa00, "CLASS", 0x300, {0x200}, 480, singleton) +
+                     object_line(0x300, "CLASS", 0, {}, 480, R"(, "name":"Class")") +
+                     object_line(0x400, "OBJECT", 0x500, {}, 40) +
+                     object_line(0x500, "CLASS", 0x300, {0x600, 0x400}, 480,
+                                 R"(, "real_class_name":"Object", "singleton":true)") +
+                     object_line(0x600, "OBJECT", 0x700, {}, 40) +
+                     object_line(0x700, "CLASS", 0x300, {}, 480, R"(, "name":"Object")") +
+                     object_line(0x800, "IMEMO", 0x900, {}, 40, R"(, "imemo_type":"ment")") +
+                     object_line(0x900, "CLASS", 0x300, {0x800}, 480, singleton);
+  Heap heap = load_text(text);
+  EXPECT_EQ(heap.object_label(heap.find(0x200)), "#<Class:Node>");
+  EXPECT_EQ(heap.object_label(heap.find(0xa00)), "#<Class:#<Class:Node>>");
+  EXPECT_EQ(heap.object_label(heap.find(0x500)), "#<Class:#<Object>>");
+  EXPECT_EQ(heap.object_label(heap.find(0x900)), "#<Class:0x900> (singleton class of a Class)");
+}
+
 TEST(Reader, DetectsGzipZstdAndXzByMagicAndReadsTheSameHeap) {
   std::string text = kRuby31;
   for (int i = 0; i < 2000; ++i) text += object_line(0x100000 + 40 * i, "STRING", 0x1000, {0x1000}, 40);
@@ -363,6 +386,17 @@ TEST(Reader, DetectsGzipZstdAndXzByMagicAndReadsTheSameHeap) {
     EXPECT_EQ(heap->input_bytes, text.size());
   }
   EXPECT_EQ(detect_compression({}), Compression::kNone);
+}
+
+// Bytes after the last gzip member that begin no other one (a tar's zero padding) are ignored
+// with a warning, as gzip -d does; the dump was refused as a corrupt stream before.
+TEST(Reader, IgnoresAndSaysTrailingBytesAfterGzipData) {
+  std::string text = root_line("vm", {0x10}) + object_line(0x10, "STRING", 0, {}, 40);
+  auto [heap, printed] = load_with_warnings(gzip(text) + std::string(512, '\0'));
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  EXPECT_EQ(heap->size(), 1u);
+  EXPECT_EQ(printed, "memprof: warning: x.json: 512 bytes after the end of the compressed data ignored "
+                     "(not another gzip member: trailing garbage, as gzip -d says)\n");
 }
 
 TEST(Reader, RejectsBrokenCompressedStreams) {
