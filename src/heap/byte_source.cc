@@ -158,7 +158,12 @@ class GzipSource final : public ByteSource {
       MEMPROF_TRY(in, input_.pending());
       if (member_ended_) {
         if (in.empty()) return size_t{0};  // clean end after the last member
-        // Concatenated gzip members (gzip a >> b) form one stream.
+        // Concatenated gzip members (gzip a >> b) form one stream; anything else after a
+        // member (a tar's padding, zeros a copy left) is ignored and said, as gzip -d does.
+        if (!starts_member(in)) {
+          MEMPROF_TRY_STATUS(skip_to_end());
+          return size_t{capacity - stream_.avail_out};
+        }
         if (inflateReset(&stream_) != Z_OK) return err("{}: corrupt gzip stream", input_.name());
         member_ended_ = false;
       }
@@ -175,6 +180,22 @@ class GzipSource final : public ByteSource {
       }
     }
     return size_t{capacity - stream_.avail_out};
+  }
+
+  // Whether the pending bytes begin another gzip member (its two magic bytes; one byte left
+  // at the very end cannot).
+  bool starts_member(std::span<const char> in) {
+    if (in.size() >= 2) return in[0] == '\x1f' && in[1] == '\x8b';
+    return in[0] == '\x1f' && !input_.ended();  // the second byte may be in the next read
+  }
+
+  Status skip_to_end() {
+    for (;;) {
+      MEMPROF_TRY(in, input_.pending());
+      if (in.empty()) return ok_status();
+      ignore_trailing_bytes(in.size());
+      input_.consume(in.size());
+    }
   }
 
  private:

@@ -25,14 +25,19 @@ class ByteSource {
   Compression compression() const { return compression_; }
   // Size of the underlying (possibly compressed) input in bytes, 0 when unknown (a pipe).
   uint64_t size_hint() const { return size_hint_; }
+  // Bytes after the end of the compressed data that are not another member or frame (gzip
+  // -d ignores such "trailing garbage" with a warning; so does memprof), once read to the end.
+  uint64_t ignored_trailing_bytes() const { return ignored_trailing_bytes_; }
 
  protected:
   ByteSource(Compression compression, uint64_t size_hint)
       : compression_(compression), size_hint_(size_hint) {}
+  void ignore_trailing_bytes(uint64_t count) { ignored_trailing_bytes_ += count; }
 
  private:
   Compression compression_ = Compression::kNone;
   uint64_t size_hint_ = 0;
+  uint64_t ignored_trailing_bytes_ = 0;
 };
 
 // Opens `path` and picks the decoder from its first bytes. Errors: "PATH: <strerror>".

@@ -19,6 +19,7 @@
 #include "heap/chunk_parser.h"
 #include "heap/file_blocks.h"
 #include "heap/run_async.h"
+#include "heap/units.h"
 #include "core/util/scoped_fd.h"
 
 namespace memprof::heap {
@@ -52,6 +53,7 @@ class Loader {
         },
         std::bind_front(&Loader::merge, this)));
     heap_.input_bytes = reader.bytes_read();
+    ignored_trailing_bytes_ = source.ignored_trailing_bytes();
     return finish();
   }
 
@@ -119,6 +121,10 @@ class Loader {
     warn_count(heap_.lost_root_lines, "ROOT line could not be read", "ROOT lines could not be read",
                "the objects they reference lose that root; reachability and retained sizes are "
                "incomplete");
+    if (ignored_trailing_bytes_ > 0)
+      fmt::print(options_.warnings, "memprof: warning: {}: {} after the end of the compressed data ignored "
+                 "(not another gzip member: trailing garbage, as gzip -d says)\n",
+                 name_, byte_count_text(ignored_trailing_bytes_));
     if (heap_.roots.empty() && heap_.lost_root_lines == 0) {
       fmt::print(options_.warnings,
                  "memprof: warning: {}: the dump has no ROOT lines (ObjectSpace.dump_all(since:) "
@@ -328,6 +334,7 @@ class Loader {
   std::vector<std::pair<StringId, std::vector<uint64_t>>> raw_roots_;
   std::unordered_map<uint64_t, SiteId> site_ids_;
   uint64_t expected_bytes_ = 0;  // the input size, until the first merge reserves for it
+  uint64_t ignored_trailing_bytes_ = 0;  // after the compressed data (ByteSource)
   uint64_t non_blank_lines_ = 0;
   bool seen_record_ = false;
   static constexpr uint64_t kMaxWarnings = 20;
