@@ -3,6 +3,7 @@
 // map options checked before the dump is loaded. What each command renders and prints is its own.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <span>
@@ -53,6 +54,13 @@ inline Result<DumpForHeapMap> load_dump_for_heap_map(const HeapMapCommandArgumen
   MEMPROF_TRY_STATUS(report::check_output_is_not_an_input(args.output, std::span(&args.dump, 1)));
   auto heap = heap::load_heap(args.dump, {.warnings = stderr});
   if (!heap) return heap.error();
+  // Every cell would be "no generation", which reads like a broken picture.
+  if (map_options->coloring == report::MapColoring::kGeneration &&
+      std::ranges::none_of(heap->generation, [](uint32_t g) { return g != heap::kNoGeneration; }))
+    fmt::print(stderr,
+               "memprof: warning: {}: no object has a generation (the dump was written without "
+               "ObjectSpace.trace_object_allocations): every cell is colored as \"none\"\n",
+               args.dump == "-" ? std::string("standard input") : args.dump);
   return DumpForHeapMap{*map_options, std::move(*heap)};
 }
 

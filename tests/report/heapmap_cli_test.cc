@@ -78,6 +78,22 @@ TEST(HeapmapCli, ColorsByGeneration) {
   EXPECT_EQ(image.at(kColumnX + kNotch, row_of(3)), youngest);
   EXPECT_EQ(image.at(kColumnX + kNotch, row_of(2)), none);
   EXPECT_EQ(image.at(kColumnX + kNotch, row_of(6)), map_colors::kEmptySlot);
+  EXPECT_EQ(run.err, "") << "the fixture has generations";
+}
+
+// A dump without generations (written without allocation tracing) colored by generation is all
+// "none": said, rather than a grey picture without a word.
+TEST(HeapmapCli, ColoringByGenerationADumpWithoutGenerationsSaysSo) {
+  TempDir dir;
+  std::string text = memprof::testing::read_file(kFixture);
+  for (size_t at; (at = text.find("\"generation\":")) != std::string::npos;)
+    text.replace(at, text.find_first_of(",}", at) - at, "\"generation_was\":0");
+  const std::string dump = dir.file("nogen.json");
+  memprof::testing::write_file(dump, text);
+  const auto run = run_command({kMemprof, "heapmap", dump, "-o", dir.file("gen.png"), "--by", "generation"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.err, "memprof: warning: " + dump + ": no object has a generation (the dump was written without "
+                     "ObjectSpace.trace_object_allocations): every cell is colored as \"none\"\n");
 }
 
 TEST(HeapmapCli, ForcedOldLayoutSplitsThePageAndReportsWhatItCannotPlace) {
