@@ -15,10 +15,13 @@
 #include <optional>
 #include <set>
 
+#include <fmt/ranges.h>
+
 #include "attach/agent_client.h"
 #include "attach/duration.h"
 #include "attach/interruption.h"
 #include "attach/recorded_process.h"
+#include "attach/unexported_functions.h"
 #include "cli/command.h"
 #include "core/util/scoped_fd.h"
 #include "core/util/whole_lines.h"
@@ -248,6 +251,18 @@ std::string libraries_named(const TraceOptions& options) {
   return out;
 }
 
+// "; ... defines foo (app) without exporting it ..." when the process has such functions.
+std::string unexported_note(pid_t pid, const std::string& pattern) {
+  constexpr size_t kShown = 3;
+  std::vector<std::string> functions = attach::unexported_functions(pid, pattern, kShown + 1);
+  if (functions.empty()) return "";
+  const bool more = functions.size() > kShown;
+  if (more) functions.pop_back();
+  return fmt::format("; defined without being exported (static, or hidden by visibility), which trace cannot "
+                     "hook by name: {}{}",
+                     fmt::join(functions, ", "), more ? " and more" : "");
+}
+
 int run_trace(const TraceOptions& options) {
   if (options.symbols.empty()) return fail("name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)");
   if (std::find(options.symbols.begin(), options.symbols.end(), "") != options.symbols.end())
@@ -280,9 +295,10 @@ int run_trace(const TraceOptions& options) {
       if (tracer::is_event_pattern(pattern))
         fmt::print(stderr, "memprof: no program of the command ran a supported Ruby: {} recorded nothing\n", pattern);
       else
-        fmt::print(stderr, "memprof: {} a function matching '{}'{}{}\n",
-                   at_end ? "no program of the command defined" : "no loaded object defines", pattern,
-                   libraries_named(options), at_end ? "" : " (objects loaded later are watched)");
+        fmt::print(stderr, "memprof: {} a function matching '{}'{}{}{}\n",
+                   at_end ? "no program of the command defined" : "no loaded object exports", pattern,
+                   libraries_named(options), at_end ? "" : " (objects loaded later are watched)",
+                   at_end ? "" : unexported_note(pid, pattern));
     }
   };
   // `ending`: the process has ended or is exiting, and what it writes as it exits (stdio's

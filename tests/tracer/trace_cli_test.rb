@@ -364,11 +364,22 @@ class TraceCliTest < Minitest::Test
     assert_match(/traced_length\(0x\h+\) += 57\z/, lines[0])
   end
 
+  # A static function is there, but not in a dynamic symbol table: said so, and named (it said
+  # "no loaded object defines" it).
+  def test_a_function_defined_without_being_exported_is_named
+    target = c_target
+    _, err, status = memprof("trace", "-p", target.pid, "-x", "call_ad?", "--duration", "0.1s")
+    assert status.success?, err
+    assert_includes err, "memprof: no loaded object exports a function matching 'call_ad?' (objects loaded later " \
+                         "are watched); defined without being exported (static, or hidden by visibility), which " \
+                         "trace cannot hook by name: call_add (trace_target)\n"
+  end
+
   def test_traces_a_library_loaded_after_the_trace_started
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_late")
     assert_includes trace.stderr_text,
-                    "no loaded object defines a function matching 'traced_late' (objects loaded later are watched)"
+                    "no loaded object exports a function matching 'traced_late' (objects loaded later are watched)"
     run_job(target, "late", /\Adone late 15\z/)
     lines = stop_trace(trace)
     assert_equal 1, lines.size, lines.join("\n")
