@@ -165,7 +165,7 @@ void serve() {
       reply = encode_reply_error(frame.message());
     } else {
       auto request = decode_request(*frame);
-      reply = request.ok() ? handler.handle(*request) : encode_reply_error(request.message());
+      reply = request.ok() ? handler.handle(*request, connection->get()) : encode_reply_error(request.message());
     }
     if (handler.detach_requested()) server->remove_file();
     (void)write_frame(connection->get(), reply);

@@ -29,13 +29,17 @@ std::string* g_extension_file = nullptr;
 constexpr const char* kAgentVersion = "0.1.0";
 
 // Waits for the next bytes of the child's reply, sampling its progress between them. Fails
-// when the child has slept for `stall_limit` without CPU time or I/O (child_progress.h).
-Status wait_for_output(const ForkedHandler& child, std::chrono::milliseconds stall_limit) {
+// when the child has slept for `stall_limit` without CPU time or I/O (child_progress.h), or when
+// the requester's `connection` closed: its request was read whole, so any event there is its
+// end (memprof dump interrupted by Ctrl-C: the dump went on to its end before).
+Status wait_for_output(const ForkedHandler& child, std::chrono::milliseconds stall_limit, int connection) {
   StallWatch watch(stall_limit);
   const int tick_ms = static_cast<int>(std::clamp<int64_t>(stall_limit.count() / 4, 50, 1000));
   for (;;) {
-    pollfd output{child.output.get(), POLLIN, 0};
-    int ready = ::poll(&output, 1, tick_ms);
+    pollfd watched[2] = {{child.output.get(), POLLIN, 0}, {connection, POLLIN | POLLRDHUP, 0}};
+    int ready = ::poll(watched, connection >= 0 ? 2 : 1, tick_ms);
+    if (ready > 0 && watched[1].revents != 0 && watched[0].revents == 0)
+      return err("the requester went away (interrupted): the forked child (pid {}) was stopped", child.pid);
     if (ready > 0 || (ready < 0 && errno != EINTR)) return ok_status();
     std::optional<ChildProgress> progress = read_child_progress(child.pid);
     if (!progress) return ok_status();  // gone: the read sees EOF
@@ -52,12 +56,12 @@ Status wait_for_output(const ForkedHandler& child, std::chrono::milliseconds sta
 // itself (waitpid(-1), as unicorn's master does) may take the status first: then the reply
 // decides. A stalled child is killed: while its write end is open it has not exited, so its
 // pid is still its own.
-Result<std::string> collect_child(ForkedHandler& child, std::chrono::milliseconds stall_limit) {
+Result<std::string> collect_child(ForkedHandler& child, std::chrono::milliseconds stall_limit, int connection) {
   std::string output;
   Status failure = ok_status();
   char buffer[65536];
   for (;;) {
-    failure = wait_for_output(child, stall_limit);
+    failure = wait_for_output(child, stall_limit, connection);
     if (!failure.ok()) {
       ::kill(child.pid, SIGKILL);
       break;
@@ -100,7 +104,8 @@ Result<std::pair<std::chrono::milliseconds, std::string>> parse_fork_request(
 
 bool memprof_loaded() { return g_memprof_loaded; }
 
-std::string RequestHandler::handle(const Request& request) {
+std::string RequestHandler::handle(const Request& request, int connection) {
+  connection_ = connection;
   Result<std::string> reply = [&]() -> Result<std::string> {
     if (request.verb == "hello") return hello();
     if (request.verb == "load") return load(request.body);
@@ -176,7 +181,7 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& body) {
         return std::string();
       },
       kRubyTimeout));
-  auto reply = collect_child(*child, stall_limit);
+  auto reply = collect_child(*child, stall_limit, connection_);
   if (!reply.ok()) {
     // A child that was killed (here, or by a signal of its own) leaves what it was writing
     // behind; one that failed in Ruby has removed it already, and this finds nothing.

@@ -29,8 +29,9 @@ class RequestHandler {
   RequestHandler(RubyRuntime* runtime, RubyService* service)
       : ruby_(runtime), service_(service), sessions_(std::make_unique<RecordingSessions>(runtime)) {}
 
-  // The reply frame's payload.
-  std::string handle(const Request& request);
+  // The reply frame's payload. `connection`: the requester's socket, watched while a request
+  // waits long (a dump's child): a requester that went away (Ctrl-C) stops the work.
+  std::string handle(const Request& request, int connection = -1);
   // The trace and native sessions (recording_sessions.h).
   RecordingSessions& sessions() { return *sessions_; }
   bool detach_requested() const { return detach_requested_; }
@@ -56,6 +57,7 @@ class RequestHandler {
   RubyRuntime* ruby_;
   RubyService* service_;
   bool detach_requested_ = false;
+  int connection_ = -1;  // the request being handled's (handle)
   // On the heap: a forked child ends its copy of them (agent.cc) once the thread whose stack
   // held this handler is gone, and glibc gives that stack to the child's next thread.
   std::unique_ptr<RecordingSessions> sessions_;

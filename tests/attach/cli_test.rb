@@ -371,6 +371,31 @@ class AttachCliTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # Ctrl-C on `memprof dump` stops the dump: the agent sees its requester go away, kills the
+  # child and removes its files. Before: the child wrote on, for as long as it took (a hung one
+  # until --stall-timeout, 30 s by default) and the agent's thread waited for it.
+  def test_an_interrupted_dump_stops_its_child_and_removes_its_files
+    target = hung_dump_target
+    dump = File.join(@tmpdir, "heap.json")
+    cli = spawn_target(command: [MEMPROF, "dump", "-p", target.pid.to_s, "-o", dump, "--stall-timeout", "600"])
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    children = []
+    until !children.empty? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      children = Dir.glob("/proc/#{target.pid}/task/*/children").flat_map { |f| File.read(f).split.map(&:to_i) }
+      sleep 0.02
+    end
+    refute_empty children, "no dump child was forked"
+    Process.kill(:INT, cli.pid)
+    cli.wait_exit
+    sleep 0.05 until children.none? { |pid| File.exist?("/proc/#{pid}") } ||
+                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    assert children.none? { |pid| File.exist?("/proc/#{pid}") }, "the dump child #{children} is still there"
+    sleep 0.05 until Dir.children(@tmpdir).grep(/heap\.json/).empty? || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    assert_equal [], Dir.children(@tmpdir).grep(/heap\.json/), "the dump or its scratch files were left"
+    assert_alive(target)
+    detach!(target)
+  end
+
   # A compaction the agent's tracker could not follow empties its table: `stats -p` says how
   # many objects were lost, once, instead of showing a short table without a word.
   def test_stats_says_once_what_a_compaction_made_the_tracker_forget
