@@ -121,6 +121,13 @@ class Loader {
     warn_count(heap_.lost_root_lines, "ROOT line could not be read", "ROOT lines could not be read",
                "the objects they reference lose that root; reachability and retained sizes are "
                "incomplete");
+    // Ruby writes one "vm" ROOT line per dump: more are dumps written into one file (two
+    // processes', or one process's twice), read as one heap without a word before.
+    if (const auto vm_roots = std::ranges::count_if(heap_.roots, [&](const RootSet& root) { return heap_.str(root.kind) == "vm"; });
+        vm_roots > 1)
+      fmt::print(options_.warnings, "memprof: warning: {}: the file holds {} dumps ({} \"vm\" ROOT lines, one per "
+                 "dump: concatenated, or written into one file twice); they are read as one heap\n",
+                 name_, vm_roots, vm_roots);
     if (ignored_trailing_bytes_ > 0)
       fmt::print(options_.warnings, "memprof: warning: {}: {} after the end of the compressed data ignored "
                  "(not another gzip member: trailing garbage, as gzip -d says)\n",

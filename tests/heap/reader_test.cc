@@ -399,6 +399,18 @@ TEST(Reader, IgnoresAndSaysTrailingBytesAfterGzipData) {
                      "(not another gzip member: trailing garbage, as gzip -d says)\n");
 }
 
+// Two dumps in one file (cat a.json b.json, or one process's dumps appended) are said: each has
+// its one "vm" ROOT line. They were read as one heap without a word.
+TEST(Reader, SaysWhenTheFileHoldsSeveralDumps) {
+  std::string one = root_line("vm", {0x10}) + object_line(0x10, "STRING", 0, {}, 40);
+  std::string two = root_line("vm", {0x20}) + object_line(0x20, "STRING", 0, {}, 40);
+  auto [heap, printed] = load_with_warnings(one + two);
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  EXPECT_EQ(printed, "memprof: warning: x.json: the file holds 2 dumps (2 \"vm\" ROOT lines, one per dump: "
+                     "concatenated, or written into one file twice); they are read as one heap\n");
+  EXPECT_EQ(load_with_warnings(one).printed, "");
+}
+
 TEST(Reader, RejectsBrokenCompressedStreams) {
   std::string text = kRuby31;
   std::string packed = gzip(text);
