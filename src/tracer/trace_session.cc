@@ -201,6 +201,17 @@ void TraceSession::forget_unloaded_objects() {
   });
 }
 
+// Why a function must not be traced at all, or nothing. vfork's child runs in the parent's
+// memory, on its stack and with its thread state, until it execs or exits: it took the traced
+// return the parent was to take, and the parent then returned to nowhere (SIGSEGV; Python's
+// subprocess uses vfork, so `-x '*' -l 'libc.so*'` killed every Python that ran a command).
+const char* never_traced(const std::string& name) {
+  if (name == "vfork" || name == "__vfork")
+    return "its child runs on the caller's stack and thread state until it execs: the traced return "
+           "would be taken twice";
+  return nullptr;
+}
+
 void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
   auto objects = hook::loaded_objects();
   if (!objects.ok()) {
@@ -214,6 +225,10 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     if (!traceable_object(object, request_)) continue;
     ObjectProblems object_problems;
     for (Candidate& candidate : matching_functions(object, request_)) {
+      if (const char* why = never_traced(candidate.name)) {
+        object_problems.untraceable(candidate.name, why);
+        continue;
+      }
       auto function = traced_function(candidate.address);
       if (!function.ok() && traced_function_table_full()) {
         ++beyond_the_table;

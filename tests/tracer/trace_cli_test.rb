@@ -375,6 +375,20 @@ class TraceCliTest < Minitest::Test
                          "trace cannot hook by name: call_add (trace_target)\n"
   end
 
+  # vfork is never hooked: its child ran on the caller's stack and thread state and took the
+  # traced return, and the parent returned to address 0 (SIGSEGV; `-x '*' -l 'libc.so*'` killed
+  # Python processes that ran a command). Said, and the rest is traced.
+  def test_vfork_is_not_traced_and_its_caller_lives
+    target = c_target
+    trace = start_trace(target.pid, "-c", "-x", "vfork", "-x", "traced_add")
+    assert_match(/^memprof: cannot trace vfork in \S*libc\.so\.6: its child runs on the caller's stack and thread state until it execs: the traced return would be taken twice$/,
+                 trace.stderr_text)
+    run_job(target, "vfork 20", /\Adone vfork 20\z/)
+    run_job(target, "threads 1 3", /\Adone threads 6\z/)
+    assert_equal 3, summary_calls(stop_trace(trace))["traced_add"]
+    assert_alive target
+  end
+
   def test_traces_a_library_loaded_after_the_trace_started
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_late")
