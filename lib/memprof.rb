@@ -96,6 +96,7 @@ module Memprof
     def stop
       exclusively("Memprof.stop") do
         refuse_inside_block_session("stop")
+        @tracking_session = nil
         Native.stop
       end
     end
@@ -231,7 +232,17 @@ module Memprof
     def start_tracking(mechanism, fork)
       Compaction.sync_auto_compact
       Native.reset_on_fork = fork == :reset
-      Native.start(mechanism)
+      started = Native.start(mechanism)
+      @tracking_sessions = (@tracking_sessions || 0) + 1 if started
+      @tracking_session = @tracking_sessions if started
+      started
+    end
+
+    # The number of the tracking session Memprof.start started and that still runs, or nil:
+    # memprof's agent and `memprof run` note the one they start, and detach stops only that one
+    # (an app that stopped it and started its own keeps its own).
+    def tracking_session
+      @tracking_session if Native.active?
     end
 
     # Memprof.report's engine. The block returns the objects its caller keeps on purpose (the

@@ -115,14 +115,14 @@ module Memprof
       def start
         started = Memprof.start
         # What attach started, detach stops; tracking the app started itself stays the app's.
-        @started_by_agent ||= started
+        @agent_session = Memprof.send(:tracking_session) if started
         status.merge("started" => started)
       end
 
       def stop
-        if @started_by_agent || started_by_memprof_run?
-          @started_by_agent = false
-          Memprof::Autostart.started = false if started_by_memprof_run?
+        session = Memprof.send(:tracking_session)
+        if session && (session == @agent_session || session == memprof_run_session)
+          @agent_session = nil
           return { "stopped" => Memprof.stop }
         end
         return { "stopped" => false } unless Memprof.started?
@@ -130,8 +130,9 @@ module Memprof
         { "stopped" => false, "kept" => "the process's own tracking (Memprof.start)" }
       end
 
-      def started_by_memprof_run?
-        defined?(Memprof::Autostart) && Memprof::Autostart.started
+      # The session `memprof run` started (lib/memprof/autostart.rb), or nil.
+      def memprof_run_session
+        Memprof::Autostart.session if defined?(Memprof::Autostart)
       end
 
       def status

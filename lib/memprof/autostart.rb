@@ -16,9 +16,9 @@ module Memprof
     end
 
     class << self
-      # Whether this started the tracking: `memprof run`'s, which `memprof detach` stops as it
-      # stops an attach's (lib/memprof/agent.rb).
-      attr_accessor :started
+      # The tracking session this started (Memprof.tracking_session): `memprof run`'s, which
+      # `memprof detach` stops as it stops an attach's (lib/memprof/agent.rb).
+      attr_accessor :session
     end
   end
 end
@@ -36,7 +36,7 @@ if (path = Memprof::Autostart.extension)
   # resolves here that did not before.
   lib = File.expand_path("..", __dir__)
   $LOAD_PATH << lib unless $LOAD_PATH.include?(lib)
-  Memprof::Autostart.started = Memprof.start
+  Memprof::Autostart.session = Memprof.send(:tracking_session) if Memprof.start
 else
   warn "memprof: no extension for Ruby #{RUBY_VERSION} among those memprof has; nothing is tracked"
 end

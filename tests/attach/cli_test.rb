@@ -166,6 +166,34 @@ class AttachCliTest < Minitest::Test
     assert run.wait_exit.success?, run.context
   end
 
+  # A program that stops the tracking `memprof run` started and starts its own keeps its own at
+  # detach. Before: run's session was a flag the program's Memprof.stop did not clear.
+  def test_detach_leaves_the_tracking_a_program_restarted_itself
+    script = File.join(@tmpdir, "restarts.rb")
+    File.write(script, <<~RUBY)
+      $stdout.sync = true
+      require "memprof"
+      $stdout.puts "up \#{Process.pid}"
+      $stdin.gets
+      Memprof.stop
+      Memprof.start
+      $stdout.puts "restarted"
+      $stdin.gets
+      $stdout.puts "started \#{Memprof.started?}"
+    RUBY
+    run = spawn_target(command: [MEMPROF, "run", "--", RbConfig.ruby, script])
+    ruby_pid = Integer(run.wait_for(/\Aup \d+\z/).split.last)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    sleep 0.05 until memprof("stats", "-p", ruby_pid)[2].success? ||
+                     Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+    run.send_line("restart")
+    run.wait_for(/\Arestarted\z/)
+    assert_match(/own tracking \(Memprof.start\) left on/, detach!(ruby_pid))
+    run.send_line("")
+    run.wait_for(/\Astarted true\z/)
+    assert run.wait_exit.success?, run.context
+  end
+
   # A program the agent cannot be preloaded into runs, and memprof says so at once. Before:
   # nothing was said, and `memprof top -p PID` then failed with "no agent".
   def test_run_says_when_the_agent_cannot_be_preloaded
