@@ -44,8 +44,9 @@ int for_each_target(pid_t pid, bool children, bool json, ForOne one) {
       if (json) objects.push_back(fmt::format(R"({{"pid":{},"error":{}}})", target, json_quoted(said.message())));
     }
   }
-  if (done == 0) return fail(fmt::format("no process of the tree of {} could be reached", pid));
+  // The document even when every process was left out: a script reads why from it.
   if (json) fmt::print("[{}]\n", fmt::join(objects, ","));
+  if (done == 0) return fail(fmt::format("no process of the tree of {} could be reached", pid));
   return 0;
 }
 

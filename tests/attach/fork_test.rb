@@ -138,6 +138,11 @@ class AttachForkTest < Minitest::Test
     assert_equal [@master.pid, @workers[1]].sort, detached.map { |process| process["pid"] }.sort
     assert_equal [@workers[0]], left_out.map { |process| process["pid"] }
     assert_match(/zombie/, left_out.first["error"])
+    # Nothing left to detach: still one document, every process with its error.
+    out, err, status = memprof("detach", "-p", @master.pid, "--children", "--json")
+    assert_equal 1, status.exitstatus, err
+    assert_equal [@master.pid, *@workers].sort, JSON.parse(out).map { |process| process["pid"] }.sort
+    assert JSON.parse(out).all? { |process| process["error"] }, out
     assert_alive(@master)
   end
 end
