@@ -50,10 +50,10 @@ module Memprof
                 "0" => nil, "false" => nil, "no" => nil, "off" => nil, "" => nil }.freeze
 
     def call(env)
-      value = requested_value(env)
+      value, asked_by = requested_value(env)
       return @app.call(env) if value.nil? || env["REQUEST_METHOD"] == "HEAD"
 
-      format = FORMATS.fetch(value.strip.downcase) { return not_profiled(env, unknown_value(value)) }
+      format = FORMATS.fetch(value.strip.downcase) { return not_profiled(env, unknown_value(value, asked_by)) }
       return @app.call(env) if format.nil?
 
       response = nil
@@ -78,14 +78,16 @@ module Memprof
 
     private
 
-    # The header's value, else the parameter's; nil when neither is there.
+    # The header's value, else the parameter's, with where it came from; nil when neither is there.
     def requested_value(env)
-      env[HEADER] || env["QUERY_STRING"].to_s[PARAM_PATTERN, 1]
+      return [env[HEADER], "X-Memprof"] if env[HEADER]
+
+      [env["QUERY_STRING"].to_s[PARAM_PATTERN, 1], "memprof="]
     end
 
-    def unknown_value(value)
+    def unknown_value(value, asked_by)
       shown = value.size > 40 ? "#{value[0, 40]}..." : value
-      "unknown X-Memprof value #{shown.inspect} (1 or json profile, 0 does not); request not profiled"
+      "unknown #{asked_by} value #{shown.inspect} (1 or json profile, 0 does not); request not profiled"
     end
 
     # Tracking is on already (Memprof.start, or a request profiled in another thread), or the

@@ -62,6 +62,8 @@ class MiddlewareTest < Minitest::Test
       end
       response = mock.get("/d", "HTTP_X_MEMPROF" => "please")
       puts "please: #{response.body} #{response.headers['x-memprof-error']}"
+      response = mock.get("/e?a=1&memprof=bogus")
+      puts "bogus: #{response.body} #{response.headers['x-memprof-error']}"
     RUBY
       assert_equal <<~TEXT, out
         no: hello nil
@@ -75,6 +77,7 @@ class MiddlewareTest < Minitest::Test
         ON: text/plain; charset=utf-8
         True: text/plain; charset=utf-8
         please: hello unknown X-Memprof value "please" (1 or json profile, 0 does not); request not profiled
+        bogus: hello unknown memprof= value "bogus" (1 or json profile, 0 does not); request not profiled
       TEXT
     end
   end
