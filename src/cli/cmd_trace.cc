@@ -258,8 +258,8 @@ std::string unexported_note(pid_t pid, const std::string& pattern) {
   if (functions.empty()) return "";
   const bool more = functions.size() > kShown;
   if (more) functions.pop_back();
-  return fmt::format("; defined without being exported (static, or hidden by visibility), which trace cannot "
-                     "hook by name: {}{}",
+  return fmt::format("; defined without being exported (static, hidden by visibility, or in an executable "
+                     "linked without -rdynamic), which trace cannot hook by name: {}{}",
                      fmt::join(functions, ", "), more ? " and more" : "");
 }
 

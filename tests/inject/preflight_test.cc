@@ -177,6 +177,9 @@ TEST(KernelThread, IsToldFromAProcess) {
   }
   if (kthread == 0) GTEST_SKIP() << "no kernel thread visible";
   EXPECT_TRUE(proc::kernel_thread(kthread)) << kthread;
+  // Every -p command words it so (stats said "not running Ruby: ... trace work on any process").
+  EXPECT_EQ(proc::check_process_exists(kthread).message(),
+            fmt::format("process {} is a kernel thread: it runs no program", kthread));
 }
 
 // The permission rules, with the facts made up (the tests run as root without Yama).

@@ -371,8 +371,8 @@ class TraceCliTest < Minitest::Test
     _, err, status = memprof("trace", "-p", target.pid, "-x", "call_ad?", "--duration", "0.1s")
     assert status.success?, err
     assert_includes err, "memprof: no loaded object exports a function matching 'call_ad?' (objects loaded later " \
-                         "are watched); defined without being exported (static, or hidden by visibility), which " \
-                         "trace cannot hook by name: call_add (trace_target)\n"
+                         "are watched); defined without being exported (static, hidden by visibility, or in an " \
+                         "executable linked without -rdynamic), which trace cannot hook by name: call_add (trace_target)\n"
   end
 
   # vfork is never hooked: its child ran on the caller's stack and thread state and took the

@@ -47,7 +47,6 @@ Result<std::string> executable_path(pid_t pid) {
     if (errno == ENOENT || errno == ESRCH) {
       int error_number = errno;
       MEMPROF_TRY_STATUS(check_process_exists(pid));
-      if (kernel_thread(pid)) return err("process {} is a kernel thread: it runs no program", pid);
       // Kernel threads have no executable; neither has a process whose exe lies outside our mount
       // namespace.
       return err("process {}: cannot resolve {}: {}", pid, link, std::strerror(error_number));

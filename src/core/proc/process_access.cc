@@ -48,6 +48,7 @@ Status check_process_exists(pid_t pid) {
   }
   if (const char state = process_state(pid); state == 'Z' || state == 'X')
     return err("process {} has ended (a zombie its parent has not reaped yet)", pid);
+  if (kernel_thread(pid)) return err("process {} is a kernel thread: it runs no program", pid);
   return ok_status();
 }
 

@@ -15,7 +15,7 @@ namespace memprof::proc {
 std::optional<uid_t> process_uid(pid_t pid);
 
 // Ok when /proc/PID exists and the process has not ended; otherwise "no such process: PID", or
-// that it has ended (a zombie).
+// that it has ended (a zombie), or that it is a kernel thread (nothing to attach to or trace).
 Status check_process_exists(pid_t pid);
 
 // The state letter of /proc/PID/stat (R, S, D, T, Z, X, ...); '?' when it cannot be read.
