@@ -238,16 +238,20 @@ MEMPROF_COMMAND(
                    "Also anonymous mmap, munmap and mremap calls (regions as blocks; the allocator's "
                    "own mappings are counted once, as its blocks)");
       sub.add_option("--pprof", options->pprof_path,
-                     "Also write FILE in pprof's heap-profile format (go tool pprof, Pyroscope, Parca)");
-      sub.add_option("--collapsed", options->collapsed_path, "Also write collapsed stacks to FILE (flamegraph.pl)");
-      sub.add_option("--flame-graph", options->flame_graph_path, "Also write FILE, one HTML page with a flame graph");
+                     "Also write FILE in pprof's heap-profile format (go tool pprof, Pyroscope, Parca)")
+          ->check(not_empty());
+      sub.add_option("--collapsed", options->collapsed_path, "Also write collapsed stacks to FILE (flamegraph.pl)")
+          ->check(not_empty());
+      sub.add_option("--flame-graph", options->flame_graph_path, "Also write FILE, one HTML page with a flame graph")
+          ->check(not_empty());
       sub.add_option("--value", options->value,
                      "What --collapsed and --flame-graph weigh: inuse_space (default, leaked bytes), "
                      "inuse_objects, alloc_space, alloc_objects")
           ->check(CLI::IsMember({"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}));
       sub.add_flag("--json", options->json, "Every call site with its counts, as JSON");
       sub.add_option("-o,--output", options->output,
-                     "Write the report to FILE instead of stdout (the command's own output stays apart)");
+                     "Write the report to FILE instead of stdout (the command's own output stays apart)")
+          ->check(not_empty());
       sub.add_option("command", options->command, "Command to start and track (after --)");
       sub.footer(
           "memprof native -p PID --duration 20s    what PID allocates with malloc and does not free\n"

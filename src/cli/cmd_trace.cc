@@ -426,7 +426,7 @@ MEMPROF_COMMAND(
       sub.add_flag("-T", options->durations, "Time spent in each call");
       sub.add_flag("-c", options->summary, "Count calls and time per function; print a table at the end");
       add_count_option(sub, "-s", options->string_limit, "String characters shown (default 32, at most 46)");
-      sub.add_option("-o,--output", options->output, "Write the trace to FILE instead of stdout");
+      sub.add_option("-o,--output", options->output, "Write the trace to FILE instead of stdout")->check(not_empty());
       sub.add_option("--duration", options->duration, "Stop after this long (30s, 2m); default: until Ctrl-C");
       sub.add_flag("--json", options->json, "One JSON object per call instead of ltrace's lines");
       sub.add_flag("-v,--verbose", options->verbose,

@@ -42,6 +42,14 @@ inline CLI::Option* add_count_option(CLI::App& sub, const std::string& name, siz
   return sub.add_option(name, value, help)->check(CLI::Range(least, kMostRows));
 }
 
+// For an option whose empty value would be taken for "not given": a filter would select
+// everything, an output path would be stdout.
+inline CLI::Validator not_empty() {
+  return CLI::Validator(
+      [](const std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "",
+      "not empty");
+}
+
 // -p PID. Only a positive number names one process (0 and negative numbers are process groups
 // to kill(2)); said as such instead of "no such process: 0".
 inline CLI::Option* add_pid_option(CLI::App& sub, pid_t& pid, const std::string& help) {

@@ -67,11 +67,17 @@ for command in "leaks -p 99999999 --rounds" "leaks -p 99999999 --top" "stats -p 
   fi
 done
 
-# An empty filter was taken for no filter at all.
+# An empty filter was taken for no filter at all, an empty output path for stdout.
 if "$memprof" --help | grep -q "^  analyze "; then
   for option in --class --site --type; do
     expect "analyze $option ''" 1 "memprof: $option: must not be empty (see memprof analyze --help)" "$memprof" analyze x.json "$option" ""
   done
+fi
+if "$memprof" --help | grep -q "^  native "; then
+  for option in --output --pprof --collapsed --flame-graph; do
+    expect "native $option ''" 1 "memprof: $option: must not be empty (see memprof native --help)" "$memprof" native "$option" "" -- true
+  done
+  expect "trace -o ''" 1 "memprof: --output: must not be empty (see memprof trace --help)" "$memprof" trace -x f -o "" -- true
 fi
 
 # A process memprof cannot serve, started here and ended by its pid: a non-Ruby one was told to
