@@ -82,7 +82,12 @@ module Memprof
     def print(out = $stdout, top: 50)
       Report.check_top(top, "Memprof::Report#print")
       report = text(top: top)
-      Output.open(out, "Memprof::Report#print") { |io| io.write(report) }
+      # Any object with a public puts was taken before paths were (a logger-like sink).
+      if !Output.io?(out) && out.respond_to?(:puts) && !out.respond_to?(:to_str) && !out.respond_to?(:to_path)
+        out.puts(report)
+      else
+        Output.open(out, "Memprof::Report#print") { |io| io.write(report) }
+      end
       nil
     end
 

@@ -96,6 +96,11 @@ class ReportAndDumpTest < Minitest::Test
       puts File.read(#{path.inspect}) == io.string ? "same" : "differs"
       report.print(Pathname(#{path.inspect}), top: 3)
       puts File.read(#{path.inspect}) == io.string ? "same" : "differs"
+      sink = Object.new
+      def sink.puts(text) = (@text = text)
+      def sink.text = @text
+      report.print(sink, top: 3)
+      puts sink.text == io.string ? "same" : "differs"
       begin
         report.print(42)
       rescue TypeError => e
@@ -108,6 +113,7 @@ class ReportAndDumpTest < Minitest::Test
       end
     RUBY
       assert_equal <<~TEXT, out
+        same
         same
         same
         Memprof::Report#print: expected an IO or a path (String or Pathname), got Integer
