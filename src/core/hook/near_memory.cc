@@ -106,8 +106,8 @@ class TrampolinePages {
   bool in_arena_;
 };
 
-// Address space reserved (inaccessible, nothing committed) near the first code that needed a
-// trampoline there, handed out a few pages at a time. The trampolines of one arena are one
+// Address space reserved (inaccessible, nothing committed) within reach of the first code that
+// needed a trampoline, below it (kArenaClearance), handed out a few pages at a time. The trampolines of one arena are one
 // mapping to the kernel: their pages, sealed one after the other, merge into few entries of
 // /proc/self/maps. With a mapping per trampoline, `trace -x '*'` on libc made 3,800 of them,
 // and every patch, which reads the maps, took longer than the one before (10 s for 1,900
