@@ -32,23 +32,48 @@ std::optional<uid_t> process_uid(pid_t pid) {
   return uid;
 }
 
+namespace {
 
-char process_state(pid_t pid) {
+// The fields of /proc/PID/stat this file needs; state '?' when it cannot be read.
+struct StatFields {
+  char state = '?';
+  uint64_t flags = 0;  // PF_* of linux/sched.h
+};
+
+StatFields read_stat(pid_t pid) {
   auto stat = read_proc_file(fmt::format("/proc/{}/stat", pid));
-  if (!stat.ok()) return '?';
-  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, the last ')' ends it.
+  if (!stat.ok()) return {};
+  // "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": COMM may hold spaces and
+  // parentheses, the last ')' ends it.
   const size_t close = stat->rfind(')');
-  return close != std::string::npos && close + 2 < stat->size() ? (*stat)[close + 2] : '?';
+  if (close == std::string::npos || close + 2 >= stat->size()) return {};
+  StatFields fields{(*stat)[close + 2]};
+  std::string_view rest = std::string_view(*stat).substr(close + 2);
+  for (int field = 0; field < 6; ++field) {  // to FLAGS, the 7th from STATE
+    rest.remove_prefix(std::min(rest.find(' '), rest.size()));
+    rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+  }
+  std::from_chars(rest.data(), rest.data() + rest.size(), fields.flags);
+  return fields;
 }
+
+constexpr uint64_t kPfKthread = 0x00200000;  // linux/sched.h
+
+}  // namespace
+
+char process_state(pid_t pid) { return read_stat(pid).state; }
+
+bool kernel_thread(pid_t pid) { return (read_stat(pid).flags & kPfKthread) != 0; }
 
 Status check_process_exists(pid_t pid) {
   struct stat st {};
   if (pid <= 0 || ::stat(fmt::format("/proc/{}", pid).c_str(), &st) != 0) {
     return err("no such process: {}", pid);
   }
-  if (const char state = process_state(pid); state == 'Z' || state == 'X')
+  const StatFields fields = read_stat(pid);  // one reading for both
+  if (fields.state == 'Z' || fields.state == 'X')
     return err("process {} has ended (a zombie its parent has not reaped yet)", pid);
-  if (kernel_thread(pid)) return err("process {} is a kernel thread: it runs no program", pid);
+  if ((fields.flags & kPfKthread) != 0) return err("process {} is a kernel thread: it runs no program", pid);
   return ok_status();
 }
 
@@ -56,24 +81,6 @@ bool process_gone(pid_t pid) {
   if (::kill(pid, 0) != 0) return errno == ESRCH;
   const char state = process_state(pid);
   return state == 'Z' || state == 'X' || state == '?';
-}
-
-bool kernel_thread(pid_t pid) {
-  auto stat = read_proc_file(fmt::format("/proc/{}/stat", pid));
-  if (!stat.ok()) return false;
-  // The 9th field, flags: the 7th after the ')' that ends COMM.
-  const size_t close = stat->rfind(')');
-  if (close == std::string::npos) return false;
-  std::string_view rest = std::string_view(*stat).substr(close + 1);
-  for (int field = 0; field < 6; ++field) {
-    rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
-    rest.remove_prefix(std::min(rest.find(' '), rest.size()));
-  }
-  rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
-  uint64_t flags = 0;
-  std::from_chars(rest.data(), rest.data() + rest.size(), flags);
-  constexpr uint64_t kPfKthread = 0x00200000;  // linux/sched.h
-  return (flags & kPfKthread) != 0;
 }
 
 std::optional<int> yama_ptrace_scope() {
