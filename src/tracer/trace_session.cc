@@ -1,6 +1,8 @@
 #include "tracer/trace_session.h"
 
+#include <elf.h>
 #include <fnmatch.h>
+#include <sys/auxv.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -201,14 +203,24 @@ void TraceSession::forget_unloaded_objects() {
   });
 }
 
+// The entry points the kernel starts the program and its interpreter at (_start): not called,
+// so where a return address would be is argc. The ruby executable exports its _start, and
+// `trace -x '*' -- ruby ...`, held before it, hooked it and died at once (SIGSEGV).
+bool entry_point(uintptr_t address) {
+  if (address == ::getauxval(AT_ENTRY)) return true;
+  const uintptr_t interpreter = ::getauxval(AT_BASE);
+  return interpreter != 0 && address == interpreter + reinterpret_cast<const Elf64_Ehdr*>(interpreter)->e_entry;
+}
+
 // Why a function must not be traced at all, or nothing. vfork's child runs in the parent's
 // memory, on its stack and with its thread state, until it execs or exits: it took the traced
 // return the parent was to take, and the parent then returned to nowhere (SIGSEGV; Python's
 // subprocess uses vfork, so `-x '*' -l 'libc.so*'` killed every Python that ran a command).
-const char* never_traced(const std::string& name) {
+const char* never_traced(const std::string& name, uintptr_t address) {
   if (name == "vfork" || name == "__vfork")
     return "its child runs on the caller's stack and thread state until it execs: the traced return "
            "would be taken twice";
+  if (entry_point(address)) return "the program's entry point, which is not called: it has no return address";
   return nullptr;
 }
 
@@ -225,7 +237,7 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     if (!traceable_object(object, request_)) continue;
     ObjectProblems object_problems;
     for (Candidate& candidate : matching_functions(object, request_)) {
-      if (const char* why = never_traced(candidate.name)) {
+      if (const char* why = never_traced(candidate.name, candidate.address)) {
         object_problems.untraceable(candidate.name, why);
         continue;
       }

@@ -389,6 +389,16 @@ class TraceCliTest < Minitest::Test
     assert_alive target
   end
 
+  # A program's entry point (_start, which the ruby executable exports) is not a called
+  # function: hooked, the launched program died at once (SIGSEGV, with argc where a return
+  # address would be). Not traced, and the rest is.
+  def test_the_entry_point_is_not_traced
+    out, err, status = memprof("trace", "-c", "-x", "_start", "-x", "rb_ary_new", "--", RbConfig.ruby, "-e", "puts 6 * 7")
+    assert status.success?, err
+    assert_equal "42", out.lines.first&.chomp, out
+    refute_match(/killed/, err)
+  end
+
   def test_traces_a_library_loaded_after_the_trace_started
     target = c_target
     trace = start_trace(target.pid, "-F", prototypes, "-x", "traced_late")
