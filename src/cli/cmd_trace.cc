@@ -251,7 +251,8 @@ std::string libraries_named(const TraceOptions& options) {
   return out;
 }
 
-// "; ... defines foo (app) without exporting it ..." when the process has such functions.
+// "; defined without being exported (...): foo (app), ..." when the process's objects define
+// functions matching `pattern` that trace cannot hook by name.
 std::string unexported_note(pid_t pid, const std::string& pattern) {
   constexpr size_t kShown = 3;
   std::vector<std::string> functions = attach::unexported_functions(pid, pattern, kShown + 1);

@@ -60,7 +60,7 @@ inline Result<DumpForHeapMap> load_dump_for_heap_map(const HeapMapCommandArgumen
     fmt::print(stderr,
                "memprof: warning: {}: no object has a generation (the dump was written without "
                "ObjectSpace.trace_object_allocations): every cell is colored as \"none\"\n",
-               args.dump == "-" ? std::string("standard input") : args.dump);
+               heap::dump_display_name(args.dump));
   return DumpForHeapMap{*map_options, std::move(*heap)};
 }
 

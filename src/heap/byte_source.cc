@@ -182,6 +182,7 @@ class GzipSource final : public ByteSource {
     return size_t{capacity - stream_.avail_out};
   }
 
+ private:
   // Whether the pending bytes begin another gzip member (its two magic bytes; one byte left
   // at the very end cannot).
   bool starts_member(std::span<const char> in) {
@@ -198,7 +199,6 @@ class GzipSource final : public ByteSource {
     }
   }
 
- private:
   CompressedInput input_;
   z_stream stream_{};
   bool initialized_ = false;

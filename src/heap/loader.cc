@@ -355,7 +355,7 @@ Result<Heap> load_heap(const std::string& given, const LoadOptions& options) {
   // called so in messages.
   const bool from_stdin = given == "-";
   const std::string path = from_stdin ? "/dev/stdin" : given;
-  const std::string name = from_stdin ? "standard input" : given;
+  const std::string name = dump_display_name(given);
   {
     ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return err("{}: {}", name, std::strerror(errno));

@@ -32,6 +32,9 @@ struct LoadOptions {
   size_t block_size = (size_t{4} << 20) - (size_t{128} << 10);
 };
 
+// How messages name the dump at `path`: "standard input" for "-", else the path.
+inline std::string dump_display_name(const std::string& path) { return path == "-" ? "standard input" : path; }
+
 // `path` "-" reads standard input.
 Result<Heap> load_heap(const std::string& path, const LoadOptions& options = {});
 
