@@ -6,6 +6,7 @@ rescue LoadError
   raise LoadError, "Memprof::Middleware needs the rack gem (add it to your Gemfile, or: gem install rack)"
 end
 require "stringio"
+require "uri"
 
 module Memprof
   # Rack middleware that profiles one request when the request asks for it (off by default):
@@ -31,8 +32,8 @@ module Memprof
     HEADER = "HTTP_X_MEMPROF"
     PARAM = "memprof"
     # `memprof=VALUE` as a whole parameter of a raw query string (a separator or the start
-    # before it). The query string is not decoded: an unrelated malformed parameter must not
-    # make the request fail, and the values that turn profiling on are plain words.
+    # before it). Only this value is decoded (`%31`, `+`), never the whole query string: an
+    # unrelated malformed parameter must not make the request fail.
     PARAM_PATTERN = /(?:\A|[&;])memprof=([^&;]*)/.freeze
 
     def initialize(app, logger: nil, top: 50)
@@ -53,7 +54,7 @@ module Memprof
       value, asked_by = requested_value(env)
       return @app.call(env) if value.nil? || env["REQUEST_METHOD"] == "HEAD"
 
-      format = FORMATS.fetch(value.strip.downcase) { return not_profiled(env, unknown_value(value, asked_by)) }
+      format = FORMATS.fetch(value.b.strip.downcase) { return not_profiled(env, unknown_value(value, asked_by)) }
       return @app.call(env) if format.nil?
 
       response = nil
@@ -82,7 +83,17 @@ module Memprof
     def requested_value(env)
       return [env[HEADER], "X-Memprof"] if env[HEADER]
 
-      [env["QUERY_STRING"].to_s[PARAM_PATTERN, 1], "memprof="]
+      [decoded(env["QUERY_STRING"].to_s[PARAM_PATTERN, 1]), "memprof="]
+    end
+
+    # A value that is not valid percent-encoding (`memprof=%%`) is kept as written: it is then
+    # an unknown value, said in x-memprof-error.
+    def decoded(value)
+      return value if value.nil? || !value.match?(/[%+]/)
+
+      URI.decode_www_form_component(value)
+    rescue ArgumentError
+      value
     end
 
     def unknown_value(value, asked_by)

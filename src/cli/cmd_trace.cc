@@ -134,6 +134,8 @@ class TracePrinter {
       functions_[function.id] = {function.name, function.object, prototypes_.find(function.name)};
       traced_names_.insert(function.name);
     }
+    matched_names_.insert(traced_names_.begin(), traced_names_.end());
+    matched_names_.insert(readout.untraceable.begin(), readout.untraceable.end());
     std::stable_sort(readout.records.begin(), readout.records.end(),
                      [](const trace::CallRecord& a, const trace::CallRecord& b) { return a.entry_ns < b.entry_ns; });
     std::string text;
@@ -170,6 +172,8 @@ class TracePrinter {
   }
   // The names of the functions traced in every program the process ran.
   const std::set<std::string>& traced_names() const { return traced_names_; }
+  // Those and the ones that matched a pattern but cannot be traced (a problem line said why).
+  const std::set<std::string>& matched_names() const { return matched_names_; }
   // Why the trace could not be written (a closed pipe, a full disk), empty while it can.
   const std::string& write_error() const { return write_error_; }
 
@@ -222,6 +226,7 @@ class TracePrinter {
   trace::LineOptions line_;
   std::map<uint32_t, trace::FunctionInfo> functions_;
   std::set<std::string> traced_names_;
+  std::set<std::string> matched_names_;
   std::vector<trace::ReadoutTotals> totals_;
   uint64_t dropped_ = 0, untraced_ = 0, in_flight_ = 0;
   // What the programs the process ran before an exec counted.
@@ -229,13 +234,13 @@ class TracePrinter {
   uint64_t earlier_dropped_ = 0, earlier_untraced_ = 0;
 };
 
-// Patterns that match no function traced so far in any program of the process; `events`: the
-// event patterns (ruby:gc) too, which are traced under their own name.
+// Patterns that match no function of any program of the process (traced, or said to be
+// untraceable); `events`: the event patterns (ruby:gc) too, which are traced under their own name.
 std::vector<std::string> unmatched_patterns(const TraceOptions& options, const TracePrinter& printer, bool events) {
   std::vector<std::string> unmatched;
   for (const std::string& pattern : options.symbols) {
     if (tracer::is_event_pattern(pattern) && !events) continue;
-    bool matched = std::any_of(printer.traced_names().begin(), printer.traced_names().end(),
+    bool matched = std::any_of(printer.matched_names().begin(), printer.matched_names().end(),
                                [&](const std::string& name) { return tracer::matches_any({pattern}, name); });
     if (!matched) unmatched.push_back(pattern);
   }

@@ -28,6 +28,7 @@ struct ReadoutTotals {
 struct Readout {
   std::vector<ReadoutFunction> functions;  // hooked since the previous readout
   std::vector<std::string> problems;
+  std::vector<std::string> untraceable;  // functions that matched but cannot be traced, by name
   uint64_t dropped = 0;
   uint64_t untraced = 0;
   uint64_t in_flight = 0;

@@ -40,7 +40,11 @@ class ObjectProblems {
   void got_only(const std::string& name, std::string why) { got_only_.push_back({name, std::move(why)}); }
   void untraceable(const std::string& name, std::string why) { untraceable_.push_back({name, std::move(why)}); }
 
-  void say(const std::string& object, bool verbose, std::vector<std::string>& problems) const {
+  // The untraceable functions' names, so that a pattern that matched only them is not also
+  // said to match nothing.
+  void say(const std::string& object, bool verbose, std::vector<std::string>& problems,
+           std::vector<std::string>& untraceable_names) const {
+    for (const auto& [name, why] : untraceable_) untraceable_names.push_back(name);
     if (verbose || got_only_.size() <= kOneLineEach) {
       for (const auto& [name, why] : got_only_)
         problems.push_back(fmt::format("{} in {}: its entry cannot be patched ({}); only calls through the GOT are seen",
@@ -267,7 +271,7 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
       ids_.push_back(traced.id);
       added.push_back({traced.id, candidate.name, object.path, candidate.address, through_got});
     }
-    object_problems.say(object.path, request_.verbose, pending_problems_);
+    object_problems.say(object.path, request_.verbose, pending_problems_, pending_untraceable_);
   }
   if (beyond_the_table > 0)
     pending_problems_.push_back(fmt::format("{} more matching functions are not traced: at most {} are (name fewer, "
@@ -308,6 +312,8 @@ TraceReadout TraceSession::read(size_t max_records) {
     pending_functions_.clear();
     out.problems = std::move(pending_problems_);
     pending_problems_.clear();
+    out.untraceable = std::move(pending_untraceable_);
+    pending_untraceable_.clear();
   }
   for (uint32_t i = 0; i < thread_state_count(); ++i) {
     ThreadTrace* state = thread_state(i);

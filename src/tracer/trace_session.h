@@ -62,6 +62,7 @@ struct TraceReadout {
   std::vector<trace::CallRecord> records;
   std::vector<HookedFunction> new_functions;  // hooked since the last read (dlopen)
   std::vector<std::string> problems;          // since the last read
+  std::vector<std::string> untraceable;       // matched but refused (vfork, _start, ...), since the last read
   uint64_t dropped = 0;                       // records lost to full rings, since the start of this trace
   uint64_t untraced = 0;  // calls not traced: nested too deep, or no thread state left
   bool process_exiting = false;  // exit() is waiting for the trace to stop
@@ -116,6 +117,7 @@ class TraceSession {
   std::vector<HookedFunction> initial_;
   std::vector<HookedFunction> pending_functions_;
   std::vector<std::string> pending_problems_;
+  std::vector<std::string> pending_untraceable_;
   std::vector<uint32_t> ids_;  // every function this session hooked
   std::vector<FunctionCounters> baseline_;  // counters by id at the start (reused functions)
   LostCalls lost_at_start_{0, 0};

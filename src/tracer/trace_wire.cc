@@ -70,6 +70,9 @@ std::string encode_readout(const TraceReadout& readout, const std::vector<Hooked
   out += "],\"problems\":[";
   for (size_t i = 0; i < readout.problems.size(); ++i)
     out += (i ? "," : "") + json_quoted(readout.problems[i]);
+  out += "],\"untraceable\":[";
+  for (size_t i = 0; i < readout.untraceable.size(); ++i)
+    out += (i ? "," : "") + json_quoted(readout.untraceable[i]);
   out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"exiting\":{},\"exec\":{},\"records\":{},"
                      "\"totals\":[",
                      readout.dropped, readout.untraced, in_flight, readout.process_exiting, readout.exec_waiting,

@@ -7,7 +7,7 @@
 //   trace-stop         ends the trace (hooks removed); the last readout
 //
 // A readout is one line of JSON, a newline, then `records` CallRecords as they are in memory:
-//   {"functions":[{"id","name","object","address","got"}],"problems":[..],"dropped","untraced",
+//   {"functions":[{"id","name","object","address","got"}],"problems":[..],"untraceable":[names],"dropped","untraced",
 //    "in_flight","exiting","records","totals":[[id,calls,nanoseconds],..]}
 // "functions" lists the functions hooked since the last readout; "totals" is every function of
 // the trace since its start. "exiting": the process called exit() and waits (2 s at most) for

@@ -64,6 +64,14 @@ class MiddlewareTest < Minitest::Test
       puts "please: #{response.body} #{response.headers['x-memprof-error']}"
       response = mock.get("/e?a=1&memprof=bogus")
       puts "bogus: #{response.body} #{response.headers['x-memprof-error']}"
+      # The parameter's value is percent-decoded (before: `%31` was an unknown value); one that
+      # does not decode, or decodes to bytes that are not UTF-8, is an unknown value, not a 500.
+      %w[%31 J%53ON y+ %%41 %ff].each do |value|
+        response = mock.get("/f", "QUERY_STRING" => "memprof=#{value}")
+        puts "#{value}: #{response.status} #{response.headers['content-type']} #{response.headers['x-memprof-error'].inspect}"
+      end
+      response = mock.get("/g", "HTTP_X_MEMPROF" => "\xff".b)
+      puts "header \\xff: #{response.status} #{response.headers['x-memprof-error']}"
     RUBY
       assert_equal <<~TEXT, out
         no: hello nil
@@ -78,6 +86,12 @@ class MiddlewareTest < Minitest::Test
         True: text/plain; charset=utf-8
         please: hello unknown X-Memprof value "please" (1 or json profile, 0 does not); request not profiled
         bogus: hello unknown memprof= value "bogus" (1 or json profile, 0 does not); request not profiled
+        %31: 200 text/plain; charset=utf-8 nil
+        J%53ON: 200 application/json nil
+        y+: 200 text/plain "unknown memprof= value \\"y \\" (1 or json profile, 0 does not); request not profiled"
+        %%41: 200 text/plain "unknown memprof= value \\"%%41\\" (1 or json profile, 0 does not); request not profiled"
+        %ff: 200 text/plain "unknown memprof= value \\"\\\\xFF\\" (1 or json profile, 0 does not); request not profiled"
+        header \\xff: 200 unknown X-Memprof value "\\xFF" (1 or json profile, 0 does not); request not profiled
       TEXT
     end
   end

@@ -397,6 +397,10 @@ class TraceCliTest < Minitest::Test
     assert status.success?, err
     assert_equal "42", out.lines.first&.chomp, out
     refute_match(/killed/, err)
+    assert_match(/^memprof: cannot trace _start in .*: the program's entry point, which is not called/, err)
+    # It matched a function, which a line says cannot be traced (before: also "no program of the
+    # command defined a function matching '_start'").
+    refute_match(/matching '_start'/, err)
   end
 
   def test_traces_a_library_loaded_after_the_trace_started
