@@ -20,12 +20,16 @@
 // and must leave every argument and return register as they found it.
 //
 // trace_entry, reached from a function's stub with r11 = its TracedFunction*. On entry rsp
-// points at the return address (rsp % 16 == 8). Frame: xmm0-7 at [rsp, rsp+128), then rdi,
-// rsi, rdx, rcx, r8, r9, rax (the vector-argument count of varargs calls), r10 (a static chain).
+// points at the return address. Frame: xmm0-7 at [rsp, rsp+128), then rdi, rsi, rdx, rcx, r8,
+// r9, rax (the vector-argument count of varargs calls), r10 (a static chain).
 //
-// trace_exit, reached by the traced function's `ret`, so rsp is 16-aligned one slot above the
-// old return address. It steps back onto that slot, saves rax, rdx, xmm0 and xmm1, and lets
-// on_exit write the real return address into the slot, then `ret`s through it.
+// trace_exit, reached by the traced function's `ret`, so rsp is one slot above the old return
+// address. It steps back onto that slot, saves rax, rdx, xmm0 and xmm1, and lets on_exit write
+// the real return address into the slot, then `ret`s through it.
+//
+// Both align the stack themselves (rbp keeps where it was): the ABI puts rsp at 8 mod 16 at a
+// function's entry, but hand-written code may call a function on any 8-byte boundary, and a
+// function that does not touch the stack runs fine so; the movdqa here would then fault.
 asm(R"(
   .text
   .globl memprof_trace_entry
@@ -34,6 +38,7 @@ asm(R"(
 memprof_trace_entry:
   push %rbp
   mov %rsp, %rbp
+  and $-16, %rsp
   sub $192, %rsp
   movdqa %xmm0, 0(%rsp)
   movdqa %xmm1, 16(%rsp)
@@ -81,20 +86,23 @@ memprof_trace_entry:
   .type memprof_trace_exit, @function
 memprof_trace_exit:
   sub $8, %rsp
-  push %rax
-  push %rdx
-  sub $40, %rsp
+  push %rbp
+  mov %rsp, %rbp
+  and $-16, %rsp
+  sub $48, %rsp
   movdqa %xmm0, 0(%rsp)
   movdqa %xmm1, 16(%rsp)
+  mov %rdx, 32(%rsp)
+  mov %rax, 40(%rsp)
   mov %rsp, %rdi
-  lea 56(%rsp), %rsi
+  lea 8(%rbp), %rsi
   call memprof_trace_on_exit
-  mov %rax, 56(%rsp)
+  mov %rax, 8(%rbp)
   movdqa 0(%rsp), %xmm0
   movdqa 16(%rsp), %xmm1
-  add $40, %rsp
-  pop %rdx
-  pop %rax
+  mov 32(%rsp), %rdx
+  mov 40(%rsp), %rax
+  leave
   ret
   .size memprof_trace_exit, .-memprof_trace_exit
 )");
@@ -113,10 +121,10 @@ static_assert(sizeof(EntryRegisters) == 192);
 struct ExitRegisters {
   uint64_t xmm0[2];
   uint64_t xmm1[2];
-  uint64_t padding;
   uint64_t rdx;
   uint64_t rax;
 };
+static_assert(sizeof(ExitRegisters) == 48);
 
 extern "C" {
 void memprof_trace_entry();

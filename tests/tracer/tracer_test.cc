@@ -215,6 +215,36 @@ TEST(Tracer, TailCallBetweenTracedFunctionsEndsBothAtOneReturn) {
   for (const auto& r : session->read(100).records) EXPECT_EQ(r.outcome, trace::CallOutcome::kReturned);
 }
 
+// int call_on_a_misaligned_stack(int (*function)(int, int), int a, int b): calls `function`
+// with rsp at 0 mod 16 at its entry instead of the ABI's 8, as hand-written code may; a function
+// that does not use the stack (traced_add) runs fine so.
+asm(R"(
+  .text
+  .type call_on_a_misaligned_stack, @function
+call_on_a_misaligned_stack:
+  mov %rdi, %rax
+  mov %esi, %edi
+  mov %edx, %esi
+  call *%rax
+  ret
+  .size call_on_a_misaligned_stack, .-call_on_a_misaligned_stack
+)");
+extern "C" int call_on_a_misaligned_stack(int (*function)(int, int), int a, int b);
+
+// The entry and exit paths saved vector registers with movdqa at offsets that assumed the ABI's
+// alignment: such a call crashed the traced process (SIGSEGV) on its way in and on its way out.
+TEST(Tracer, AFunctionCalledOnAMisalignedStackIsTracedAndReturns) {
+  auto session = trace({"traced_add"});
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(call_on_a_misaligned_stack(&traced_add, 40, 2), 42);
+  EXPECT_EQ(call_on_a_misaligned_stack(&traced_add, 1, 2), 3);
+  auto records = records_of(*session, id_of(*session, "traced_add"));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(static_cast<int>(records[0].arguments.integer[0]), 40);
+  EXPECT_EQ(static_cast<int>(records[0].returned.integer), 42);
+  EXPECT_EQ(records[1].outcome, trace::CallOutcome::kReturned);
+}
+
 TEST(Tracer, ThreadExitingInsideATracedCallLeavesTheProcessWell) {
   auto session = trace({"traced_exit_thread", "traced_add"});
   ASSERT_NE(session, nullptr);
