@@ -227,6 +227,37 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # ObjectSpace.trace_object_allocations { } leaves its table's entries when it ends, and a new
+  # object in the slot of one freed since shows that object's site: dump_all and dump kept
+  # Ruby's fields where they were written, and charged ~90% of these Strings to line 1.
+  def test_dumps_write_memprofs_site_over_a_stale_one_of_rubys_tracing
+    Dir.mktmpdir("memprof-dump") do |dir|
+      dump = File.join(dir, "heap.json")
+      run_ruby(<<~RUBY) do |out, _err, path|
+        ObjectSpace.trace_object_allocations { 20_000.times.map { |i| "tmp\#{i}" } }
+        GC.start
+        Memprof.start
+        $leak = Array.new(5_000) { |i| "leak\#{i}" }            # line 4
+        made = GC.count
+        GC.start
+        Memprof.dump($leak.last)
+        Memprof.dump_all(#{dump.inspect})
+        puts made
+      RUBY
+        lines = out.lines
+        made = Integer(lines.pop)
+        one = JSON.parse(lines.first)
+        assert_equal [path, 4, made], [one["file"], one["line"], one["generation"]]
+        leaked = File.foreach(dump).filter_map do |line|
+          object = JSON.parse(line)
+          object if object["type"] == "STRING" && object["value"]&.match?(/\Aleak\d+\z/)
+        end
+        assert_equal({ [path, 4, made, nil] => 5_000 },
+                     leaked.map { |o| [o["file"], o["line"], o["generation"], o["method"]] }.tally)
+      end
+    end
+  end
+
   # Retained means reachable after the block: garbage the block's own deep calls left in stack
   # memory, and the block's value (dropped, as memory_profiler drops it), are not retained.
   def test_garbage_of_a_block_is_not_retained

@@ -7,6 +7,100 @@
 #include "core/util/json_escape.h"
 
 namespace memprof::track {
+namespace {
+
+// Ruby's allocation fields as ObjectSpace.dump writes them, in this order, before "memsize":
+// `, "file":"F", "line":N[, "method":"M"][, "generation":G]`.
+struct RubyAllocationFields {
+  size_t begin = 0;  // of the leading ", "
+  size_t end = 0;    // just past the last field
+  std::string_view file;  // as written (escaped)
+  std::string_view line;
+};
+
+// Past the JSON string whose opening quote is at `quote`, or npos when it does not end.
+size_t past_string(std::string_view text, size_t quote) {
+  for (size_t i = quote + 1; i < text.size(); ++i) {
+    if (text[i] == '\\') {
+      ++i;
+    } else if (text[i] == '"') {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Past the digits at `at` (none: npos).
+size_t past_digits(std::string_view text, size_t at) {
+  size_t end = at;
+  while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+  return end == at ? std::string_view::npos : end;
+}
+
+std::optional<RubyAllocationFields> ruby_allocation_fields(std::string_view line) {
+  constexpr std::string_view kFile = ", \"file\":", kLine = ", \"line\":", kMethod = ", \"method\":",
+                             kGeneration = ", \"generation\":";
+  RubyAllocationFields fields;
+  fields.begin = line.find(kFile);
+  if (fields.begin == std::string_view::npos) return std::nullopt;
+  const size_t file_quote = fields.begin + kFile.size();
+  size_t at = file_quote < line.size() && line[file_quote] == '"' ? past_string(line, file_quote)
+                                                                   : std::string_view::npos;
+  if (at == std::string_view::npos || line.substr(at, kLine.size()) != kLine) return std::nullopt;
+  fields.file = line.substr(file_quote + 1, at - file_quote - 2);
+  const size_t line_digits = at + kLine.size();
+  at = past_digits(line, line_digits);
+  if (at == std::string_view::npos) return std::nullopt;
+  fields.line = line.substr(line_digits, at - line_digits);
+  if (line.substr(at, kMethod.size()) == kMethod) {
+    const size_t quote = at + kMethod.size();
+    at = quote < line.size() && line[quote] == '"' ? past_string(line, quote) : std::string_view::npos;
+    if (at == std::string_view::npos) return std::nullopt;
+  }
+  if (line.substr(at, kGeneration.size()) == kGeneration) {
+    at = past_digits(line, at + kGeneration.size());
+    if (at == std::string_view::npos) return std::nullopt;
+  }
+  fields.end = at;
+  return fields;
+}
+
+std::string location_fields(const SourceLocation& location) {
+  std::string out = ", \"file\":\"";
+  append_json_escaped(out, location.file);
+  out += fmt::format("\", \"line\":{}", location.line);
+  if (location.generation) out += fmt::format(", \"generation\":{}", *location.generation);
+  return out;
+}
+
+// The annotated line, or nullopt when it stays as it is.
+std::optional<std::string> annotated(std::string_view line, const SiteLookup& lookup) {
+  auto address = dump_line_address(line);
+  if (!address || !line.ends_with('}')) return std::nullopt;
+  auto location = lookup(*address);
+  if (!location) return std::nullopt;
+  if (line.find("\"file\":") == std::string_view::npos) {
+    std::string out(line.substr(0, line.size() - 1));
+    out += location_fields(*location);
+    out += '}';
+    return out;
+  }
+  // Ruby traced it too. Its table keeps the entries of objects freed after its tracing stopped
+  // (ObjectSpace.trace_object_allocations { } leaves them), so a new object in a reused slot
+  // shows an older object's file, line, method and generation; memprof saw this object made.
+  // The same file and line: Ruby's fields stay, with the method name memprof does not have.
+  auto fields = ruby_allocation_fields(line);
+  if (!fields) return std::nullopt;  // not as Ruby writes them: left alone
+  std::string escaped_file;
+  append_json_escaped(escaped_file, location->file);
+  if (fields->file == escaped_file && fields->line == std::to_string(location->line)) return std::nullopt;
+  std::string out(line.substr(0, fields->begin));
+  out += location_fields(*location);
+  out += line.substr(fields->end);
+  return out;
+}
+
+}  // namespace
 
 std::optional<uintptr_t> dump_line_address(std::string_view line) {
   constexpr std::string_view kPrefix = "{\"address\":\"0x";
@@ -20,18 +114,8 @@ std::optional<uintptr_t> dump_line_address(std::string_view line) {
 }
 
 std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup) {
-  auto address = dump_line_address(line);
-  if (!address || !line.ends_with('}') || line.find("\"file\":") != std::string_view::npos)
-    return std::string(line);
-  auto location = lookup(*address);
-  if (!location) return std::string(line);
-  std::string out(line.substr(0, line.size() - 1));
-  out += ", \"file\":\"";
-  append_json_escaped(out, location->file);
-  out += fmt::format("\", \"line\":{}", location->line);
-  if (location->generation) out += fmt::format(", \"generation\":{}", *location->generation);
-  out += '}';
-  return out;
+  auto out = annotated(line, lookup);
+  return out ? std::move(*out) : std::string(line);
 }
 
 Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out,
@@ -40,9 +124,12 @@ Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out,
   std::string line;
   while (std::getline(in, line)) {
     ++counts.lines;
-    std::string annotated = annotate_dump_line(line, lookup);
-    if (annotated.size() != line.size()) ++counts.annotated;
-    out << annotated << '\n';
+    if (auto changed = annotated(line, lookup)) {
+      ++counts.annotated;
+      out << *changed << '\n';
+    } else {
+      out << line << '\n';
+    }
     if (!out) return err("write failed after {} lines", counts.lines);
   }
   if (in.bad()) return err("read failed after {} lines", counts.lines);

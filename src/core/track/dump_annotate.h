@@ -1,8 +1,9 @@
 // Adds the allocation site and generation to the object lines of a heap dump in
 // ObjectSpace.dump_all's format (one JSON object per line). An object line starts with
-// {"address":"0x..."; when the lookup knows that address and the line has no "file" yet,
-// `, "file":"...", "line":N, "generation":G` is inserted before the closing brace, the fields
-// Ruby's own allocation tracing writes. Every other line is copied unchanged.
+// {"address":"0x..."; when the lookup knows that address, `, "file":"...", "line":N,
+// "generation":G` is inserted before the closing brace, the fields Ruby's own allocation tracing
+// writes. Where Ruby wrote them already for another file or line (a stale entry of its table:
+// see dump_annotate.cc), memprof's replace them. Every other line is copied unchanged.
 #pragma once
 
 #include <cstdint>
