@@ -9,6 +9,7 @@
 
 #include "heap/heap.h"
 #include "heap/hex_address.h"
+#include "heap/raw_file_name.h"
 #include "heap/utf8_repair.h"
 
 namespace memprof::heap {
@@ -300,16 +301,26 @@ std::string_view RecordParser::parse(const Line& line, DumpRecord& record,
   const size_t mark = references.size();
   std::string_view problem = line.size > kHugeLine ? parse_huge(line, record, references)
                                                    : parse_object(line, record, references);
-  if (problem != kInvalidJson || simdjson::validate_utf8(line.data, line.size)) return problem;
-  // Not UTF-8: parse a repaired copy (rare, so a copy is fine). Its string views point into
-  // repaired_, which lives until the next call.
+  if (problem != kInvalidJson) return problem;
+  // Ruby writes file names as their raw bytes: a quote or backslash in one (raw_file_name.h),
+  // or bytes that are not UTF-8. Such a line is parsed as a repaired copy (rare, so a copy is
+  // fine), whose string views point into repaired_, which lives until the next call.
+  std::string_view text(line.data, line.size);
+  const bool escaped = escape_raw_file_name(text, escaped_);
+  if (escaped) text = escaped_;
+  const bool utf8 = simdjson::validate_utf8(text.data(), text.size());
+  if (!escaped && utf8) return problem;
   skipped_.clear();
   references.resize(mark);
   repaired_.clear();
-  append_repaired_utf8({line.data, line.size}, repaired_);
+  if (utf8) {
+    repaired_.assign(text);
+  } else {
+    append_repaired_utf8(text, repaired_);
+    ++repaired_lines_;
+  }
   const size_t size = repaired_.size();
   repaired_.append(kLinePadding, '\0');
-  ++repaired_lines_;
   return parse_object({repaired_.data(), size, repaired_.size(), line.number}, record, references);
 }
 

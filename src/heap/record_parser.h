@@ -66,7 +66,8 @@ class RecordParser {
 
   simdjson::ondemand::parser parser_;
   std::vector<SkippedValue> skipped_;
-  std::string repaired_;  // the current line with non-UTF-8 bytes replaced, plus padding
+  std::string repaired_;  // the current line repaired (file name escaped, non-UTF-8 bytes replaced), plus padding
+  std::string escaped_;   // the current line with its file name escaped
   std::string shortened_;  // a huge line without its String value, plus padding
   std::string padded_;     // a line without kLinePadding bytes after it, plus padding
   uint64_t repaired_lines_ = 0;

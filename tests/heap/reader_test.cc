@@ -294,6 +294,24 @@ TEST(Reader, ReadsFileNamesThatAreNotUtf8) {
             "their place; Ruby writes file names as raw bytes)\n");
 }
 
+// Ruby writes an allocation's file name unescaped: objects made in a file under a directory
+// named `x"q\d` were lines of invalid JSON, skipped whole with their references (60 objects of a
+// helper's app). Read exactly, without a warning; in a name that is not UTF-8 either, too.
+TEST(Reader, ReadsFileNamesWithQuotesAndBackslashesAsRubyWritesThem) {
+  std::string text = root_line("vm", {0x10, 0x20}) +
+                     object_line(0x10, "STRING", 0, {0x20}, 40, R"(, "file":"/app/x"q\d/a.rb", "line":3)") +
+                     object_line(0x20, "ARRAY", 0, {}, 40, ", \"file\":\"/app/\t\"\xE9.rb\", \"line\":4");
+  auto [heap, printed] = load_with_warnings(text);
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  ASSERT_EQ(heap->size(), 2u);
+  EXPECT_EQ(heap->site_label(0), "/app/x\"q\\d/a.rb:3");
+  EXPECT_EQ(heap->site_label(1), "/app/\t\"\xEF\xBF\xBD.rb:4");
+  EXPECT_EQ(heap->ref_begin[1] - heap->ref_begin[0], 1u);
+  EXPECT_EQ(printed,
+            "memprof: warning: x.json: 1 line holds bytes that are not UTF-8 (read with U+FFFD in "
+            "their place; Ruby writes file names as raw bytes)\n");
+}
+
 TEST(Reader, WarnsAboutDuplicateAddressesAndReferencesToAbsentObjects) {
   std::string text = root_line("vm", {0x10, 0x99}) + object_line(0x10, "STRING", 0, {}, 40) +
                      object_line(0x10, "ARRAY", 0, {0x77, 0x88}, 80);
