@@ -12,7 +12,7 @@ constexpr uint64_t kWord = 8;
 constexpr std::array<HeapLayout, 2> kLayouts = {{
     {"Ruby 2.x-3.0", 200, 300, /*page_alignment=*/16 * 1024,
      /*page_size=*/16 * 1024 - 5 * kWord, /*header_size=*/kWord, /*base_slot_size=*/40},
-    {"Ruby 3.1+", 301, 999, /*page_alignment=*/64 * 1024,
+    {"Ruby 3.1+", 301, 499, /*page_alignment=*/64 * 1024,
      /*page_size=*/64 * 1024, /*header_size=*/kWord, /*base_slot_size=*/40},
 }};
 
@@ -28,21 +28,26 @@ bool parse_part(std::string_view text, int& value) {
 
 std::span<const HeapLayout> known_layouts() { return kLayouts; }
 
+// MAJOR.MINOR or MAJOR.MINOR.PATCH, as RUBY_VERSION writes it.
 Result<const HeapLayout*> layout_for_ruby_version(std::string_view version) {
-  const size_t dot = version.find('.');
-  int major = 0, minor = 0;
-  const std::string_view minor_part =
-      dot == std::string_view::npos ? std::string_view{} : version.substr(dot + 1);
-  const size_t minor_end = minor_part.find('.');
-  if (dot == std::string_view::npos || !parse_part(version.substr(0, dot), major) ||
-      !parse_part(minor_part.substr(0, minor_end), minor)) {
+  int parts[3] = {0, 0, 0};
+  size_t count = 0;
+  bool valid = true;
+  for (std::string_view rest = version; valid;) {
+    const size_t dot = rest.find('.');
+    valid = count < 3 && parse_part(rest.substr(0, dot), parts[count]) && parts[count] >= 0;
+    ++count;
+    if (dot == std::string_view::npos) break;
+    rest = rest.substr(dot + 1);
+  }
+  if (!valid || count < 2 || parts[1] > 99) {
     return err("invalid Ruby version '{}' (expected MAJOR.MINOR, e.g. 3.1)", version);
   }
-  const int key = major * 100 + minor;
+  const int key = parts[0] * 100 + parts[1];
   for (const HeapLayout& layout : kLayouts) {
     if (key >= layout.first_version && key <= layout.last_version) return &layout;
   }
-  return err("no known heap layout for Ruby {} (known: 2.0 to 9.x)", version);
+  return err("no known heap layout for Ruby {} (known: 2.0 to 4.x)", version);
 }
 
 PageSlots page_slots(const HeapLayout& layout, uint64_t body, uint32_t slot_size) {

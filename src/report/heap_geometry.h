@@ -35,7 +35,7 @@ namespace memprof::report {
 struct HeapLayout {
   std::string_view name;        // "Ruby 3.1+"
   int first_version = 0;        // major * 100 + minor of the first Ruby using it (301)
-  int last_version = 0;         // ... and of the last one (999: still current)
+  int last_version = 0;         // ... and of the last one (499: still current in 4.x)
   uint64_t page_alignment = 0;  // HEAP_PAGE_ALIGN: bodies start at multiples of this
   uint64_t page_size = 0;       // HEAP_PAGE_SIZE: bytes of a body (header + slots)
   uint64_t header_size = 0;     // sizeof(struct heap_page_header)

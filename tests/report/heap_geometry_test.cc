@@ -30,7 +30,15 @@ TEST(HeapGeometry, RejectsBadVersions) {
   EXPECT_EQ(layout_for_ruby_version("3.").message(),
             "invalid Ruby version '3.' (expected MAJOR.MINOR, e.g. 3.1)");
   EXPECT_EQ(layout_for_ruby_version("1.9").message(),
-            "no known heap layout for Ruby 1.9 (known: 2.0 to 9.x)");
+            "no known heap layout for Ruby 1.9 (known: 2.0 to 4.x)");
+  // Before, a version no Ruby has and a fourth part were taken for Ruby 3.1+.
+  EXPECT_EQ(layout_for_ruby_version("9.9").message(),
+            "no known heap layout for Ruby 9.9 (known: 2.0 to 4.x)");
+  EXPECT_EQ(layout_for_ruby_version("3.1.0.0").message(),
+            "invalid Ruby version '3.1.0.0' (expected MAJOR.MINOR, e.g. 3.1)");
+  EXPECT_EQ(layout_for_ruby_version("3.-1").message(),
+            "invalid Ruby version '3.-1' (expected MAJOR.MINOR, e.g. 3.1)");
+  EXPECT_EQ(layout("4.0.0").name, "Ruby 3.1+");
 }
 
 TEST(HeapGeometry, FirstSlotFollowsTheHeaderAtAMultipleOfFortyBytes) {
