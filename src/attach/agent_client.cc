@@ -12,6 +12,7 @@
 
 #include "agent/protocol.h"
 #include "attach/ruby_target.h"
+#include "core/proc/maps.h"
 #include "core/proc/process_access.h"
 #include "core/util/scoped_fd.h"
 #include "inject/preflight.h"
@@ -25,7 +26,9 @@ namespace {
 // the caller only wants to know (polls), the maps and executable are not read.
 Error no_agent(pid_t pid, bool explain) {
   if (!explain) return err("no memprof agent in process {}", pid);
-  if (auto ruby = find_ruby(pid); !ruby.ok())
+  // Another user's process hides its maps: whether it runs Ruby is then not known, and attach
+  // says why it cannot be attached.
+  if (proc::read_maps(pid).ok() && !find_ruby(pid).ok())
     return err("no memprof agent in process {}, which is not running Ruby: attach, stats, top and dump "
                "need Ruby; native and trace work on any process",
                pid);

@@ -55,6 +55,27 @@ class AttachOtherUidTest < Minitest::Test
     assert target.wait_exit.success?, target.context
   end
 
+  # Another uid's process that was never attached: its maps are hidden, so whether it runs Ruby
+  # is not known (before: "no memprof agent in process N, which is not running Ruby", of a Ruby).
+  def test_a_process_of_another_uid_is_not_said_to_run_no_ruby
+    skip "#{MEMPROF} is not executable by uid #{NOBODY}" unless executable_by_nobody?(MEMPROF)
+    pid = Process.spawn(*AS_NOBODY, RbConfig.ruby, "-e", "sleep", in: File::NULL)
+    begin
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+      until File.read("/proc/#{pid}/maps").include?("libruby") ||
+            Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+        sleep 0.02
+      end
+      out, err, status = memprof("stats", "-p", pid, prefix: ["setpriv", "--reuid=#{NOBODY - 1}",
+                                                              "--regid=#{NOBODY - 1}", "--clear-groups"])
+      assert_equal 1, status.exitstatus, "stdout: #{out}\nstderr: #{err}"
+      assert_equal "memprof: no memprof agent in process #{pid} (run: memprof attach -p #{pid})\n", err
+    ensure
+      Process.kill("KILL", pid)
+      Process.wait(pid)
+    end
+  end
+
   private
 
   def executable_by_nobody?(path)
