@@ -34,6 +34,18 @@ std::string process_name(pid_t pid) {
   return name;
 }
 
+// Another memprof traces only while it attaches (a second or so) or while `memprof trace` runs
+// the program: there is nothing to detach, only to wait for.
+Error traced_by(pid_t pid, pid_t tracer) {
+  const std::string name = process_name(tracer);
+  if (name == "memprof") {
+    return err("process {} is being traced by another memprof (pid {}), attaching to it or "
+               "tracing it; run this again when that command is done", pid, tracer);
+  }
+  return err("process {} is already traced by {} (pid {}); detach it or stop that tracer first",
+             pid, name, tracer);
+}
+
 // The first tracer of any thread of `pid` (a debugger may trace one thread only), or 0.
 pid_t tracer_of(pid_t pid, std::string_view leader_status) {
   if (pid_t tracer = number_field(leader_status, "TracerPid")) return tracer;
@@ -82,15 +94,7 @@ Status check_process_can_be_traced(pid_t pid) {
   }
   MEMPROF_TRY_STATUS(check_state(pid, *status));
   if (pid_t tracer = tracer_of(pid, *status)) {
-    const std::string name = process_name(tracer);
-    // Another memprof traces only while it attaches (a second or so) or while `memprof trace`
-    // runs the program: there is nothing to detach, only to wait for.
-    if (name == "memprof") {
-      return err("process {} is being traced by another memprof (pid {}), attaching to it or "
-                 "tracing it; run this again when that command is done", pid, tracer);
-    }
-    return err("process {} is already traced by {} (pid {}); detach it or stop that tracer first",
-               pid, name, tracer);
+    return traced_by(pid, tracer);
   }
   if (auto access = proc::predict_access(proc::access_facts(pid)); !access) {
     return err("cannot attach to process {}: {}", pid, access.message());
@@ -103,6 +107,14 @@ Status check_process_can_be_traced(pid_t pid) {
   return ok_status();
 }
 
+std::optional<Error> traced_by_another(pid_t pid) {
+  auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
+  if (!status) return std::nullopt;
+  const pid_t tracer = tracer_of(pid, *status);
+  if (tracer == 0 || tracer == ::getpid()) return std::nullopt;
+  return traced_by(pid, tracer);
+}
+
 Status check_process_can_answer(pid_t pid) {
   auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
   if (!status) return ok_status();  // gone: the connection says so
@@ -110,6 +122,7 @@ Status check_process_can_answer(pid_t pid) {
   if (state.starts_with('T')) return stopped(pid);
   if (state.starts_with('t')) {
     const pid_t tracer = number_field(*status, "TracerPid");
+    if (process_name(tracer) == "memprof") return traced_by(pid, tracer);
     return err("process {} is stopped by {} (pid {}), which traces it; it answers once that tracer "
                "lets it run", pid, process_name(tracer), tracer);
   }

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 #include "core/util/result.h"
@@ -17,6 +18,11 @@ Status check_process_can_be_traced(pid_t pid);
 // A process whose threads can run, so that its agent's thread can answer: refuses one stopped
 // by SIGSTOP or by a tracer (a request would wait out its whole timeout). Other states pass.
 Status check_process_can_answer(pid_t pid);
+
+// "process N is being traced by another memprof ..." when a thread of `pid` has a tracer other
+// than this process: a PTRACE_SEIZE refused with EPERM after the checks passed (two attaches
+// at once) was explained as a permission problem.
+std::optional<Error> traced_by_another(pid_t pid);
 
 // For a failed dlopen: a sentence to append when the process runs under a seccomp filter (which
 // may have refused dlopen's system calls: its rules cannot be read without CAP_SYS_ADMIN), or "".

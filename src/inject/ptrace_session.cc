@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/proc/process_access.h"
+#include "inject/preflight.h"
 
 namespace memprof::inject {
 
@@ -105,6 +106,11 @@ Status PtraceSession::ptrace_error(const char* what, pid_t tid) const {
 Status PtraceSession::seize(pid_t tid) {
   if (is_seized(tid)) return ok_status();
   if (ptrace_request(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+    const int error = errno;
+    if (error == EPERM) {
+      if (auto traced = traced_by_another(pid_)) return *traced;
+    }
+    errno = error;
     return ptrace_error("PTRACE_SEIZE", tid);
   }
   if (Thread* old = find(tid)) {

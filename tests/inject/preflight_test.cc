@@ -14,6 +14,7 @@
 
 #include "core/proc/process_access.h"
 #include "inject/inject.h"
+#include "inject/ptrace_session.h"
 #include "inject/target.h"
 
 namespace memprof::inject {
@@ -113,6 +114,20 @@ TEST(CheckCanInject, TracedByAnotherMemprofSaysToWait) {
   auto status = check_can_inject(target.pid());
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.message(), fmt::format("process {} is being traced by another memprof (pid {}), "
+                                          "attaching to it or tracing it; run this again when that "
+                                          "command is done", target.pid(), tracer.pid()));
+}
+
+// Two attaches at once: the other memprof seized the process after this one's checks passed,
+// and the refused PTRACE_SEIZE was explained as a permission problem ("although memprof has
+// CAP_SYS_PTRACE (a security module ... may forbid it)").
+TEST(CheckCanInject, ASeizeLostToAnotherMemprofSaysToWait) {
+  InjectTarget target("idle");
+  OtherTracer tracer(target.pid(), "memprof");
+  PtraceSession session(target.pid());
+  Status seized = session.seize(target.pid());
+  ASSERT_FALSE(seized.ok());
+  EXPECT_EQ(seized.message(), fmt::format("process {} is being traced by another memprof (pid {}), "
                                           "attaching to it or tracing it; run this again when that "
                                           "command is done", target.pid(), tracer.pid()));
 }
