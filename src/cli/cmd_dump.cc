@@ -60,7 +60,8 @@ MEMPROF_COMMAND("dump", "Heap dump of an attached process (ObjectSpace.dump_all 
                   auto options = std::make_shared<DumpOptions>();
                   add_pid_option(sub, options->pid, "Attached process")->required();
                   sub.add_option("-o,--output", options->output, "Dump file to write")
-                      ->required();
+                      ->required()
+                      ->check(not_empty());
                   sub.add_option("--stall-timeout", options->stall_seconds,
                                  "Seconds the child may sleep without CPU time or I/O before "
                                  "it is killed as hung")

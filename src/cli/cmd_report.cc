@@ -101,7 +101,8 @@ MEMPROF_COMMAND("report", "Allocated and retained in an attached process during 
                                "retained}}");
                   sub.add_option("--pprof", options->pprof_path,
                                  "Also write FILE in pprof's heap-profile format: alloc_* what the "
-                                 "window allocated, inuse_* what it retained, by class and file:line");
+                                 "window allocated, inuse_* what it retained, by class and file:line")
+                      ->check(not_empty());
                   sub.add_option("--input", options->input,
                                  "Convert a saved report (Memprof::Report#to_json, or --json's "
                                  "output) with --pprof instead of reading a process");

@@ -33,7 +33,8 @@ inline void add_heap_map_command_arguments(CLI::App& sub, HeapMapCommandArgument
   sub.add_option("-o,--output", args.output,
                  output_description + " (- for stdout; written through a temporary file and a "
                                       "rename; the dump itself, by any path or link, is refused)")
-      ->required();
+      ->required()
+      ->check(not_empty());
   if (add_own_options) add_own_options();
   sub.add_option("--by", args.by, "Color the heap map's cells by 'type' (default) or 'generation'");
   sub.add_option("--ruby-version", args.ruby_version,

@@ -79,6 +79,16 @@ if "$memprof" --help | grep -q "^  native "; then
   done
   expect "trace -o ''" 1 "memprof: --output: must not be empty (see memprof trace --help)" "$memprof" trace -x f -o "" -- true
 fi
+# Before: "memprof: : Invalid argument" (dump), an error of the output writer (heapmap, html).
+if "$memprof" --help | grep -q "^  dump "; then
+  expect "dump -o ''" 1 "memprof: --output: must not be empty (see memprof dump --help)" "$memprof" dump -p 1 -o ""
+  expect "report --pprof ''" 1 "memprof: --pprof: must not be empty (see memprof report --help)" "$memprof" report -p 1 --pprof ""
+fi
+if "$memprof" --help | grep -q "^  heapmap "; then
+  for command in heapmap html; do
+    expect "$command -o ''" 1 "memprof: --output: must not be empty (see memprof $command --help)" "$memprof" $command x.json -o ""
+  done
+fi
 
 # A process memprof cannot serve, started here and ended by its pid: a non-Ruby one was told to
 # "run: memprof attach" (which refuses it), and a zombie was "not running Ruby".
