@@ -18,6 +18,25 @@ int fail(const std::string& message) {
   return 1;
 }
 
+namespace {
+
+// The first option among `args` that `command` does not have, as given ("--duration"), or "".
+// CLI11 says "The following arguments were not expected: 0 --duration", its list reversed.
+std::string unknown_option(const CLI::App& command, int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    std::string name(arg.substr(0, arg.find('=')));
+    // "-p123": a short option with its value attached.
+    if (name[1] != '-') name.resize(2);
+    if (command.get_option_no_throw(name) == nullptr && name != "-h" && name != "--help") return name;
+  }
+  return "";
+}
+
+}  // namespace
+
 }  // namespace memprof::cli
 
 int main(int argc, char** argv) {
@@ -50,7 +69,12 @@ int main(int argc, char** argv) {
     // --help and --version are "errors" with exit code 0: let CLI11 print them.
     if (e.get_exit_code() == 0) return app.exit(e);
     // A command's options are explained by its own --help.
-    return fail(fmt::format("{} (see memprof {}--help)", e.what(), command_given ? std::string(argv[1]) + " " : ""));
+    const std::string see = fmt::format("see memprof {}--help", command_given ? std::string(argv[1]) + " " : "");
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && command_given) {
+      if (std::string option = unknown_option(*app.get_subcommand(argv[1]), argc, argv); !option.empty())
+        return fail(fmt::format("{} has no option {} ({})", argv[1], option, see));
+    }
+    return fail(fmt::format("{} ({})", e.what(), see));
   }
   if (!chosen) return fail("no command given (see memprof --help)");
   // What an input asks for can exceed the memory there is (a line of gigabytes, a ulimit -v):

@@ -20,7 +20,7 @@ expect "no command" 1 "memprof: A subcommand is required (see memprof --help)" "
 if "$memprof" --help | grep -q "^  symbols "; then
   expect "missing argument" 1 "memprof: TARGET is required (see memprof symbols --help)" "$memprof" symbols
   expect "command help" 0 "" "$memprof" symbols --help
-  expect "unknown option" 1 "memprof: The following argument was not expected: --bogus (see memprof symbols --help)" "$memprof" symbols /bin/true --bogus
+  expect "unknown option" 1 "memprof: symbols has no option --bogus (see memprof symbols --help)" "$memprof" symbols /bin/true --bogus
 fi
 expect "help" 0 "" "$memprof" --help
 # Only the command given sets up its options (main.cc): the list still names every command with
@@ -78,6 +78,12 @@ if "$memprof" --help | grep -q "^  native "; then
     expect "native $option ''" 1 "memprof: $option: must not be empty (see memprof native --help)" "$memprof" native "$option" "" -- true
   done
   expect "trace -o ''" 1 "memprof: --output: must not be empty (see memprof trace --help)" "$memprof" trace -x f -o "" -- true
+fi
+# An option the command does not have is named (before: "The following arguments were not
+# expected: 0 --duration", CLI11's list reversed).
+if "$memprof" --help | grep -q "^  leaks "; then
+  expect "leaks --duration" 1 "memprof: leaks has no option --duration (see memprof leaks --help)" "$memprof" leaks -p 1 --duration 0
+  expect "analyze -x" 1 "memprof: analyze has no option -x (see memprof analyze --help)" "$memprof" analyze x.json -x
 fi
 # Before: "memprof: : Invalid argument" (dump), an error of the output writer (heapmap, html).
 if "$memprof" --help | grep -q "^  dump "; then
