@@ -167,6 +167,11 @@ int run_top(const TopOptions& options) {
   if (!interval.ok()) return fail(interval.message());
   auto settings = settings_of(options);
   if (!settings.ok()) return fail(settings.message());
+  // Before any reading (or --native's session): without a terminal the answer was a reading's
+  // error or this one, by timing.
+  const bool full_screen = !options.once && !options.json;
+  if (full_screen && (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO)))
+    return fail("top needs a terminal; use --once or --json in scripts");
   std::vector<pid_t> pids = attach::targets(options.pid, options.children);
   Reader read = [&pids] { return attach::read_snapshot(pids); };
   std::unique_ptr<attach::NativeLiveSource> native;  // stops its session when top ends
@@ -179,9 +184,7 @@ int run_top(const TopOptions& options) {
   }
   auto first = read();
   if (!first.ok()) return fail(first.message());
-  if (!options.once && !options.json) {
-    if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO))
-      return fail("memprof top needs a terminal; use --once or --json in scripts");
+  if (full_screen) {
     std::string error = run_screen(pids, read, *interval, *settings, std::move(*first));
     return error.empty() ? 0 : fail(error);
   }

@@ -85,6 +85,10 @@ if "$memprof" --help | grep -q "^  leaks "; then
   expect "leaks --duration" 1 "memprof: leaks has no option --duration (see memprof leaks --help)" "$memprof" leaks -p 1 --duration 0
   expect "analyze -x" 1 "memprof: analyze has no option -x (see memprof analyze --help)" "$memprof" analyze x.json -x
 fi
+# Said before any reading: the answer was "no such process" or a reading's error, by timing.
+if "$memprof" --help | grep -q "^  top "; then
+  expect "top without a terminal" 1 "memprof: top needs a terminal; use --once or --json in scripts" "$memprof" top -p 999999
+fi
 # Before: "memprof: : Invalid argument" (dump), an error of the output writer (heapmap, html).
 if "$memprof" --help | grep -q "^  dump "; then
   expect "dump -o ''" 1 "memprof: --output: must not be empty (see memprof dump --help)" "$memprof" dump -p 1 -o ""
