@@ -3,9 +3,13 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <fmt/ranges.h>
 
 #include "attach/agent_client.h"
 #include "attach/json_field.h"
+#include "attach/process_tree.h"
 #include "cli/command.h"
 #include "cli/process_tree_command.h"
 
@@ -39,9 +43,24 @@ Result<std::string> detach_one(pid_t pid, bool json) {
   return fmt::format("detached from process {}: hooks removed, patched bytes restored, agent stopped\n", pid);
 }
 
+// Workers forked while their master was attached run agents of their own, which detaching the
+// master leaves on: said, so that a preforking server is not believed untouched.
+void note_attached_descendants(pid_t pid) {
+  std::vector<pid_t> attached;
+  for (pid_t descendant : attach::process_tree(pid))
+    if (descendant != pid && attach::agent_listening(descendant)) attached.push_back(descendant);
+  if (attached.empty()) return;
+  fmt::print(stderr, "memprof: {} of process {} still {} a memprof agent ({}): detach them with -p {} "
+             "--children, or each with -p\n",
+             attached.size() == 1 ? "1 descendant" : fmt::format("{} descendants", attached.size()), pid,
+             attached.size() == 1 ? "has" : "have", fmt::join(attached, ", "), pid);
+}
+
 int run_detach(const DetachOptions& options) {
-  return for_each_target(options.pid, options.children, options.json,
-                         [&](pid_t pid) { return detach_one(pid, options.json); });
+  const int status = for_each_target(options.pid, options.children, options.json,
+                                     [&](pid_t pid) { return detach_one(pid, options.json); });
+  if (!options.children) note_attached_descendants(options.pid);
+  return status;
 }
 
 MEMPROF_COMMAND("detach", "Stop tracking an attached process and remove the agent's hooks",

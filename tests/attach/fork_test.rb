@@ -95,8 +95,12 @@ class AttachForkTest < Minitest::Test
     detach!(@workers[0])
     assert_equal 600, live_stats(@workers[1])[@site]
     live_stats(@master.pid)
+    # Detaching the master says which worker still has an agent (before: nothing).
+    _, err, status = memprof("detach", "-p", @master.pid)
+    assert_equal 0, status.exitstatus, err
+    assert_equal "memprof: 1 descendant of process #{@master.pid} still has a memprof agent (#{@workers[1]}): " \
+                 "detach them with -p #{@master.pid} --children, or each with -p\n", err
     detach!(@workers[1])
-    detach!(@master)
     leak_more(1, 1200)
     assert_alive(@master)
     @workers.each { |pid| assert File.exist?("/proc/#{pid}"), "worker #{pid} ended" }
