@@ -132,14 +132,22 @@ Status watch_process_for(TraceSession* session) {
   return ok_status();
 }
 
-uint64_t release_process_hooks(TraceSession* session) {
-  if (hook::hooks_frozen()) return calls_in_flight();
+void stop_watching_for(TraceSession* session) {
+  if (hook::hooks_frozen()) return;
   hook::HookChange change;
   std::lock_guard lock(g_mutex);
-  if (g_session != session) return calls_in_flight();
+  if (g_session != session) return;
   g_session = nullptr;
   hooks().dlopen.reset();  // its trampoline stays callable for a thread inside it
   hooks().dlclose.reset();
+}
+
+uint64_t release_unwinder_hooks_if_idle() {
+  if (hook::hooks_frozen()) return calls_in_flight();
+  wait_for_calls_being_entered();
+  hook::HookChange change;
+  std::lock_guard lock(g_mutex);
+  if (g_session != nullptr) return calls_in_flight();  // the next session traces already
   uint64_t in_flight = calls_in_flight();
   // The originals stay published: a thread inside a replacement right now still calls them.
   if (in_flight == 0) hooks().unwinders.clear();

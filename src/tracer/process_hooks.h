@@ -19,10 +19,13 @@ class TraceSession;
 
 // Makes `session` the one dlopen and dlclose report to and hooks them and the unwinder.
 Status watch_process_for(TraceSession* session);
-// Stops reporting to `session`; unhooks dlopen and dlclose, and the unwinder when nothing is in
-// flight.
-// Returns the number of traced calls still in flight.
-uint64_t release_process_hooks(TraceSession* session);
+// Stops reporting to `session`; unhooks dlopen and dlclose.
+void stop_watching_for(TraceSession* session);
+// Unhooks the unwinder when no traced call is in flight, once no thread is on its way into one:
+// called after the session's entry hooks are gone (before, a call entered between the count
+// and their removal met an unhooked unwinder, and an exception through it ended the process
+// in std::terminate). Returns the number of traced calls still in flight.
+uint64_t release_unwinder_hooks_if_idle();
 
 // Traced calls some thread is inside of right now.
 uint64_t calls_in_flight();

@@ -172,10 +172,13 @@ TraceSession::~TraceSession() {
   Untraced untraced;
   hook::HookChange change;
   if (hook::hooks_frozen()) return;  // its hooks pass calls through for good (hook_change.h)
-  release_process_hooks(this);
-  std::lock_guard lock(mutex_);
-  entry_hooks_.clear();
-  got_hooks_.clear();
+  stop_watching_for(this);  // first: a dlopen meanwhile must not hook more for this session
+  {
+    std::lock_guard lock(mutex_);
+    entry_hooks_.clear();
+    got_hooks_.clear();
+  }
+  release_unwinder_hooks_if_idle();  // last: no call can start any more
 }
 
 Result<uint32_t> TraceSession::add_event_source(const char* name) {

@@ -98,6 +98,10 @@ class Untraced {
 // addresses go back into the stack and the calls are reported as unwound.
 void restore_return_addresses();
 
+// Waits (up to 1 s) until no thread is inside the trace's entry path: once the entry hooks are
+// gone, the calls in flight are then all counted (calls_in_flight).
+void wait_for_calls_being_entered();
+
 // The reader's view of the thread states (only the reader calls these).
 uint32_t thread_state_count();
 ThreadTrace* thread_state(uint32_t index);
