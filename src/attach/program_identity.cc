@@ -2,11 +2,17 @@
 
 #include <elf.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "core/elf/elf_file.h"
 #include "core/util/proc_file.h"
 
 namespace memprof::attach {
@@ -70,6 +76,41 @@ Status agent_preloadable(pid_t pid, const ProgramIdentity& program, const std::s
     return err("the program was started without memprof's agent in LD_PRELOAD (the command cleared or "
                "replaced it)");
   return ok_status();
+}
+
+namespace {
+
+// Where execvp finds `program`: itself when it names a path, else the first executable file of
+// that name in $PATH (or its default); "" when there is none (execvp then says why).
+std::string executable_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string_view directories = path != nullptr ? path : "/bin:/usr/bin";
+  while (true) {
+    const size_t colon = directories.find(':');
+    std::string directory(directories.substr(0, colon));
+    std::string candidate = (directory.empty() ? std::string(".") : directory) + "/" + program;
+    struct stat info {};
+    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (colon == std::string_view::npos) return "";
+    directories.remove_prefix(colon + 1);
+  }
+}
+
+}  // namespace
+
+Status executable_preloadable(const std::string& program) {
+  const std::string path = executable_path(program);
+  if (path.empty()) return ok_status();
+  auto elf = elf::ElfFile::open(path);
+  if (!elf.ok()) return ok_status();  // a script, or unreadable: the exec will tell
+  const bool has_interpreter = std::any_of(elf->segments().begin(), elf->segments().end(),
+                                           [](const elf::Segment& segment) { return segment.type == PT_INTERP; });
+  if (has_interpreter) return ok_status();
+  return err("{} is statically linked: memprof's agent cannot be preloaded into it, so it was not run "
+             "(trace and native need a dynamically linked program)",
+             program);
 }
 
 }  // namespace memprof::attach

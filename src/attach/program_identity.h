@@ -32,4 +32,10 @@ ProgramIdentity read_program(pid_t pid);
 // sees the agent. What cannot be read is no reason.
 Status agent_preloadable(pid_t pid, const ProgramIdentity& program, const std::string& agent_library);
 
+// Before a command is recorded (trace, native): refuses a statically linked executable
+// (`program` as execvp finds it). Nothing would hold such a program at its start, and it ran or
+// not, by timing, before memprof saw it was static. A script, or what a wrapper execs, is seen
+// once it runs.
+Status executable_preloadable(const std::string& program);
+
 }  // namespace memprof::attach

@@ -55,6 +55,9 @@ Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::
     MEMPROF_TRY_STATUS(ensure_agent(pid));
     return RecordedProcess(pid);
   }
+  // A recording of a program it cannot follow is refused before it runs (`memprof run`, which
+  // only watches, runs such a program with a warning).
+  if (!command.empty()) MEMPROF_TRY_STATUS(executable_preloadable(command[0]));
   MEMPROF_TRY(started, LaunchedCommand::start(command, {{agent::kTraceHoldVariable, "1"}}));
   RecordedProcess process(started.pid());
   process.launched_ = started;
