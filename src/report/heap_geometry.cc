@@ -28,8 +28,13 @@ bool parse_part(std::string_view text, int& value) {
 
 std::span<const HeapLayout> known_layouts() { return kLayouts; }
 
-// MAJOR.MINOR or MAJOR.MINOR.PATCH, as RUBY_VERSION writes it.
-Result<const HeapLayout*> layout_for_ruby_version(std::string_view version) {
+// MAJOR.MINOR or MAJOR.MINOR.PATCH, as RUBY_VERSION writes it (spaces and a newline around it,
+// as `puts RUBY_VERSION` prints it, are no part of it).
+Result<const HeapLayout*> layout_for_ruby_version(std::string_view given) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  const size_t first = given.find_first_not_of(kSpace);
+  const std::string_view version =
+      first == std::string_view::npos ? std::string_view{} : given.substr(first, given.find_last_not_of(kSpace) - first + 1);
   int parts[3] = {0, 0, 0};
   size_t count = 0;
   bool valid = true;

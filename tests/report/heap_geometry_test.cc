@@ -39,6 +39,7 @@ TEST(HeapGeometry, RejectsBadVersions) {
   EXPECT_EQ(layout_for_ruby_version("3.-1").message(),
             "invalid Ruby version '3.-1' (expected MAJOR.MINOR, e.g. 3.1)");
   EXPECT_EQ(layout("4.0.0").name, "Ruby 3.1+");
+  EXPECT_EQ(layout("3.1.2\n").name, "Ruby 3.1+");  // as `ruby -e 'puts RUBY_VERSION'` prints it
 }
 
 TEST(HeapGeometry, FirstSlotFollowsTheHeaderAtAMultipleOfFortyBytes) {
