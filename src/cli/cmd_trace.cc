@@ -133,8 +133,8 @@ class TracePrinter {
     for (const trace::ReadoutFunction& function : readout.functions) {
       functions_[function.id] = {function.name, function.object, prototypes_.find(function.name)};
       traced_names_.insert(function.name);
+      matched_names_.insert(function.name);
     }
-    matched_names_.insert(traced_names_.begin(), traced_names_.end());
     matched_names_.insert(readout.untraceable.begin(), readout.untraceable.end());
     std::stable_sort(readout.records.begin(), readout.records.end(),
                      [](const trace::CallRecord& a, const trace::CallRecord& b) { return a.entry_ns < b.entry_ns; });

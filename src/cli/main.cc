@@ -20,7 +20,8 @@ int fail(const std::string& message) {
 
 namespace {
 
-// The first option among `args` that `command` does not have, as given ("--duration"), or "".
+// The first option after the command's name in argv that `command` does not have, as given
+// ("--duration"), or "".
 // CLI11 says "The following arguments were not expected: 0 --duration", its list reversed.
 std::string unknown_option(const CLI::App& command, int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {

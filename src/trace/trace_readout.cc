@@ -19,9 +19,8 @@ Result<Readout> parse_readout(std::string_view body) {
       root["in_flight"].get(out.in_flight) || root["exiting"].get(out.exiting) || root["exec"].get(out.exec) ||
       root["records"].get(records))
     return err("malformed trace readout from the agent (counts)");
-  simdjson::dom::array functions, problems, untraceable, totals;
-  if (root["functions"].get(functions) || root["problems"].get(problems) ||
-      root["untraceable"].get(untraceable) || root["totals"].get(totals))
+  simdjson::dom::array functions, problems, totals;
+  if (root["functions"].get(functions) || root["problems"].get(problems) || root["totals"].get(totals))
     return err("malformed trace readout from the agent (lists)");
   for (simdjson::dom::element f : functions) {
     ReadoutFunction function;
@@ -38,9 +37,12 @@ Result<Readout> parse_readout(std::string_view body) {
     std::string_view text;
     if (p.get(text) == simdjson::SUCCESS) out.problems.emplace_back(text);
   }
-  for (simdjson::dom::element name : untraceable) {
-    std::string_view text;
-    if (name.get(text) == simdjson::SUCCESS) out.untraceable.emplace_back(text);
+  // Absent from an agent of an earlier memprof, which a process keeps mapped after a detach.
+  if (simdjson::dom::array untraceable; root["untraceable"].get(untraceable) == simdjson::SUCCESS) {
+    for (simdjson::dom::element name : untraceable) {
+      std::string_view text;
+      if (name.get(text) == simdjson::SUCCESS) out.untraceable.emplace_back(text);
+    }
   }
   for (simdjson::dom::element t : totals) {
     simdjson::dom::array row;
