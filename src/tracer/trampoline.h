@@ -98,8 +98,8 @@ class Untraced {
 // addresses go back into the stack and the calls are reported as unwound.
 void restore_return_addresses();
 
-// Waits (up to 1 s) until no thread is inside the trace's entry path: once the entry hooks are
-// gone, the calls in flight are then all counted (calls_in_flight).
+// Once the entry hooks are gone, waits (20 ms) for a thread that jumped into the trace's entry
+// path just before to be through it: the calls in flight are then all counted (calls_in_flight).
 void wait_for_calls_being_entered();
 
 // The reader's view of the thread states (only the reader calls these).
