@@ -277,9 +277,9 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     object_problems.say(object.path, request_.verbose, pending_problems_, pending_untraceable_);
   }
   if (beyond_the_table > 0)
-    pending_problems_.push_back(fmt::format("{} more matching functions are not traced: at most {} are (name fewer, "
+    pending_problems_.push_back(fmt::format("{} more matching function{} not traced: at most {} are (name fewer, "
                                             "or pick objects with -l)",
-                                            beyond_the_table, kMaxFunctions));
+                                            beyond_the_table, beyond_the_table == 1 ? " is" : "s are", kMaxFunctions));
 }
 
 Result<std::optional<std::string>> TraceSession::hook_function(const std::string& name, uintptr_t address,
