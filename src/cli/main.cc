@@ -75,6 +75,14 @@ int main(int argc, char** argv) {
       if (std::string option = unknown_option(*app.get_subcommand(argv[1]), argc, argv); !option.empty())
         return fail(fmt::format("{} has no option {} ({})", argv[1], option, see));
     }
+    // CLI11: "Could not convert: --pid = abc".
+    constexpr std::string_view kNotConverted = "Could not convert: ";
+    if (std::string_view what = e.what(); dynamic_cast<const CLI::ConversionError*>(&e) != nullptr &&
+                                          what.starts_with(kNotConverted) && what.find(" = ") != std::string_view::npos) {
+      what.remove_prefix(kNotConverted.size());
+      const size_t equals = what.find(" = ");
+      return fail(fmt::format("{}: '{}' is not a valid value ({})", what.substr(0, equals), what.substr(equals + 3), see));
+    }
     return fail(fmt::format("{} ({})", e.what(), see));
   }
   if (!chosen) return fail("no command given (see memprof --help)");

@@ -84,6 +84,8 @@ fi
 if "$memprof" --help | grep -q "^  leaks "; then
   expect "leaks --duration" 1 "memprof: leaks has no option --duration (see memprof leaks --help)" "$memprof" leaks -p 1 --duration 0
   expect "analyze -x" 1 "memprof: analyze has no option -x (see memprof analyze --help)" "$memprof" analyze x.json -x
+  # Before: "Could not convert: --pid = abc".
+  expect "leaks --pid abc" 1 "memprof: --pid: 'abc' is not a valid value (see memprof leaks --help)" "$memprof" leaks --pid abc
 fi
 # Said before any reading: the answer was "no such process" or a reading's error, by timing.
 if "$memprof" --help | grep -q "^  top "; then
