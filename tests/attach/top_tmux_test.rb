@@ -29,6 +29,18 @@ class AttachTopTmuxTest < Minitest::Test
 
   def screen = tmux("capture-pane", "-p", "-t", "top")
 
+  # The contents of `path` once they include `text` (a failure after PATIENCE).
+  def wait_for_file_to_include(path, text)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
+    loop do
+      written = File.exist?(path) ? File.binread(path) : ""
+      return written if written.include?(text)
+      flunk "#{path} never included #{text.inspect}:\n#{written.inspect}" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep 0.1
+    end
+  end
+
   # Waits until the screen satisfies the block; returns it.
   def wait_for_screen(what)
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
@@ -75,8 +87,9 @@ class AttachTopTmuxTest < Minitest::Test
       s.include?("by class,") && s.lines.any? { |line| line =~ /\A\s*\d.*\d  String\s*\z/ }
     end
     refute_includes text, site, "grouped by class, yet a file:line shows"
-    written = File.binread(raw)
-    assert_includes written, "String\r\n"
+    # tmux hands the pane's bytes to pipe-pane's cat on its own time: the screen may show a
+    # frame before the file has it (CI saw an empty file once).
+    written = wait_for_file_to_include(raw, "String\r\n")
     refute_includes written, "\r\r\n"
 
     tmux("send-keys", "-t", "top", "l")
