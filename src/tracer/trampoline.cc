@@ -424,9 +424,9 @@ Untraced::~Untraced() {
 
 void wait_for_calls_being_entered() {
   // A call is in flight once on_entry has run, a few dozen instructions after the jump. Counting
-  // the threads on their way in took two locked instructions per call (23 ns of a ~40 ns cost
-  // on one thread, 43 ns on two contending): a pause instead, long enough for a thread that was
-  // preempted there to be run again.
+  // the threads on their way in took two locked instructions per call (measured on the test VM:
+  // 23 ns a pair on one thread, 43 ns on two contending): a pause instead, long enough for a
+  // thread that was preempted there to be run again.
   timespec pause{0, 20'000'000};
   ::nanosleep(&pause, nullptr);
 }
