@@ -1,12 +1,14 @@
 #include "inject/hijacked_thread.h"
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstring>
 
-#include "inject/call_frame.h"
+#include "core/util/proc_file.h"
+#include "inject/signal_frame.h"
 
 namespace memprof::inject {
 
@@ -17,6 +19,21 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kDirectionFlag = 0x400;  // the ABI wants it clear at every call
 constexpr uint64_t kTrapFlag = 0x100;
 constexpr std::chrono::milliseconds kStopAfterTimeout{500};
+constexpr uint64_t kStubPageSize = 4096;
+
+// memprof's return path: rax into the frame's siginfo (rsp is entry_rsp + 8 after the callee's
+// ret), then rt_sigreturn on the frame. The jmp runs only if a tracer skipped the rt_sigreturn.
+constexpr uint32_t kResultDisplacement = kSiginfoOffset - 8;
+constexpr std::array<unsigned char, 17> kStub = {
+    0x48, 0x89, 0x84, 0x24,  // mov %rax, disp32(%rsp)
+    kResultDisplacement & 0xff, (kResultDisplacement >> 8) & 0xff, 0, 0,
+    0xb8, 0x0f, 0x00, 0x00, 0x00,  // mov $15 (SYS_rt_sigreturn), %eax
+    0x0f, 0x05,                    // syscall
+    0xeb, 0xf7,                    // jmp back to the mov $15
+};
+constexpr uint64_t kStubTrampolineOffset = 8;
+constexpr uint64_t kStubSyscallEnd = 15;
+static_assert(kResultDisplacement < 0x10000);
 
 // A fault raised by an instruction of the call itself (as opposed to a signal sent by someone).
 bool is_fault(int signal, const siginfo_t& info) {
@@ -38,32 +55,54 @@ void resend(pid_t pid, pid_t tid, const siginfo_t& info) {
   ::syscall(SYS_tgkill, pid, tid, info.si_signo);
 }
 
+// The thread's blocked signals ("SigBlk:" of its status), 0 when unreadable.
+uint64_t blocked_signals(pid_t pid, pid_t tid) {
+  auto status = read_proc_file(fmt::format("/proc/{}/task/{}/status", pid, tid));
+  if (!status) return 0;
+  const size_t at = status->find("SigBlk:");
+  if (at == std::string::npos) return 0;
+  return std::strtoull(status->c_str() + at + 7, nullptr, 16);
+}
+
 }  // namespace
 
 Result<HijackedThread> HijackedThread::take(PtraceSession& session, pid_t tid,
-                                            const user_regs_struct& regs) {
+                                            const user_regs_struct& regs, const TargetLibc& libc,
+                                            uint64_t string_capacity) {
+  Saved saved;
+  saved.regs = regs;
   MEMPROF_TRY(vector_state, session.vector_state(tid));
-  return HijackedThread(session, tid, regs, std::move(vector_state));
+  saved.vector_state = std::move(vector_state);
+  saved.blocked_signals = blocked_signals(session.pid(), tid);
+  const CallFrame frame = plan_call_frame(regs.rsp, string_capacity, saved.vector_state.size());
+  return HijackedThread(session, tid, libc, std::move(saved), frame);
 }
 
-HijackedThread::HijackedThread(PtraceSession& session, pid_t tid, const user_regs_struct& regs,
-                               std::vector<unsigned char> vector_state)
+HijackedThread::HijackedThread(PtraceSession& session, pid_t tid, const TargetLibc& libc,
+                               Saved saved, const CallFrame& frame)
     : session_(&session),
       tid_(tid),
       memory_(session.pid()),
-      saved_regs_(regs),
-      saved_vector_state_(std::move(vector_state)) {}
+      libc_(&libc),
+      saved_(std::move(saved)),
+      frame_(frame) {}
 
 HijackedThread::HijackedThread(HijackedThread&& other) noexcept
     : session_(other.session_),
       tid_(other.tid_),
       memory_(other.memory_),
-      saved_regs_(other.saved_regs_),
-      saved_vector_state_(std::move(other.saved_vector_state_)),
-      saved_stack_address_(other.saved_stack_address_),
+      libc_(other.libc_),
+      saved_(std::move(other.saved_)),
+      frame_(other.frame_),
+      return_path_(other.return_path_),
+      return_path_prepared_(other.return_path_prepared_),
+      stub_page_(other.stub_page_),
       saved_stack_(std::move(other.saved_stack_)),
+      frame_written_(other.frame_written_),
+      mask_checked_(other.mask_checked_),
       modified_(other.modified_),
       at_signal_delivery_(other.at_signal_delivery_),
+      at_sigreturn_of_(other.at_sigreturn_of_),
       deferred_signals_(std::move(other.deferred_signals_)),
       active_(std::exchange(other.active_, false)) {}
 
@@ -71,47 +110,99 @@ HijackedThread::~HijackedThread() {
   if (active_) (void)finish();
 }
 
-Status HijackedThread::save_stack(uint64_t begin, uint64_t end) {
-  // Every frame ends at the same address (rsp - 128), so a later, larger frame only extends the
-  // saved range downwards.
-  if (!saved_stack_.empty()) end = saved_stack_address_;
-  if (begin >= end) return ok_status();
-  std::vector<unsigned char> bytes(end - begin);
-  MEMPROF_TRY_STATUS(memory_.read(begin, bytes));
-  bytes.insert(bytes.end(), saved_stack_.begin(), saved_stack_.end());
+Status HijackedThread::save_stack() {
+  if (!saved_stack_.empty()) return ok_status();
+  std::vector<unsigned char> bytes(frame_.saved_end - frame_.saved_begin);
+  MEMPROF_TRY_STATUS(memory_.read(frame_.saved_begin, bytes));
   saved_stack_ = std::move(bytes);
-  saved_stack_address_ = begin;
+  return ok_status();
+}
+
+uint64_t HijackedThread::return_address(ReturnPath path) const {
+  switch (path) {
+    case ReturnPath::kToZero:
+      return 0;
+    case ReturnPath::kLibcTrampoline:
+      return libc_->sigreturn_trampoline;
+    case ReturnPath::kStub:
+      return stub_page_;
+  }
+  return 0;
+}
+
+uint64_t HijackedThread::trampoline_start(ReturnPath path) const {
+  return path == ReturnPath::kStub ? stub_page_ + kStubTrampolineOffset
+                                   : libc_->sigreturn_trampoline;
+}
+
+Status HijackedThread::prepare_return_path(std::chrono::milliseconds timeout) {
+  return_path_prepared_ = true;
+  if (libc_->sigreturn_trampoline == 0 || libc_->mmap == 0) return ok_status();
+  auto page = call_via(ReturnPath::kLibcTrampoline, libc_->mmap,
+                       {uint64_t{0}, kStubPageSize, uint64_t{PROT_READ | PROT_EXEC},
+                        uint64_t{MAP_PRIVATE | MAP_ANONYMOUS}, static_cast<uint64_t>(-1),
+                        uint64_t{0}},
+                       "mmap", timeout);
+  if (!page) return page.error();
+  // Refused (MAP_FAILED: -errno): SELinux's execmem, a seccomp filter. Calls return to 0.
+  if (static_cast<int64_t>(*page) < 0 && static_cast<int64_t>(*page) > -4096) {
+    return ok_status();
+  }
+  stub_page_ = *page;
+  // Written through /proc/PID/mem: the page is never writable and executable at once.
+  if (!session_->write_through_mem_file(stub_page_, kStub).ok()) return ok_status();
+  return_path_ = ReturnPath::kStub;
   return ok_status();
 }
 
 Result<uint64_t> HijackedThread::call(uint64_t function, const std::vector<CallArgument>& arguments,
                                       std::string_view what, std::chrono::milliseconds timeout) {
+  if (!return_path_prepared_) MEMPROF_TRY_STATUS(prepare_return_path(timeout));
+  return call_via(return_path_, function, arguments, what, timeout);
+}
+
+Result<uint64_t> HijackedThread::call_via(ReturnPath path, uint64_t function,
+                                          const std::vector<CallArgument>& arguments,
+                                          std::string_view what,
+                                          std::chrono::milliseconds timeout) {
   constexpr size_t kMaxArguments = 6;
   if (arguments.size() > kMaxArguments) return err("{}: more than 6 arguments", what);
-  uint64_t string_bytes = 0;
-  for (const auto& argument : arguments) {
-    if (const auto* text = std::get_if<std::string>(&argument)) string_bytes += text->size() + 1;
-  }
-  const CallFrame frame = plan_call_frame(saved_regs_.rsp, string_bytes);
-  MEMPROF_TRY_STATUS(save_stack(frame.saved_begin, frame.saved_end));
-
-  // The frame's bytes: return address 0, then the strings, zero padding up to the red zone.
-  std::vector<unsigned char> bytes(frame.saved_end - frame.entry_rsp, 0);
+  std::vector<unsigned char> strings;
   std::array<uint64_t, kMaxArguments> values{};
-  uint64_t string_at = frame.strings;
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (const auto* text = std::get_if<std::string>(&arguments[i])) {
-      std::memcpy(bytes.data() + (string_at - frame.entry_rsp), text->c_str(), text->size() + 1);
-      values[i] = string_at;
-      string_at += text->size() + 1;
+      values[i] = frame_.strings + strings.size();
+      strings.insert(strings.end(), text->begin(), text->end());
+      strings.push_back(0);
     } else {
       values[i] = std::get<uint64_t>(arguments[i]);
     }
   }
+  if (strings.size() > frame_.string_capacity) {
+    return err("{}: {} bytes of string arguments, room for {}", what, strings.size(),
+               frame_.string_capacity);
+  }
+  MEMPROF_TRY_STATUS(save_stack());
 
-  user_regs_struct regs = saved_regs_;
+  // The signal frame first (once; it never changes), then this call's return address and
+  // strings: whenever the thread runs, its frame is whole.
+  modified_ = true;
+  if (!frame_written_) {
+    const auto frame =
+        encode_signal_frame(frame_, return_address(path), saved_.regs, saved_.vector_state,
+                            this_cpu_xsave_layout(saved_.vector_state.size()), saved_.blocked_signals);
+    MEMPROF_TRY_STATUS(memory_.write(frame_.entry_rsp, frame));
+    frame_written_ = true;
+  } else {
+    const uint64_t return_to = return_address(path);
+    MEMPROF_TRY_STATUS(memory_.write(
+        frame_.entry_rsp, {reinterpret_cast<const unsigned char*>(&return_to), sizeof(return_to)}));
+  }
+  if (!strings.empty()) MEMPROF_TRY_STATUS(memory_.write(frame_.strings, strings));
+
+  user_regs_struct regs = saved_.regs;
   regs.rip = function;
-  regs.rsp = frame.entry_rsp;
+  regs.rsp = frame_.entry_rsp;
   regs.rdi = values[0];
   regs.rsi = values[1];
   regs.rdx = values[2];
@@ -120,24 +211,54 @@ Result<uint64_t> HijackedThread::call(uint64_t function, const std::vector<CallA
   regs.r9 = values[5];
   regs.rax = 0;  // no vector registers used by a variadic callee
   // Not in a system call any more: without this the kernel could "restart" the interrupted
-  // call by moving rip back 2 bytes into dlopen.
+  // call by moving rip back 2 bytes into dlopen. At the rt_sigreturn of the previous call, the
+  // same skips that rt_sigreturn.
   regs.orig_rax = static_cast<uint64_t>(-1);
   regs.eflags &= ~(kDirectionFlag | kTrapFlag);
 
-  modified_ = true;
   at_signal_delivery_ = false;
-  MEMPROF_TRY_STATUS(memory_.write(frame.entry_rsp, bytes));
+  at_sigreturn_of_ = 0;
   MEMPROF_TRY_STATUS(session_->set_registers(tid_, regs));
-  MEMPROF_TRY_STATUS(session_->resume(tid_));
+  const auto until = path == ReturnPath::kToZero ? PtraceSession::Until::kAnyStop
+                                                 : PtraceSession::Until::kNextSyscall;
+  MEMPROF_TRY_STATUS(session_->resume(tid_, 0, until));
   uint64_t value = 0;
-  MEMPROF_TRY_STATUS(wait_for_return(what, timeout, value));
+  MEMPROF_TRY_STATUS(wait_for_return(path, what, timeout, value));
   return value;
 }
 
-Status HijackedThread::wait_for_return(std::string_view what, std::chrono::milliseconds timeout,
-                                       uint64_t& value) {
+Result<bool> HijackedThread::returned_at_syscall(ReturnPath path, int64_t& last_result) {
+  MEMPROF_TRY(stop, session_->syscall_stop(tid_));
+  if (!mask_checked_) {
+    // A thread stopped inside ppoll, pselect or sigsuspend showed the call's temporary mask;
+    // by its first system call for us the kernel has put its own mask back.
+    mask_checked_ = true;
+    const uint64_t blocked = blocked_signals(session_->pid(), tid_);
+    if (blocked != saved_.blocked_signals) {
+      saved_.blocked_signals = blocked;
+      MEMPROF_TRY_STATUS(memory_.write(
+          frame_.entry_rsp + kSignalMaskOffset,
+          {reinterpret_cast<const unsigned char*>(&blocked), sizeof(blocked)}));
+    }
+  }
+  if (!stop.entry) {
+    last_result = stop.result;
+    return false;
+  }
+  if (stop.number != SYS_rt_sigreturn) return false;
+  MEMPROF_TRY(regs, session_->registers(tid_));
+  const uint64_t end = path == ReturnPath::kStub ? stub_page_ + kStubSyscallEnd
+                                                 : libc_->sigreturn_trampoline_end;
+  return regs.rip == end && regs.rsp == frame_.entry_rsp + 8;
+}
+
+Status HijackedThread::wait_for_return(ReturnPath path, std::string_view what,
+                                       std::chrono::milliseconds timeout, uint64_t& value) {
   const pid_t pid = session_->pid();
   const auto deadline = Clock::now() + timeout;
+  const auto until = path == ReturnPath::kToZero ? PtraceSession::Until::kAnyStop
+                                                 : PtraceSession::Until::kNextSyscall;
+  int64_t last_result = 0;
   for (;;) {
     auto remaining = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
     MEMPROF_TRY(event, session_->wait(tid_, std::max(remaining, std::chrono::microseconds{0})));
@@ -156,18 +277,34 @@ Status HijackedThread::wait_for_return(std::string_view what, std::chrono::milli
         return err("{} did not return within {} ms in process {}; memprof put thread {} back "
                    "where it was, but the library may be partly loaded and the loader lock "
                    "held; restart the process if it hangs", what, timeout.count(), pid, tid_);
+      case StopEvent::Kind::kSyscall: {
+        MEMPROF_TRY(returned, returned_at_syscall(path, last_result));
+        if (returned) {
+          at_sigreturn_of_ = trampoline_start(path);
+          if (path == ReturnPath::kStub) {
+            MEMPROF_TRY(stored, memory_.read_value<uint64_t>(frame_.result_slot()));
+            value = stored;
+          } else {
+            value = static_cast<uint64_t>(last_result);
+          }
+          return ok_status();
+        }
+        MEMPROF_TRY_STATUS(session_->resume(tid_, 0, until));
+        continue;
+      }
       case StopEvent::Kind::kInterrupted:
       case StopEvent::Kind::kGroupStop:
         // Not ours to keep: the call goes on (a group-stopped thread rejoins the stop when
         // detached).
-        MEMPROF_TRY_STATUS(session_->resume(tid_));
+        MEMPROF_TRY_STATUS(session_->resume(tid_, 0, until));
         continue;
       case StopEvent::Kind::kSignal:
         break;
     }
     MEMPROF_TRY(info, session_->signal_info(tid_));
     MEMPROF_TRY(regs, session_->registers(tid_));
-    if (event.signal == SIGSEGV && regs.rip == 0 && info.si_code > 0) {
+    if (path == ReturnPath::kToZero && event.signal == SIGSEGV && regs.rip == 0 &&
+        info.si_code > 0) {
       at_signal_delivery_ = true;  // the SIGSEGV is dropped when the thread is let go
       value = regs.rax;
       return ok_status();
@@ -180,21 +317,69 @@ Status HijackedThread::wait_for_return(std::string_view what, std::chrono::milli
     }
     // Someone else's signal: hold it until the thread is back where it was.
     deferred_signals_.push_back(info);
-    MEMPROF_TRY_STATUS(session_->resume(tid_));
+    MEMPROF_TRY_STATUS(session_->resume(tid_, 0, until));
+  }
+}
+
+// From the entry of the return path's rt_sigreturn to a stop in the kernel's signal code, where
+// registers put back by ptrace get the kernel's own system call restart. Meanwhile the thread
+// is pointed at the trampoline's start: if memprof dies now, it runs rt_sigreturn again.
+Status HijackedThread::leave_sigreturn_stop() {
+  MEMPROF_TRY(regs, session_->registers(tid_));
+  regs.rip = at_sigreturn_of_;
+  regs.orig_rax = static_cast<uint64_t>(-1);
+  MEMPROF_TRY_STATUS(session_->set_registers(tid_, regs));
+  MEMPROF_TRY_STATUS(session_->interrupt(tid_));
+  MEMPROF_TRY_STATUS(session_->resume(tid_));
+  const auto deadline = Clock::now() + kStopAfterTimeout;
+  for (;;) {
+    auto remaining = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+    MEMPROF_TRY(event, session_->wait(tid_, std::max(remaining, std::chrono::microseconds{0})));
+    switch (event.kind) {
+      case StopEvent::Kind::kInterrupted:
+        at_sigreturn_of_ = 0;
+        return ok_status();
+      case StopEvent::Kind::kSignal: {
+        MEMPROF_TRY(info, session_->signal_info(tid_));
+        deferred_signals_.push_back(info);
+        MEMPROF_TRY_STATUS(session_->resume(tid_));
+        continue;
+      }
+      case StopEvent::Kind::kGroupStop:
+      case StopEvent::Kind::kSyscall:
+        MEMPROF_TRY_STATUS(session_->resume(tid_));
+        continue;
+      case StopEvent::Kind::kExited:
+        active_ = false;
+        return err("process {} {} while memprof put thread {} back", session_->pid(),
+                   describe_exit(event), tid_);
+      case StopEvent::Kind::kTimedOut:
+        return err("thread {} of process {} did not stop to be put back; it returns through "
+                   "rt_sigreturn by itself", tid_, session_->pid());
+    }
   }
 }
 
 Status HijackedThread::restore() {
   if (!modified_) return ok_status();
-  MEMPROF_TRY_STATUS(session_->set_vector_state(tid_, saved_vector_state_));
-  MEMPROF_TRY_STATUS(session_->set_registers(tid_, saved_regs_));
-  if (!saved_stack_.empty()) MEMPROF_TRY_STATUS(memory_.write(saved_stack_address_, saved_stack_));
+  if (at_sigreturn_of_ != 0) MEMPROF_TRY_STATUS(leave_sigreturn_stop());
+  MEMPROF_TRY_STATUS(session_->set_vector_state(tid_, saved_.vector_state));
+  MEMPROF_TRY_STATUS(session_->set_registers(tid_, saved_.regs));
+  if (!saved_stack_.empty()) MEMPROF_TRY_STATUS(memory_.write(frame_.saved_begin, saved_stack_));
   modified_ = false;
   return ok_status();
 }
 
 Status HijackedThread::finish() {
   if (!active_) return ok_status();
+  // The page goes while the thread can still return through libc's trampoline; after a
+  // timeout or a crash (the thread is elsewhere) it stays: 4 KB, unused.
+  if (stub_page_ != 0 && at_sigreturn_of_ != 0 && libc_->munmap != 0) {
+    auto unmapped = call_via(ReturnPath::kLibcTrampoline, libc_->munmap,
+                             {stub_page_, kStubPageSize}, "munmap", kStopAfterTimeout);
+    if (unmapped && *unmapped == 0) stub_page_ = 0;
+  }
+  if (!active_) return ok_status();  // the process exited during munmap
   active_ = false;
   Status restored = restore();
   const pid_t pid = session_->pid();

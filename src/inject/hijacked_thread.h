@@ -1,15 +1,26 @@
-// HijackedThread: makes a stopped thread of the target call functions, then puts it back exactly.
+// HijackedThread: makes a stopped thread of the target call functions, then puts it back exactly,
+// and lets it put itself back if memprof dies meanwhile.
 //
 // It saves the general registers and the XSAVE area (the callee may use any vector register) when
-// constructed, builds each call's frame below the red zone (see call_frame.h), sets rip to the
-// function with orig_rax = -1 (so the kernel's syscall-restart logic leaves the new registers
-// alone), and lets the thread run until it returns to address 0, where the SIGSEGV is caught and
-// never delivered. restore() (or the destructor, on error paths) puts back the registers — with
-// rax = -ERESTARTSYS and orig_rax of a thread stopped inside a restartable system call, so that
-// the kernel restarts it — and the stack bytes.
+// constructed. Below the red zone it writes a kernel signal frame describing the thread as it was
+// (signal_frame.h), once; each call's return address leads to rt_sigreturn on that frame. So if
+// memprof is killed while the thread runs a call (SIGKILL, the OOM killer: the kernel detaches
+// the thread), the call returns, rt_sigreturn restores registers, vector state and signal mask,
+// and the thread goes on where it was.
+//
+// The return path: the first call maps one page, read and execute, and writes a 16-byte stub
+// there that stores rax in the frame and calls rt_sigreturn (the call to mmap itself returns
+// into libc's own rt_sigreturn trampoline; its result is read at the mmap system call's exit).
+// The thread runs with PTRACE_SYSCALL and is caught at its rt_sigreturn's entry, where memprof
+// reads the result and either sets up the next call (skipping the rt_sigreturn) or puts the
+// thread back itself: registers (with rax = -ERESTARTSYS and orig_rax of a thread stopped inside
+// a restartable system call, so that the kernel restarts it exactly), vector state, stack bytes.
+// The last call unmaps the page. When no trampoline or page can be had (a seccomp filter or a
+// security module refusing executable memory), calls return to address 0 instead, whose SIGSEGV
+// is caught and never delivered: then a memprof killed mid-call kills the target.
 //
 // Signals that arrive while the thread runs a call are recorded and delivered after the restore,
-// by finish(): the first with its original siginfo, the others re-sent.
+// by finish().
 #pragma once
 
 #include <signal.h>
@@ -23,7 +34,9 @@
 
 #include "core/proc/remote_memory.h"
 #include "core/util/result.h"
+#include "inject/call_frame.h"
 #include "inject/ptrace_session.h"
+#include "inject/target_libc.h"
 
 namespace memprof::inject {
 
@@ -32,9 +45,11 @@ using CallArgument = std::variant<uint64_t, std::string>;
 
 class HijackedThread {
  public:
-  // `tid` must be seized in `session` and stopped; `regs` are its registers at that stop.
+  // `tid` must be seized in `session` and stopped; `regs` are its registers at that stop. The
+  // string arguments of any one call must fit in `string_capacity` bytes (NULs included).
   static Result<HijackedThread> take(PtraceSession& session, pid_t tid,
-                                     const user_regs_struct& regs);
+                                     const user_regs_struct& regs, const TargetLibc& libc,
+                                     uint64_t string_capacity);
   HijackedThread(HijackedThread&& other) noexcept;
   HijackedThread& operator=(HijackedThread&&) = delete;
   ~HijackedThread();
@@ -43,27 +58,57 @@ class HijackedThread {
   Result<uint64_t> call(uint64_t function, const std::vector<CallArgument>& arguments,
                         std::string_view what, std::chrono::milliseconds timeout);
 
-  // Puts back the registers, vector state and stack bytes. Idempotent.
-  Status restore();
-  // Restores, then detaches, delivering the signals recorded during the calls.
+  // Whether a memprof killed during a call would leave the thread able to put itself back.
+  bool survives_memprof() const { return return_path_ != ReturnPath::kToZero; }
+
+  // Unmaps the return path's page, puts back the registers, vector state and stack bytes, then
+  // detaches, delivering the signals recorded during the calls.
   Status finish();
 
  private:
-  HijackedThread(PtraceSession& session, pid_t tid, const user_regs_struct& regs,
-                 std::vector<unsigned char> vector_state);
-  Status wait_for_return(std::string_view what, std::chrono::milliseconds timeout,
-                         uint64_t& value);
-  Status save_stack(uint64_t begin, uint64_t end);
+  enum class ReturnPath {
+    kToZero,          // return address 0: the SIGSEGV is the return
+    kLibcTrampoline,  // libc's rt_sigreturn trampoline: the result is the last syscall's
+    kStub,            // memprof's page: the result is stored in the frame
+  };
+  struct Saved {
+    user_regs_struct regs{};
+    std::vector<unsigned char> vector_state;
+    uint64_t blocked_signals = 0;
+  };
+
+  HijackedThread(PtraceSession& session, pid_t tid, const TargetLibc& libc, Saved saved,
+                 const CallFrame& frame);
+  Status prepare_return_path(std::chrono::milliseconds timeout);
+  Result<uint64_t> call_via(ReturnPath path, uint64_t function,
+                            const std::vector<CallArgument>& arguments, std::string_view what,
+                            std::chrono::milliseconds timeout);
+  Status wait_for_return(ReturnPath path, std::string_view what,
+                         std::chrono::milliseconds timeout, uint64_t& value);
+  // At a syscall stop: true when it is the entry of the return path's rt_sigreturn.
+  Result<bool> returned_at_syscall(ReturnPath path, int64_t& last_result);
+  uint64_t return_address(ReturnPath path) const;
+  // Where the trampoline's `mov $15, %eax` starts; rt_sigreturn's syscall ends 7 bytes later.
+  uint64_t trampoline_start(ReturnPath path) const;
+  Status leave_sigreturn_stop();
+  Status restore();
+  Status save_stack();
 
   PtraceSession* session_;
   pid_t tid_;
   proc::RemoteMemory memory_;
-  user_regs_struct saved_regs_;
-  std::vector<unsigned char> saved_vector_state_;
-  uint64_t saved_stack_address_ = 0;
+  const TargetLibc* libc_;
+  Saved saved_;
+  CallFrame frame_;
+  ReturnPath return_path_ = ReturnPath::kToZero;
+  bool return_path_prepared_ = false;
+  uint64_t stub_page_ = 0;
   std::vector<unsigned char> saved_stack_;
+  bool frame_written_ = false;
+  bool mask_checked_ = false;        // the frame's signal mask read again once the thread ran
   bool modified_ = false;            // registers or stack differ from the saved ones
   bool at_signal_delivery_ = false;  // stopped at the SIGSEGV of a return to 0
+  uint64_t at_sigreturn_of_ = 0;     // stopped at a return path's rt_sigreturn: its trampoline
   std::vector<siginfo_t> deferred_signals_;
   bool active_ = true;  // false once moved from or finished
 };

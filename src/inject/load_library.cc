@@ -71,7 +71,10 @@ Result<InjectResult> load_library(pid_t pid, const std::string& library_path,
   MEMPROF_TRY(safe_point, find_safe_point(session, libc, options.safe_point_timeout));
   // From here the target thread may run with borrowed registers: no dying halfway by Ctrl-C.
   DeferredTermination deferred_termination;
-  MEMPROF_TRY(thread, HijackedThread::take(session, safe_point.thread, safe_point.regs));
+  // Room for the path and the name of then_call, each with its NUL.
+  const uint64_t string_capacity = path.size() + 1 + options.then_call.size() + 1;
+  MEMPROF_TRY(thread, HijackedThread::take(session, safe_point.thread, safe_point.regs, libc,
+                                           string_capacity));
 
   const std::string what = fmt::format("{}(\"{}\")", libc.dlopen_name, path);
   auto handle = thread.call(libc.dlopen, {path, uint64_t{RTLD_NOW} | libc.dlopen_extra_flags},

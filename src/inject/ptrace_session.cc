@@ -1,17 +1,20 @@
 #include "inject/ptrace_session.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "core/proc/process_access.h"
+#include "core/util/scoped_fd.h"
 #include "inject/preflight.h"
 
 namespace memprof::inject {
@@ -53,7 +56,10 @@ StopEvent decode(int status) {
     event.signal = WTERMSIG(status);
   } else if (WIFSTOPPED(status)) {
     event.signal = WSTOPSIG(status);
-    if ((status >> 16) == PTRACE_EVENT_STOP) {
+    if (event.signal == (SIGTRAP | 0x80)) {  // PTRACE_O_TRACESYSGOOD's mark
+      event.kind = StopEvent::Kind::kSyscall;
+      event.signal = 0;
+    } else if ((status >> 16) == PTRACE_EVENT_STOP) {
       // With PTRACE_SEIZE both interrupt-stops and group-stops are event stops; the signal tells
       // them apart (SIGTRAP for PTRACE_INTERRUPT).
       event.kind = event.signal == SIGTRAP ? StopEvent::Kind::kInterrupted
@@ -105,7 +111,9 @@ Status PtraceSession::ptrace_error(const char* what, pid_t tid) const {
 
 Status PtraceSession::seize(pid_t tid) {
   if (is_seized(tid)) return ok_status();
-  if (ptrace_request(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+  // TRACESYSGOOD: syscall-stops (asked for by resume(Until::kNextSyscall) only) are told from a
+  // real SIGTRAP.
+  if (ptrace_request(PTRACE_SEIZE, tid, nullptr, as_data(PTRACE_O_TRACESYSGOOD)) != 0) {
     const int error = errno;
     if (error == EPERM) {
       if (auto traced = traced_by_another(pid_)) return *traced;
@@ -156,9 +164,10 @@ Result<StopEvent> PtraceSession::wait(pid_t tid, std::chrono::microseconds timeo
   }
 }
 
-Status PtraceSession::resume(pid_t tid, int signal) {
-  if (ptrace_request(PTRACE_CONT, tid, nullptr, as_data(signal)) != 0) {
-    return ptrace_error("PTRACE_CONT", tid);
+Status PtraceSession::resume(pid_t tid, int signal, Until until) {
+  const bool to_syscall = until == Until::kNextSyscall;
+  if (ptrace_request(to_syscall ? PTRACE_SYSCALL : PTRACE_CONT, tid, nullptr, as_data(signal)) != 0) {
+    return ptrace_error(to_syscall ? "PTRACE_SYSCALL" : "PTRACE_CONT", tid);
   }
   if (Thread* thread = find(tid)) thread->stopped = false;
   return ok_status();
@@ -216,6 +225,30 @@ Status PtraceSession::set_vector_state(pid_t tid, std::vector<unsigned char> sta
   iovec io{state.data(), state.size()};
   if (ptrace_request(PTRACE_SETREGSET, tid, as_data(NT_X86_XSTATE), &io) != 0) {
     return ptrace_error("PTRACE_SETREGSET(NT_X86_XSTATE)", tid);
+  }
+  return ok_status();
+}
+
+Result<PtraceSession::SyscallStop> PtraceSession::syscall_stop(pid_t tid) const {
+  __ptrace_syscall_info info{};
+  if (ptrace_request(PTRACE_GET_SYSCALL_INFO, tid, as_data(sizeof(info)), &info) <= 0) {
+    return ptrace_error("PTRACE_GET_SYSCALL_INFO", tid).error();
+  }
+  if (info.op == PTRACE_SYSCALL_INFO_ENTRY) return SyscallStop{true, info.entry.nr, 0};
+  if (info.op == PTRACE_SYSCALL_INFO_EXIT) return SyscallStop{false, 0, info.exit.rval};
+  return err("thread {} of process {} is not at a system call stop", tid, pid_);
+}
+
+Status PtraceSession::write_through_mem_file(uint64_t address,
+                                             std::span<const unsigned char> bytes) const {
+  const std::string path = fmt::format("/proc/{}/mem", pid_);
+  const ScopedFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd.valid()) return err("cannot open {}: {}", path, std::strerror(errno));
+  const ssize_t written = ::pwrite(fd.get(), bytes.data(), bytes.size(), static_cast<off_t>(address));
+  const int error = errno;
+  if (written != static_cast<ssize_t>(bytes.size())) {
+    return err("cannot write {} bytes at {:#x} through {}: {}", bytes.size(), address, path,
+               written < 0 ? std::strerror(error) : "short write");
   }
   return ok_status();
 }

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/util/result.h"
@@ -26,6 +27,7 @@ struct StopEvent {
     kGroupStop,    // the process is being stopped (SIGSTOP, SIGTSTP, ...): `signal`
     kExited,       // the thread is gone: `signal` killed it, or it exited with `exit_code`
     kTimedOut,     // no report before the deadline; the thread may still be running
+    kSyscall,      // syscall-enter- or exit-stop (after resume(tid, 0, Until::kNextSyscall))
   };
   Kind kind = Kind::kTimedOut;
   int signal = 0;
@@ -51,8 +53,10 @@ class PtraceSession {
   Status interrupt(pid_t tid);
   // The next report of `tid`, or kTimedOut after `timeout`.
   Result<StopEvent> wait(pid_t tid, std::chrono::microseconds timeout);
-  // Resumes a stopped thread, delivering `signal` when it is at a signal-delivery-stop.
-  Status resume(pid_t tid, int signal = 0);
+  enum class Until { kAnyStop, kNextSyscall };
+  // Resumes a stopped thread, delivering `signal` when it is at a signal-delivery-stop; with
+  // Until::kNextSyscall it also stops at the next system call's entry or exit.
+  Status resume(pid_t tid, int signal = 0, Until until = Until::kAnyStop);
   // Detaches a stopped thread (delivering `signal` at a signal-delivery-stop). A running one is
   // interrupted first; one that does not stop in time stays attached until this process exits.
   Status detach(pid_t tid, int signal = 0);
@@ -62,6 +66,16 @@ class PtraceSession {
   // The XSAVE area (x87, SSE, AVX, AVX-512, ... as this CPU has them).
   Result<std::vector<unsigned char>> vector_state(pid_t tid) const;
   Status set_vector_state(pid_t tid, std::vector<unsigned char> state) const;
+  // At a kSyscall stop: whether it is the entry, the call's number, and the result at the exit.
+  struct SyscallStop {
+    bool entry = false;
+    uint64_t number = 0;
+    int64_t result = 0;
+  };
+  Result<SyscallStop> syscall_stop(pid_t tid) const;
+  // Writes `bytes` through /proc/PID/mem, which a tracer may do on read-only pages (the code of
+  // memprof's return path, mapped read and execute, never writable).
+  Status write_through_mem_file(uint64_t address, std::span<const unsigned char> bytes) const;
   Result<siginfo_t> signal_info(pid_t tid) const;
   Status set_signal_info(pid_t tid, const siginfo_t& info) const;
 

@@ -140,6 +140,7 @@ class SafePointSearch {
           MEMPROF_TRY_STATUS(session_.resume(tid, event.signal));
           continue;
         case StopEvent::Kind::kInterrupted:
+        case StopEvent::Kind::kSyscall:  // not asked for here: judged like an interrupt-stop
           break;
       }
       auto stopped_at = Clock::now();

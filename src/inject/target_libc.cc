@@ -3,7 +3,11 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
+#include <span>
 
+#include "core/proc/remote_memory.h"
 #include "core/util/path_name.h"
 
 namespace memprof::inject {
@@ -45,6 +49,29 @@ const proc::LoadedObject* find_object(const std::vector<proc::LoadedObject>& obj
 }
 
 bool is_libdl_path(std::string_view path) { return file_name_of(path).starts_with("libdl."); }
+
+// The signal trampoline every libc installs as sa_restorer: `mov $15, %rax; syscall` (glibc's
+// __restore_rt) or `mov $15, %eax; syscall` (musl's). It is not exported; its bytes are found in
+// libc's executable segments, as mapped in the target. Any occurrence decodes the same way.
+AddressRange find_sigreturn_trampoline(pid_t pid, const proc::LoadedObject& libc) {
+  static constexpr std::array<unsigned char, 9> kGlibc = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
+                                                          0x00, 0x00, 0x0f, 0x05};
+  static constexpr std::array<unsigned char, 7> kMusl = {0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+  const proc::RemoteMemory memory(pid);
+  for (const auto& segment : libc.segments) {
+    if (segment.type != PT_LOAD || (segment.flags & PF_X) == 0 || segment.memsz == 0) continue;
+    std::vector<unsigned char> text(segment.memsz);
+    if (!memory.read(libc.load_bias + segment.vaddr, text).ok()) continue;
+    for (const auto& pattern : {std::span<const unsigned char>(kGlibc), std::span<const unsigned char>(kMusl)}) {
+      auto found = std::search(text.begin(), text.end(), pattern.begin(), pattern.end());
+      if (found != text.end()) {
+        const uint64_t start = libc.load_bias + segment.vaddr + (found - text.begin());
+        return {start, start + pattern.size()};
+      }
+    }
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -105,6 +132,15 @@ Result<TargetLibc> find_target_libc(pid_t pid, const std::vector<proc::LoadedObj
                libc_symbols.message());
   }
   target.libc_symbols = std::make_shared<const elf::ObjectSymbols>(std::move(*libc_symbols));
+  const AddressRange trampoline = find_sigreturn_trampoline(pid, *libc);
+  target.sigreturn_trampoline = trampoline.start;
+  target.sigreturn_trampoline_end = trampoline.end;
+  if (uint64_t mmap = function_address(*target.libc_symbols, "mmap")) {
+    target.mmap = libc->load_bias + mmap;
+  }
+  if (uint64_t munmap = function_address(*target.libc_symbols, "munmap")) {
+    target.munmap = libc->load_bias + munmap;
+  }
 
   // glibc >= 2.34 (and musl) export dlopen from libc itself.
   if (uint64_t dlopen = function_address(*target.libc_symbols, "dlopen")) {

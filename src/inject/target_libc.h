@@ -41,6 +41,12 @@ struct TargetLibc {
   uint64_t dlopen_extra_flags = 0;
   uint64_t dlerror = 0;  // 0 when the target has none (glibc < 2.34 without libdl)
   uint64_t dlsym = 0;    // likewise
+  // Where a thread can return to put itself back (signal_frame.h): libc's rt_sigreturn
+  // trampoline, and what maps the page of memprof's own return path. 0 when not found.
+  uint64_t sigreturn_trampoline = 0;
+  uint64_t sigreturn_trampoline_end = 0;  // just after its syscall instruction
+  uint64_t mmap = 0;
+  uint64_t munmap = 0;
   std::shared_ptr<const elf::ObjectSymbols> libc_symbols;
   uint64_t libc_bias = 0;
 

@@ -3,6 +3,7 @@
 // on exactly where it was.
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +23,13 @@ namespace {
 
 using testing::InjectTarget;
 using Clock = std::chrono::steady_clock;
+
+// The offset of the first byte that differs, -1 when none does (and the sizes match).
+long first_difference(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b) {
+  auto [at_a, at_b] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  if (at_a == a.end() && at_b == b.end()) return -1;
+  return at_a - a.begin();
+}
 
 TEST(LoadLibrary, ComputingThreadKeepsEveryRegister) {
   InjectTarget target("spin");
@@ -59,7 +67,7 @@ TEST(LoadLibrary, BlockedReadRestartsAndThreadIsPutBackExactly) {
   const std::string library = INJECT_COUNTER_LIB;
   // The bytes the call frame covers, from the red zone down to the return address slot.
   auto before = testing::snapshot_blocked_thread(target.pid(), 0);
-  const CallFrame frame = plan_call_frame(before.regs.rsp, library.size() + 1);
+  const CallFrame frame = plan_call_frame(before.regs.rsp, library.size() + 2, before.xsave.size());
   const size_t frame_bytes = before.regs.rsp - frame.saved_begin;
   before = testing::snapshot_blocked_thread(target.pid(), frame_bytes + 64);
 
@@ -74,6 +82,7 @@ TEST(LoadLibrary, BlockedReadRestartsAndThreadIsPutBackExactly) {
       << " -> " << after.regs.orig_rax << ", rsp " << before.regs.rsp << " -> " << after.regs.rsp;
   EXPECT_EQ(static_cast<int64_t>(before.regs.rax), -512) << "stopped inside read: -ERESTARTSYS";
   EXPECT_EQ(std::memcmp(&before.fpregs, &after.fpregs, sizeof(before.fpregs)), 0);
+  EXPECT_EQ(first_difference(before.xsave, after.xsave), -1) << "XSAVE area byte (512: XSTATE_BV)";
   // Only the 64 bytes below the frame (dead stack, dlopen's own frames) may differ.
   EXPECT_TRUE(std::equal(before.stack.begin() + 64, before.stack.end(), after.stack.begin() + 64))
       << "stack bytes in [" << std::hex << frame.saved_begin << ", " << before.regs.rsp
@@ -190,6 +199,65 @@ TEST(LoadLibrary, SignalsArrivingDuringTheCallAreDeliveredAfterIt) {
   EXPECT_EQ(target.line(), "read 5 after");
   EXPECT_EQ(target.injections_reported(), 1);
   EXPECT_EQ(target.signals_reported(), 2);
+}
+
+}  // namespace
+}  // namespace memprof::inject
+
+namespace memprof::inject {
+namespace {
+
+// The injector in a child process of the test, SIGKILLed while the target's thread runs the slow
+// library's constructor (300 ms of nanosleep inside dlopen): the kernel detaches the thread, the
+// call returns through memprof's rt_sigreturn frame, and the thread goes on exactly where it was.
+void kill_injector_during_dlopen(InjectTarget& target) {
+  const pid_t injector = ::fork();
+  ASSERT_GE(injector, 0);
+  if (injector == 0) {
+    auto loaded = load_library(target.pid(), INJECT_SLOW_LIB);
+    ::_exit(loaded.ok() ? 0 : 1);
+  }
+  const bool sleeping = testing::wait_for_syscall(target.pid(), target.pid(), SYS_clock_nanosleep) ||
+                        testing::wait_for_syscall(target.pid(), target.pid(), SYS_nanosleep);
+  ::kill(injector, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(injector, &status, 0), injector);
+  ASSERT_TRUE(sleeping) << "the constructor's nanosleep was not seen";
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "the injector finished before it was killed (status " << status << ")";
+}
+
+TEST(LoadLibrary, AComputingThreadSurvivesTheInjectorsSigkillWithEveryRegister) {
+  InjectTarget target("spin");
+  kill_injector_during_dlopen(target);
+  // The constructor ends, dlopen returns, rt_sigreturn puts the loop back; it compares 15 general
+  // and 15 vector registers on every iteration.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(target.pid(), SIGUSR1);
+  std::string verdict = target.line();
+  EXPECT_TRUE(verdict.starts_with("registers intact ")) << verdict;
+  EXPECT_EQ(target.injections_reported(), 1);
+}
+
+TEST(LoadLibrary, ABlockedReadSurvivesTheInjectorsSigkillAndIsMadeAgain) {
+  InjectTarget target("read");
+  ASSERT_TRUE(testing::wait_for_syscall(target.pid(), target.pid(), SYS_read));
+  const auto before = testing::snapshot_blocked_thread(target.pid(), 0);
+  kill_injector_during_dlopen(target);
+  ASSERT_TRUE(testing::wait_for_syscall(target.pid(), target.pid(), SYS_read))
+      << "state " << testing::process_state(target.pid());
+  const auto after = testing::snapshot_blocked_thread(target.pid(), 0);
+  EXPECT_EQ(after.regs.rip, before.regs.rip) << "back in the same read";
+  EXPECT_EQ(after.regs.rsp, before.regs.rsp);
+  EXPECT_EQ(after.regs.rbx, before.regs.rbx);
+  EXPECT_EQ(after.regs.rbp, before.regs.rbp);
+  EXPECT_EQ(after.regs.r12, before.regs.r12);
+  EXPECT_EQ(after.regs.r15, before.regs.r15);
+  EXPECT_EQ(std::memcmp(&before.fpregs, &after.fpregs, sizeof(before.fpregs)), 0);
+  EXPECT_EQ(first_difference(before.xsave, after.xsave), -1) << "XSAVE area byte (512: XSTATE_BV)";
+  ASSERT_TRUE(target.child().write_stdin("after"));
+  EXPECT_EQ(target.line(), "read 5 after");
+  EXPECT_EQ(target.injections_reported(), 1);
 }
 
 }  // namespace

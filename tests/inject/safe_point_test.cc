@@ -95,13 +95,19 @@ TEST_F(JudgeThread, AnywhereElseIsSafe) {
 TEST(CallFrame, BelowTheRedZoneAlignedAsAfterACall) {
   for (uint64_t rsp : {0x7ffc0000ull, 0x7ffc0008ull, 0x7ffc0003ull}) {
     for (uint64_t strings : {0ull, 1ull, 15ull, 16ull, 17ull, 4096ull}) {
-      CallFrame frame = plan_call_frame(rsp, strings);
-      EXPECT_EQ(frame.entry_rsp % 16, 8u) << "rsp % 16 == 8 at the callee's entry";
-      EXPECT_EQ(frame.saved_end, rsp - kRedZone) << "the red zone is left alone";
-      EXPECT_LE(frame.strings + strings, rsp - kRedZone);
-      EXPECT_EQ(frame.strings % 16, 0u);
-      EXPECT_EQ(frame.entry_rsp + 8, frame.strings) << "return address just below the strings";
-      EXPECT_EQ(frame.saved_begin, frame.entry_rsp);
+      for (uint64_t xsave : {512ull + 64, 832ull, 2696ull}) {
+        CallFrame frame = plan_call_frame(rsp, strings, xsave);
+        EXPECT_EQ(frame.entry_rsp % 16, 8u) << "rsp % 16 == 8 at the callee's entry";
+        EXPECT_EQ(frame.saved_end, rsp - kRedZone) << "the red zone is left alone";
+        EXPECT_LE(frame.strings + strings, rsp - kRedZone);
+        EXPECT_EQ(frame.strings % 16, 0u);
+        EXPECT_EQ(frame.xsave % 64, 0u) << "XRSTOR wants 64-byte alignment";
+        EXPECT_LE(frame.xsave + xsave + kXsaveMagic2Size, frame.strings);
+        EXPECT_LE(frame.entry_rsp + kSignalFrameSize, frame.xsave) << "rt_sigframe below it";
+        EXPECT_GT(frame.entry_rsp + kSignalFrameSize + 16 + 64, frame.xsave) << "no more room than alignment needs";
+        EXPECT_EQ(frame.saved_begin, frame.entry_rsp);
+        EXPECT_EQ(frame.result_slot(), frame.entry_rsp + 8 + 304) << "the siginfo";
+      }
     }
   }
 }

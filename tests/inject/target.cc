@@ -1,5 +1,6 @@
 #include "inject/target.h"
 
+#include <elf.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -86,6 +87,10 @@ ThreadSnapshot snapshot_blocked_thread(pid_t tid, size_t stack_bytes) {
   EXPECT_EQ(::waitpid(tid, &status, __WALL), tid);
   EXPECT_EQ(::ptrace(PTRACE_GETREGS, tid, nullptr, &snapshot.regs), 0);
   EXPECT_EQ(::ptrace(PTRACE_GETFPREGS, tid, nullptr, &snapshot.fpregs), 0);
+  snapshot.xsave.resize(64 * 1024);
+  iovec xsave{snapshot.xsave.data(), snapshot.xsave.size()};
+  EXPECT_EQ(::ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(NT_X86_XSTATE), &xsave), 0);
+  snapshot.xsave.resize(xsave.iov_len);
   snapshot.stack.resize(stack_bytes);
   iovec local{snapshot.stack.data(), stack_bytes};
   iovec remote{reinterpret_cast<void*>(snapshot.regs.rsp - stack_bytes), stack_bytes};

@@ -44,6 +44,7 @@ bool wait_for_syscall(pid_t pid, pid_t tid, long number);
 struct ThreadSnapshot {
   user_regs_struct regs{};
   user_fpregs_struct fpregs{};
+  std::vector<unsigned char> xsave;  // NT_X86_XSTATE: x87, SSE, AVX and beyond
   std::vector<unsigned char> stack;  // [regs.rsp - stack.size(), regs.rsp)
 };
 // Seizes, interrupts and detaches thread `tid` (which must be blocked, so that it is where it
