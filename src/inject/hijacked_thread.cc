@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include "core/util/proc_file.h"
 #include "inject/signal_frame.h"
@@ -22,18 +23,34 @@ constexpr std::chrono::milliseconds kStopAfterTimeout{500};
 constexpr uint64_t kStubPageSize = 4096;
 
 // memprof's return path: rax into the frame's siginfo (rsp is entry_rsp + 8 after the callee's
-// ret), then rt_sigreturn on the frame. The jmp runs only if a tracer skipped the rt_sigreturn.
+// ret), tgkill of the thread with a signal that nobody handles (or 0: no signal), then
+// rt_sigreturn on the frame. With memprof alive the signal stops the thread right there; with
+// memprof dead the kernel discards it. The jmp runs only if a tracer skipped the rt_sigreturn.
 constexpr uint32_t kResultDisplacement = kSiginfoOffset - 8;
-constexpr std::array<unsigned char, 17> kStub = {
-    0x48, 0x89, 0x84, 0x24,  // mov %rax, disp32(%rsp)
-    kResultDisplacement & 0xff, (kResultDisplacement >> 8) & 0xff, 0, 0,
-    0xb8, 0x0f, 0x00, 0x00, 0x00,  // mov $15 (SYS_rt_sigreturn), %eax
-    0x0f, 0x05,                    // syscall
-    0xeb, 0xf7,                    // jmp back to the mov $15
-};
-constexpr uint64_t kStubTrampolineOffset = 8;
-constexpr uint64_t kStubSyscallEnd = 15;
 static_assert(kResultDisplacement < 0x10000);
+constexpr uint64_t kStubTrampolineOffset = 30;  // the mov $15 after tgkill's syscall
+constexpr uint64_t kStubSyscallEnd = 37;
+
+void put32(unsigned char* at, uint32_t value) { std::memcpy(at, &value, sizeof(value)); }
+
+std::array<unsigned char, 39> return_stub(pid_t pid, pid_t tid, int signal) {
+  std::array<unsigned char, 39> code = {
+      0x48, 0x89, 0x84, 0x24, 0, 0, 0, 0,  // mov %rax, disp32(%rsp)
+      0xbf, 0, 0, 0, 0,                    // mov $pid, %edi
+      0xbe, 0, 0, 0, 0,                    // mov $tid, %esi
+      0xba, 0, 0, 0, 0,                    // mov $signal, %edx
+      0xb8, 0xea, 0x00, 0x00, 0x00,        // mov $234 (SYS_tgkill), %eax
+      0x0f, 0x05,                          // syscall
+      0xb8, 0x0f, 0x00, 0x00, 0x00,        // mov $15 (SYS_rt_sigreturn), %eax
+      0x0f, 0x05,                          // syscall
+      0xeb, 0xf7,                          // jmp back to the mov $15
+  };
+  put32(&code[4], kResultDisplacement);
+  put32(&code[9], static_cast<uint32_t>(pid));
+  put32(&code[14], static_cast<uint32_t>(tid));
+  put32(&code[19], static_cast<uint32_t>(signal));
+  return code;
+}
 
 // A fault raised by an instruction of the call itself (as opposed to a signal sent by someone).
 bool is_fault(int signal, const siginfo_t& info) {
@@ -55,13 +72,32 @@ void resend(pid_t pid, pid_t tid, const siginfo_t& info) {
   ::syscall(SYS_tgkill, pid, tid, info.si_signo);
 }
 
-// The thread's blocked signals ("SigBlk:" of its status), 0 when unreadable.
+// A signal mask field ("SigBlk:", "SigCgt:", ...) of a status file, nullopt when unreadable.
+std::optional<uint64_t> signal_mask(const std::string& status_path, std::string_view field) {
+  auto status = read_proc_file(status_path);
+  if (!status) return std::nullopt;
+  const size_t at = status->find(field);
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtoull(status->c_str() + at + field.size(), nullptr, 16);
+}
+
+// The thread's blocked signals, 0 when unreadable.
 uint64_t blocked_signals(pid_t pid, pid_t tid) {
-  auto status = read_proc_file(fmt::format("/proc/{}/task/{}/status", pid, tid));
-  if (!status) return 0;
-  const size_t at = status->find("SigBlk:");
-  if (at == std::string::npos) return 0;
-  return std::strtoull(status->c_str() + at + 7, nullptr, 16);
+  return signal_mask(fmt::format("/proc/{}/task/{}/status", pid, tid), "SigBlk:").value_or(0);
+}
+
+// A signal whose default action is to ignore it, that thread `tid` does not block and the
+// process does not handle: sent to itself, it stops the thread for memprof, or vanishes.
+// 0 when there is none.
+int quiet_signal(pid_t pid, pid_t tid) {
+  const auto caught = signal_mask(fmt::format("/proc/{}/status", pid), "SigCgt:");
+  if (!caught) return 0;
+  const uint64_t blocked = blocked_signals(pid, tid);
+  for (int signal : {SIGURG, SIGWINCH}) {
+    const uint64_t bit = uint64_t{1} << (signal - 1);
+    if ((*caught & bit) == 0 && (blocked & bit) == 0) return signal;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -97,6 +133,7 @@ HijackedThread::HijackedThread(HijackedThread&& other) noexcept
       return_path_(other.return_path_),
       return_path_prepared_(other.return_path_prepared_),
       stub_page_(other.stub_page_),
+      quiet_signal_(other.quiet_signal_),
       saved_stack_(std::move(other.saved_stack_)),
       frame_written_(other.frame_written_),
       mask_checked_(other.mask_checked_),
@@ -130,6 +167,12 @@ uint64_t HijackedThread::return_address(ReturnPath path) const {
   return 0;
 }
 
+PtraceSession::Until HijackedThread::resume_until(ReturnPath path) const {
+  const bool at_syscall =
+      path == ReturnPath::kLibcTrampoline || (path == ReturnPath::kStub && quiet_signal_ == 0);
+  return at_syscall ? PtraceSession::Until::kNextSyscall : PtraceSession::Until::kAnyStop;
+}
+
 uint64_t HijackedThread::trampoline_start(ReturnPath path) const {
   return path == ReturnPath::kStub ? stub_page_ + kStubTrampolineOffset
                                    : libc_->sigreturn_trampoline;
@@ -149,8 +192,12 @@ Status HijackedThread::prepare_return_path(std::chrono::milliseconds timeout) {
     return ok_status();
   }
   stub_page_ = *page;
+  quiet_signal_ = quiet_signal(session_->pid(), tid_);
   // Written through /proc/PID/mem: the page is never writable and executable at once.
-  if (!session_->write_through_mem_file(stub_page_, kStub).ok()) return ok_status();
+  if (!session_->write_through_mem_file(stub_page_, return_stub(session_->pid(), tid_, quiet_signal_))
+           .ok()) {
+    return ok_status();
+  }
   return_path_ = ReturnPath::kStub;
   return ok_status();
 }
@@ -219,9 +266,7 @@ Result<uint64_t> HijackedThread::call_via(ReturnPath path, uint64_t function,
   at_signal_delivery_ = false;
   at_sigreturn_of_ = 0;
   MEMPROF_TRY_STATUS(session_->set_registers(tid_, regs));
-  const auto until = path == ReturnPath::kToZero ? PtraceSession::Until::kAnyStop
-                                                 : PtraceSession::Until::kNextSyscall;
-  MEMPROF_TRY_STATUS(session_->resume(tid_, 0, until));
+  MEMPROF_TRY_STATUS(session_->resume(tid_, 0, resume_until(path)));
   uint64_t value = 0;
   MEMPROF_TRY_STATUS(wait_for_return(path, what, timeout, value));
   return value;
@@ -256,8 +301,7 @@ Status HijackedThread::wait_for_return(ReturnPath path, std::string_view what,
                                        std::chrono::milliseconds timeout, uint64_t& value) {
   const pid_t pid = session_->pid();
   const auto deadline = Clock::now() + timeout;
-  const auto until = path == ReturnPath::kToZero ? PtraceSession::Until::kAnyStop
-                                                 : PtraceSession::Until::kNextSyscall;
+  const auto until = resume_until(path);
   int64_t last_result = 0;
   for (;;) {
     auto remaining = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
@@ -307,6 +351,14 @@ Status HijackedThread::wait_for_return(ReturnPath path, std::string_view what,
         info.si_code > 0) {
       at_signal_delivery_ = true;  // the SIGSEGV is dropped when the thread is let go
       value = regs.rax;
+      return ok_status();
+    }
+    if (path == ReturnPath::kStub && quiet_signal_ != 0 && event.signal == quiet_signal_ &&
+        info.si_code == SI_TKILL && info.si_pid == pid &&
+        regs.rip == stub_page_ + kStubTrampolineOffset) {
+      at_signal_delivery_ = true;  // the stub's own signal, dropped when the thread is let go
+      MEMPROF_TRY(stored, memory_.read_value<uint64_t>(frame_.result_slot()));
+      value = stored;
       return ok_status();
     }
     if (is_fault(event.signal, info)) {

@@ -8,16 +8,19 @@
 // the thread), the call returns, rt_sigreturn restores registers, vector state and signal mask,
 // and the thread goes on where it was.
 //
-// The return path: the first call maps one page, read and execute, and writes a 16-byte stub
-// there that stores rax in the frame and calls rt_sigreturn (the call to mmap itself returns
-// into libc's own rt_sigreturn trampoline; its result is read at the mmap system call's exit).
-// The thread runs with PTRACE_SYSCALL and is caught at its rt_sigreturn's entry, where memprof
-// reads the result and either sets up the next call (skipping the rt_sigreturn) or puts the
-// thread back itself: registers (with rax = -ERESTARTSYS and orig_rax of a thread stopped inside
-// a restartable system call, so that the kernel restarts it exactly), vector state, stack bytes.
-// The last call unmaps the page. When no trampoline or page can be had (a seccomp filter or a
-// security module refusing executable memory), calls return to address 0 instead, whose SIGSEGV
-// is caught and never delivered: then a memprof killed mid-call kills the target.
+// The return path: the first call maps one page, read and execute, and writes a stub there
+// that stores rax in the frame, sends the thread a signal nobody handles (SIGURG or SIGWINCH;
+// with memprof alive it stops the thread there, with memprof dead the kernel discards it) and
+// calls rt_sigreturn. The call to mmap itself returns into libc's own rt_sigreturn trampoline,
+// with the thread run by PTRACE_SYSCALL: its result is read at the mmap system call's exit and
+// the thread caught at the rt_sigreturn's entry (as are the stub's returns when the process
+// handles or blocks both signals). From there memprof sets up the next call, or puts the thread
+// back itself from a stop in the kernel's signal code: registers (with rax = -ERESTARTSYS and
+// orig_rax of a thread stopped inside a restartable system call, so that the kernel restarts
+// it exactly), vector state, stack bytes. The last call unmaps the page. When no trampoline or
+// page can be had (a seccomp filter or a security module refusing executable memory), calls
+// return to address 0 instead, whose SIGSEGV is caught and never delivered: then a memprof
+// killed mid-call kills the target.
 //
 // Signals that arrive while the thread runs a call are recorded and delivered after the restore,
 // by finish().
@@ -88,6 +91,8 @@ class HijackedThread {
   // At a syscall stop: true when it is the entry of the return path's rt_sigreturn.
   Result<bool> returned_at_syscall(ReturnPath path, int64_t& last_result);
   uint64_t return_address(ReturnPath path) const;
+  // How the thread runs a call: to its next system call when the return is caught there.
+  PtraceSession::Until resume_until(ReturnPath path) const;
   // Where the trampoline's `mov $15, %eax` starts; rt_sigreturn's syscall ends 7 bytes later.
   uint64_t trampoline_start(ReturnPath path) const;
   Status leave_sigreturn_stop();
@@ -103,6 +108,7 @@ class HijackedThread {
   ReturnPath return_path_ = ReturnPath::kToZero;
   bool return_path_prepared_ = false;
   uint64_t stub_page_ = 0;
+  int quiet_signal_ = 0;  // the stub's signal to itself; 0: its rt_sigreturn is caught instead
   std::vector<unsigned char> saved_stack_;
   bool frame_written_ = false;
   bool mask_checked_ = false;        // the frame's signal mask read again once the thread ran
