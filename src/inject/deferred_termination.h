@@ -1,7 +1,8 @@
 // Holds back SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGTSTP in the calling thread while a target
-// thread runs a call for us: were memprof to die or stop then, the target thread would return to
-// address 0 (or stay stopped with borrowed registers). The signals are delivered when this ends.
-// SIGKILL cannot be held back; inject.h says what it does.
+// thread runs a call for us: memprof then puts the thread back itself (a thread whose memprof dies
+// restores itself through its signal frame, but a stopped memprof would keep it stopped with
+// borrowed registers). The signals are delivered when this ends. SIGKILL cannot be held back;
+// inject.h says what it does.
 #pragma once
 
 #include <signal.h>

@@ -23,32 +23,43 @@ constexpr std::chrono::milliseconds kStopAfterTimeout{500};
 constexpr uint64_t kStubPageSize = 4096;
 
 // memprof's return path: rax into the frame's siginfo (rsp is entry_rsp + 8 after the callee's
-// ret), tgkill of the thread with a signal that nobody handles (or 0: no signal), then
-// rt_sigreturn on the frame. With memprof alive the signal stops the thread right there; with
-// memprof dead the kernel discards it. The jmp runs only if a tracer skipped the rt_sigreturn.
+// ret); the signal unblocked and sent to the thread (one nobody handles, or 0: no signal); then
+// rt_sigreturn on the frame, which puts the mask back too. With memprof alive the signal stops
+// the thread right after its tgkill; with memprof dead the kernel discards it. The jmp runs
+// only if a tracer skipped the rt_sigreturn.
 constexpr uint32_t kResultDisplacement = kSiginfoOffset - 8;
 static_assert(kResultDisplacement < 0x10000);
-constexpr uint64_t kStubTrampolineOffset = 30;  // the mov $15 after tgkill's syscall
-constexpr uint64_t kStubSyscallEnd = 37;
+constexpr uint64_t kStubTrampolineOffset = 57;  // the mov $15 after tgkill's syscall
+constexpr uint64_t kStubSyscallEnd = 64;
+constexpr size_t kStubSignalSetOffset = 72;
 
 void put32(unsigned char* at, uint32_t value) { std::memcpy(at, &value, sizeof(value)); }
 
-std::array<unsigned char, 39> return_stub(pid_t pid, pid_t tid, int signal) {
-  std::array<unsigned char, 39> code = {
-      0x48, 0x89, 0x84, 0x24, 0, 0, 0, 0,  // mov %rax, disp32(%rsp)
-      0xbf, 0, 0, 0, 0,                    // mov $pid, %edi
-      0xbe, 0, 0, 0, 0,                    // mov $tid, %esi
-      0xba, 0, 0, 0, 0,                    // mov $signal, %edx
-      0xb8, 0xea, 0x00, 0x00, 0x00,        // mov $234 (SYS_tgkill), %eax
-      0x0f, 0x05,                          // syscall
-      0xb8, 0x0f, 0x00, 0x00, 0x00,        // mov $15 (SYS_rt_sigreturn), %eax
-      0x0f, 0x05,                          // syscall
-      0xeb, 0xf7,                          // jmp back to the mov $15
+std::array<unsigned char, 80> return_stub(pid_t pid, pid_t tid, int signal) {
+  std::array<unsigned char, 80> code = {
+      0x48, 0x89, 0x84, 0x24, 0, 0, 0, 0,  // 0: mov %rax, disp32(%rsp)
+      0xbf, 0x01, 0x00, 0x00, 0x00,        // 8: mov $1 (SIG_UNBLOCK), %edi
+      0x48, 0x8d, 0x35, 0, 0, 0, 0,        // 13: lea set(%rip), %rsi
+      0x31, 0xd2,                          // 20: xor %edx, %edx
+      0x41, 0xba, 0x08, 0x00, 0x00, 0x00,  // 22: mov $8, %r10d
+      0xb8, 0x0e, 0x00, 0x00, 0x00,        // 28: mov $14 (SYS_rt_sigprocmask), %eax
+      0x0f, 0x05,                          // 33: syscall
+      0xbf, 0, 0, 0, 0,                    // 35: mov $pid, %edi
+      0xbe, 0, 0, 0, 0,                    // 40: mov $tid, %esi
+      0xba, 0, 0, 0, 0,                    // 45: mov $signal, %edx
+      0xb8, 0xea, 0x00, 0x00, 0x00,        // 50: mov $234 (SYS_tgkill), %eax
+      0x0f, 0x05,                          // 55: syscall
+      0xb8, 0x0f, 0x00, 0x00, 0x00,        // 57: mov $15 (SYS_rt_sigreturn), %eax
+      0x0f, 0x05,                          // 62: syscall
+      0xeb, 0xf7,                          // 64: jmp back to the mov $15
   };
   put32(&code[4], kResultDisplacement);
-  put32(&code[9], static_cast<uint32_t>(pid));
-  put32(&code[14], static_cast<uint32_t>(tid));
-  put32(&code[19], static_cast<uint32_t>(signal));
+  put32(&code[16], kStubSignalSetOffset - 20);  // relative to the lea's end
+  put32(&code[36], static_cast<uint32_t>(pid));
+  put32(&code[41], static_cast<uint32_t>(tid));
+  put32(&code[46], static_cast<uint32_t>(signal));
+  const uint64_t set = signal == 0 ? 0 : uint64_t{1} << (signal - 1);
+  std::memcpy(&code[kStubSignalSetOffset], &set, sizeof(set));
   return code;
 }
 
@@ -86,16 +97,14 @@ uint64_t blocked_signals(pid_t pid, pid_t tid) {
   return signal_mask(fmt::format("/proc/{}/task/{}/status", pid, tid), "SigBlk:").value_or(0);
 }
 
-// A signal whose default action is to ignore it, that thread `tid` does not block and the
-// process does not handle: sent to itself, it stops the thread for memprof, or vanishes.
-// 0 when there is none.
-int quiet_signal(pid_t pid, pid_t tid) {
+// A signal whose default action is to ignore it and that the process does not handle: sent by
+// a thread to itself, unblocked, it stops the thread for memprof, or vanishes. 0 when there is
+// none.
+int quiet_signal(pid_t pid) {
   const auto caught = signal_mask(fmt::format("/proc/{}/status", pid), "SigCgt:");
   if (!caught) return 0;
-  const uint64_t blocked = blocked_signals(pid, tid);
   for (int signal : {SIGURG, SIGWINCH}) {
-    const uint64_t bit = uint64_t{1} << (signal - 1);
-    if ((*caught & bit) == 0 && (blocked & bit) == 0) return signal;
+    if ((*caught & (uint64_t{1} << (signal - 1))) == 0) return signal;
   }
   return 0;
 }
@@ -192,7 +201,7 @@ Status HijackedThread::prepare_return_path(std::chrono::milliseconds timeout) {
     return ok_status();
   }
   stub_page_ = *page;
-  quiet_signal_ = quiet_signal(session_->pid(), tid_);
+  quiet_signal_ = quiet_signal(session_->pid());
   // Written through /proc/PID/mem: the page is never writable and executable at once.
   if (!session_->write_through_mem_file(stub_page_, return_stub(session_->pid(), tid_, quiet_signal_))
            .ok()) {
@@ -417,6 +426,9 @@ Status HijackedThread::restore() {
   if (at_sigreturn_of_ != 0) MEMPROF_TRY_STATUS(leave_sigreturn_stop());
   MEMPROF_TRY_STATUS(session_->set_vector_state(tid_, saved_.vector_state));
   MEMPROF_TRY_STATUS(session_->set_registers(tid_, saved_.regs));
+  // The stub unblocked its signal; the mask is read once the thread has run (see
+  // returned_at_syscall), so this is the thread's own mask.
+  if (mask_checked_) MEMPROF_TRY_STATUS(session_->set_signal_mask(tid_, saved_.blocked_signals));
   if (!saved_stack_.empty()) MEMPROF_TRY_STATUS(memory_.write(frame_.saved_begin, saved_stack_));
   modified_ = false;
   return ok_status();

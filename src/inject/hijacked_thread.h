@@ -9,9 +9,9 @@
 // and the thread goes on where it was.
 //
 // The return path: the first call maps one page, read and execute, and writes a stub there
-// that stores rax in the frame, sends the thread a signal nobody handles (SIGURG or SIGWINCH;
-// with memprof alive it stops the thread there, with memprof dead the kernel discards it) and
-// calls rt_sigreturn. The call to mmap itself returns into libc's own rt_sigreturn trampoline,
+// that stores rax in the frame, unblocks and sends the thread a signal nobody handles (SIGURG or
+// SIGWINCH; with memprof alive it stops the thread there, with memprof dead the kernel discards
+// it) and calls rt_sigreturn. The call to mmap itself returns into libc's own rt_sigreturn trampoline,
 // with the thread run by PTRACE_SYSCALL: its result is read at the mmap system call's exit and
 // the thread caught at the rt_sigreturn's entry (as are the stub's returns when the process
 // handles or blocks both signals). From there memprof sets up the next call, or puts the thread

@@ -5,10 +5,11 @@
 // puts back every register (general, FP/vector) and every stack byte it wrote, and lets it go.
 // The other threads keep running the whole time.
 //
-// If memprof is killed during the few milliseconds the target thread runs dlopen for it, the
-// kernel detaches the thread, dlopen returns to address 0 and the target dies of SIGSEGV. The
-// injector defers SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGTSTP for that window (SIGKILL cannot be
-// deferred). Killed at any other moment, the target continues unharmed: no PTRACE_O_EXITKILL.
+// Every call the target thread makes for the injector returns through rt_sigreturn on a kernel
+// signal frame that describes the thread as it was stopped (hijacked_thread.h): if memprof is
+// killed meanwhile, even by SIGKILL, the kernel detaches the thread, the call completes and the
+// thread puts itself back. SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGTSTP are held back while the
+// thread is borrowed, so that memprof restores it itself. No PTRACE_O_EXITKILL.
 #pragma once
 
 #include <sys/types.h>

@@ -253,6 +253,13 @@ Status PtraceSession::write_through_mem_file(uint64_t address,
   return ok_status();
 }
 
+Status PtraceSession::set_signal_mask(pid_t tid, uint64_t blocked) const {
+  if (ptrace_request(PTRACE_SETSIGMASK, tid, as_data(sizeof(blocked)), &blocked) != 0) {
+    return ptrace_error("PTRACE_SETSIGMASK", tid);
+  }
+  return ok_status();
+}
+
 Result<siginfo_t> PtraceSession::signal_info(pid_t tid) const {
   siginfo_t info{};
   if (ptrace_request(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0) {

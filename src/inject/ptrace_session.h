@@ -76,6 +76,7 @@ class PtraceSession {
   // Writes `bytes` through /proc/PID/mem, which a tracer may do on read-only pages (the code of
   // memprof's return path, mapped read and execute, never writable).
   Status write_through_mem_file(uint64_t address, std::span<const unsigned char> bytes) const;
+  Status set_signal_mask(pid_t tid, uint64_t blocked) const;  // bit N-1: signal N
   Result<siginfo_t> signal_info(pid_t tid) const;
   Status set_signal_info(pid_t tid, const siginfo_t& info) const;
 

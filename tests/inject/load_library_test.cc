@@ -247,10 +247,12 @@ TEST_P(ABlockedRead, SurvivesTheInjectorsSigkillAndIsMadeAgain) {
   InjectTarget target(GetParam());
   ASSERT_TRUE(testing::wait_for_syscall(target.pid(), target.pid(), SYS_read));
   const auto before = testing::snapshot_blocked_thread(target.pid(), 0);
+  const uint64_t mask_before = testing::blocked_signals(target.pid());
   kill_injector_during_dlopen(target);
   ASSERT_TRUE(testing::wait_for_syscall(target.pid(), target.pid(), SYS_read))
       << "state " << testing::process_state(target.pid());
   const auto after = testing::snapshot_blocked_thread(target.pid(), 0);
+  EXPECT_EQ(testing::blocked_signals(target.pid()), mask_before);
   EXPECT_EQ(after.regs.rip, before.regs.rip) << "back in the same read";
   EXPECT_EQ(after.regs.rsp, before.regs.rsp);
   EXPECT_EQ(after.regs.rbx, before.regs.rbx);
@@ -264,10 +266,30 @@ TEST_P(ABlockedRead, SurvivesTheInjectorsSigkillAndIsMadeAgain) {
   EXPECT_EQ(target.injections_reported(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(LoadLibrary, ABlockedRead, ::testing::Values("read", "read+handlers"),
-                         [](const auto& info) {
-                           return std::string(info.index == 0 ? "Plain" : "HandlingSigurgAndSigwinch");
-                         });
+std::string target_mode_name(const ::testing::TestParamInfo<const char*>& info) {
+  const std::string mode = info.param;
+  if (mode == "read+handlers") return "HandlingSigurgAndSigwinch";
+  if (mode == "read+blocked") return "BlockingSigurgAndSigwinch";
+  return "Plain";
+}
+
+INSTANTIATE_TEST_SUITE_P(LoadLibrary, ABlockedRead,
+                         ::testing::Values("read", "read+handlers", "read+blocked"),
+                         target_mode_name);
+
+TEST(LoadLibrary, AThreadBlockingSigurgAndSigwinchKeepsItsMask) {
+  InjectTarget target("read+blocked");
+  ASSERT_TRUE(testing::wait_for_syscall(target.pid(), target.pid(), SYS_read));
+  const uint64_t mask_before = testing::blocked_signals(target.pid());
+  EXPECT_EQ(mask_before & (1u << (SIGURG - 1)), 1u << (SIGURG - 1));
+  auto loaded = load_library(target.pid(), INJECT_COUNTER_LIB);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  ASSERT_TRUE(testing::wait_for_syscall(target.pid(), target.pid(), SYS_read));
+  EXPECT_EQ(testing::blocked_signals(target.pid()), mask_before);
+  ASSERT_TRUE(target.child().write_stdin("after"));
+  EXPECT_EQ(target.line(), "read 5 after");
+  EXPECT_EQ(target.injections_reported(), 1);
+}
 
 TEST(LoadLibrary, AProcessHandlingSigurgAndSigwinchGetsTheLibraryAndItsReadBack) {
   InjectTarget target("read+handlers");

@@ -79,6 +79,16 @@ bool wait_for_syscall(pid_t pid, pid_t tid, long number) {
   });
 }
 
+uint64_t blocked_signals(pid_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("SigBlk:")) return std::stoull(line.substr(7), nullptr, 16);
+  }
+  ADD_FAILURE() << "no SigBlk in /proc/" << pid << "/status";
+  return 0;
+}
+
 ThreadSnapshot snapshot_blocked_thread(pid_t tid, size_t stack_bytes) {
   ThreadSnapshot snapshot;
   EXPECT_EQ(::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr), 0);

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ class InjectTarget {
 
 // The state letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), '?' when gone.
 char process_state(pid_t pid);
+// The main thread's blocked signals ("SigBlk:" of /proc/PID/status).
+uint64_t blocked_signals(pid_t pid);
 // Waits up to 5 s for that letter.
 bool wait_for_state(pid_t pid, char state);
 // Waits up to 5 s until thread `tid` of `pid` is blocked in system call `number`.
