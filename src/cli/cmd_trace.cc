@@ -273,6 +273,12 @@ int run_trace(const TraceOptions& options) {
   if (options.symbols.empty()) return fail("name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)");
   if (std::find(options.symbols.begin(), options.symbols.end(), "") != options.symbols.end())
     return fail("-x needs a function name or a glob, not an empty string");
+  for (const auto& [flag, globs] : {std::pair{"-x", &options.symbols}, std::pair{"-l", &options.libraries}}) {
+    for (const std::string& glob : *globs) {
+      if (std::string problem = tracer::malformed_glob(glob); !problem.empty())
+        return fail(fmt::format("{} '{}': {}", flag, glob, problem));
+    }
+  }
   auto duration = attach::parse_optional_duration(options.duration);
   if (!duration.ok()) return fail(duration.message());
   auto prototypes = load_prototypes(options.prototype_files);

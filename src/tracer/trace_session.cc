@@ -134,6 +134,24 @@ bool under_seccomp_filter() {
 
 }  // namespace
 
+std::string malformed_glob(std::string_view glob) {
+  for (size_t i = 0; i < glob.size(); ++i) {
+    if (glob[i] == '\\') {
+      ++i;  // an escaped character
+    } else if (glob[i] == '[') {
+      size_t first = i + 1;
+      if (first < glob.size() && (glob[first] == '!' || glob[first] == '^')) ++first;
+      if (first < glob.size() && glob[first] == ']') ++first;  // "[]...]": a literal ']' first
+      const size_t close = glob.find(']', first);
+      if (close == std::string_view::npos) {
+        return "a '[' that no ']' closes (write \\[ for a bracket itself)";
+      }
+      i = close;
+    }
+  }
+  return "";
+}
+
 bool matches_any(const std::vector<std::string>& globs, const std::string& name) {
   return std::any_of(globs.begin(), globs.end(),
                      [&](const std::string& glob) { return ::fnmatch(glob.c_str(), name.c_str(), 0) == 0; });

@@ -35,6 +35,10 @@ inline bool is_event_pattern(const std::string& pattern) { return pattern.find('
 // Whether `name` matches one of the fnmatch globs (-x and -l patterns).
 bool matches_any(const std::vector<std::string>& globs, const std::string& name);
 
+// Why `glob` is not what its author meant, or "" when it is fine: a '[' that no ']' closes
+// (fnmatch would take it literally, and match nothing).
+std::string malformed_glob(std::string_view glob);
+
 struct TraceRequest {
   std::vector<std::string> patterns;   // function names (fnmatch globs) and event sources
   std::vector<std::string> libraries;  // object name globs (basename); empty: every object

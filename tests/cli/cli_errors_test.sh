@@ -78,6 +78,9 @@ if "$memprof" --help | grep -q "^  native "; then
     expect "native $option ''" 1 "memprof: $option: must not be empty (see memprof native --help)" "$memprof" native "$option" "" -- true
   done
   expect "trace -o ''" 1 "memprof: --output: must not be empty (see memprof trace --help)" "$memprof" trace -x f -o "" -- true
+  # fnmatch takes an unclosed '[' literally: such a glob matched nothing, silently.
+  expect "trace -x '[a-'" 1 "memprof: -x '[a-': a '[' that no ']' closes (write \\[ for a bracket itself)" "$memprof" trace -x '[a-' -- true
+  expect "trace -l 'libc[.so'" 1 "memprof: -l 'libc[.so': a '[' that no ']' closes (write \\[ for a bracket itself)" "$memprof" trace -x malloc -l 'libc[.so' -- true
 fi
 # An option the command does not have is named (before: "The following arguments were not
 # expected: 0 --duration", CLI11's list reversed).

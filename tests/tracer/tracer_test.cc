@@ -451,3 +451,18 @@ TEST(Tracer, AnIfuncImplementationIsNotEntryHookedAndWhatJumpsIntoItStillWorks) 
 
 }  // namespace
 }  // namespace memprof::tracer
+
+namespace memprof::tracer {
+namespace {
+
+TEST(MalformedGlob, AnUnclosedBracketIsNamedAndEverythingElseIsFine) {
+  for (const char* glob : {"malloc", "sqlite3_*", "[a-z]*", "[!_]*", "[]x]", "\\[literal", "a?c", "ruby:gc"}) {
+    EXPECT_EQ(malformed_glob(glob), "") << glob;
+  }
+  for (const char* glob : {"[a-", "x[", "[!", "[]", "ok[a]then[b"}) {
+    EXPECT_NE(malformed_glob(glob), "") << glob;
+  }
+}
+
+}  // namespace
+}  // namespace memprof::tracer
