@@ -1,4 +1,8 @@
 // memprof dump -p PID -o FILE: a heap dump of a running process, written by a forked child.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
 
 #include <simdjson.h>
@@ -10,6 +14,39 @@
 
 namespace memprof::cli {
 namespace {
+
+// Ctrl-C (or SIGTERM) while the process's child writes the dump ends memprof with a line that
+// says what becomes of the dump, instead of silently: the agent sees its requester go, ends the
+// child and removes the partial file.
+class SayWhenInterrupted {
+ public:
+  explicit SayWhenInterrupted(const std::string& line) {
+    const size_t length = std::min(line.size(), sizeof(message_) - 1);
+    std::memcpy(message_, line.data(), length);
+    length_ = length;
+    struct sigaction action {};
+    action.sa_handler = &SayWhenInterrupted::on_signal;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &previous_int_);
+    ::sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~SayWhenInterrupted() {
+    ::sigaction(SIGINT, &previous_int_, nullptr);
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  SayWhenInterrupted(const SayWhenInterrupted&) = delete;
+  SayWhenInterrupted& operator=(const SayWhenInterrupted&) = delete;
+
+ private:
+  static void on_signal(int signal) {
+    (void)!::write(STDERR_FILENO, message_, length_);
+    ::_exit(128 + signal);
+  }
+  static inline char message_[1024];
+  static inline size_t length_ = 0;
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
+};
 
 struct DumpOptions {
   pid_t pid = 0;
@@ -29,6 +66,9 @@ int run_dump(const DumpOptions& options) {
   if (error) return fail(fmt::format("{}: {}", options.output, error.message()));
   auto stall_ms = static_cast<uint64_t>(options.stall_seconds * 1000);
   const bool existed = !proc::process_gone(options.pid);
+  SayWhenInterrupted interrupted(fmt::format(
+      "\nmemprof: interrupted: dump cancelled (process {} ends the child that was writing {} and "
+      "removes the file)\n", options.pid, path));
   auto reply = attach::agent_request(options.pid, "fork-ruby",
                                      fmt::format("{}\ndump {}", stall_ms, path),
                                      std::chrono::minutes(30));

@@ -414,7 +414,10 @@ class AttachCliTest < Minitest::Test
     end
     refute_empty children, "no dump child was forked"
     Process.kill(:INT, cli.pid)
-    cli.wait_exit
+    assert_equal 130, cli.wait_exit.exitstatus
+    # Said, not silent (before: exit 130 and nothing on stderr).
+    assert_equal "\nmemprof: interrupted: dump cancelled (process #{target.pid} ends the child that was " \
+                 "writing #{dump} and removes the file)\n", cli.stderr_text
     sleep 0.05 until children.none? { |pid| File.exist?("/proc/#{pid}") } ||
                      Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
     assert children.none? { |pid| File.exist?("/proc/#{pid}") }, "the dump child #{children} is still there"
