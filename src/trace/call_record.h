@@ -33,7 +33,10 @@ enum class Capture : uint8_t {
   kStringAtReturn = 3,
   kBytesAtReturn = 4,
 };
-using ArgumentCapture = std::array<Capture, 6>;
+// One per integer argument register (rdi..r9), then one for the returned value (rax: a
+// prototype's `string` result, copied when the call returns, as getenv's).
+inline constexpr size_t kReturnValue = 6;
+using ArgumentCapture = std::array<Capture, kReturnValue + 1>;
 
 inline bool captured_at_return(Capture capture) {
   return capture == Capture::kStringAtReturn || capture == Capture::kBytesAtReturn;
@@ -47,7 +50,7 @@ enum class CallOutcome : uint8_t {
 };
 
 struct CapturedBytes {
-  uint8_t argument = 0xff;  // index of the integer register argument, 0xff: slot unused
+  uint8_t argument = 0xff;  // index of the integer register argument, kReturnValue, 0xff: unused
   uint8_t length = 0;       // bytes valid in `bytes`
   bool terminated = false;  // kString: the NUL was within the copy (bytes[length] == 0)
   char bytes[kCaptureBytes];
@@ -75,8 +78,9 @@ struct CallRecord {
 // arguments held; everything else is unreadable (shown as an address).
 inline size_t read_captured(const CallRecord& record, uint64_t address, char* out, size_t size) {
   for (const CapturedBytes& copy : record.captured) {
-    if (copy.argument >= 6) continue;
-    uint64_t start = record.arguments.integer[copy.argument];
+    if (copy.argument > kReturnValue) continue;
+    uint64_t start = copy.argument == kReturnValue ? record.returned.integer
+                                                   : record.arguments.integer[copy.argument];
     // The NUL counts as readable: it ends the string the formatter reads.
     uint64_t end = start + copy.length + (copy.terminated ? 1 : 0);
     if (address < start || address >= end) continue;

@@ -7,7 +7,7 @@ ArgumentCapture capture_plan(const Prototype& prototype) {
   size_t integer_register = 0;
   for (const Parameter& parameter : prototype.parameters) {
     if (is_floating(parameter.type.base)) continue;  // the vector bank
-    if (integer_register == plan.size()) break;
+    if (integer_register == kReturnValue) break;
     Capture& capture = plan[integer_register++];
     if (parameter.type.lens == Lens::kHidden) continue;
     bool string = parameter.type.base == BaseType::kString;
@@ -18,6 +18,10 @@ ArgumentCapture capture_plan(const Prototype& prototype) {
     else
       capture = stops_at_nul ? Capture::kString : Capture::kBytes;
   }
+  // A returned string (getenv, setlocale, strerror) is copied as the call returns.
+  const Type& returned = prototype.return_type;
+  if (returned.base == BaseType::kString && returned.lens != Lens::kHidden && returned.length.stops_at_nul)
+    plan[kReturnValue] = Capture::kStringAtReturn;
   return plan;
 }
 

@@ -42,10 +42,10 @@ Result<TraceRequest> decode_trace_request(std::string_view body) {
       request.libraries.emplace_back(value);
     } else if (key == "capture") {
       size_t split = value.rfind(' ');
-      if (split == std::string_view::npos || value.size() - split - 1 != 6)
-        return err("malformed capture line '{}'", line);
       trace::ArgumentCapture capture{};
-      for (size_t i = 0; i < 6; ++i) {
+      if (split == std::string_view::npos || value.size() - split - 1 != capture.size())
+        return err("malformed capture line '{}'", line);
+      for (size_t i = 0; i < capture.size(); ++i) {
         size_t kind = kCaptureLetters.find(value[split + 1 + i]);
         if (kind == std::string_view::npos) return err("malformed capture line '{}'", line);
         capture[i] = static_cast<trace::Capture>(kind);

@@ -1,8 +1,9 @@
 // What `memprof trace` and the agent say to each other (over the agent's protocol, protocol.h):
 //
 //   trace-start BODY   BODY is lines: "records 0|1", "ruby_caller 0|1", "x GLOB" (functions), "l GLOB" (objects),
-//                      "capture NAME KINDS" (KINDS: six of '-' nothing, 's' string, 'b' bytes,
-//                      one per integer argument register). Reply: a readout.
+//                      "capture NAME KINDS" (KINDS: seven of '-' nothing, 's' string, 'b' bytes,
+//                      'S'/'B' the same copied at return, one per integer argument register
+//                      and one for the returned value). Reply: a readout.
 //   trace-read         a readout of what happened since the last one
 //   trace-stop         ends the trace (hooks removed); the last readout
 //

@@ -251,13 +251,21 @@ void capture_arguments(const TracedFunction& function, trace::CallRecord& record
     if (!trace::captured_at_return(function.capture[i]))
       copy_argument(function.capture[i], record.arguments.integer[i], copy);
   }
+  if (function.capture[trace::kReturnValue] != trace::Capture::kNothing && used < trace::kCapturedArguments) {
+    trace::CapturedBytes& copy = record.captured[used++];
+    copy.argument = static_cast<uint8_t>(trace::kReturnValue);
+    copy.length = 0;
+    copy.terminated = false;
+  }
   for (size_t i = used; i < trace::kCapturedArguments; ++i) record.captured[i].argument = 0xff;
 }
 
 void capture_outputs(const TracedFunction& function, trace::CallRecord& record) {
   for (trace::CapturedBytes& copy : record.captured) {
-    if (copy.argument >= 6 || !trace::captured_at_return(function.capture[copy.argument])) continue;
-    copy_argument(function.capture[copy.argument], record.arguments.integer[copy.argument], copy);
+    if (copy.argument > trace::kReturnValue || !trace::captured_at_return(function.capture[copy.argument])) continue;
+    const uint64_t address = copy.argument == trace::kReturnValue ? record.returned.integer
+                                                                  : record.arguments.integer[copy.argument];
+    if (address != 0) copy_argument(function.capture[copy.argument], address, copy);
   }
 }
 

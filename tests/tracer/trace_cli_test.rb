@@ -644,6 +644,20 @@ class TraceCliTest < Minitest::Test
     assert_equal ["(without the GVL)"], calls.select { |c| c["arguments"] == '1, "x\\n", 2' }.map { |c| c["ruby_caller"] }
   end
 
+  # A function whose prototype returns a string (getenv, setlocale, strerror) shows it, as
+  # ltrace does: the tracer copies it when the call returns. Before: its address.
+  def test_a_returned_string_is_shown_as_a_string
+    script = File.join(@tmpdir, "env.rb")
+    File.write(script, "ENV['MEMPROF_PROBE']; ENV['MEMPROF_LONG']; ENV['MEMPROF_ABSENT']\n")
+    long = "x" * 60
+    out, err, status = memprof("trace", "-x", "getenv", "--", RbConfig.ruby, script,
+                               prefix: ["env", "MEMPROF_PROBE=a value\\with a backslash", "MEMPROF_LONG=#{long}"])
+    assert status.success?, err
+    assert_match(/^\[\d+\] libc\.so\.6->getenv\("MEMPROF_PROBE"\) += "a value\\\\with a backslash"$/, out)
+    assert_match(/^\[\d+\] libc\.so\.6->getenv\("MEMPROF_LONG"\) += "#{"x" * 32}"\.\.\.$/, out)
+    assert_match(/^\[\d+\] libc\.so\.6->getenv\("MEMPROF_ABSENT"\) += nil$/, out)
+  end
+
   # A Ruby worker forked while its master's collections are traced: the worker's copy of the
   # master's TracePoint goes off, and a trace of the worker sees each of its collections once.
   # Before: `trace -p WORKER` answered "already being traced by another memprof trace".
