@@ -205,6 +205,12 @@ Status HijackedThread::prepare_return_path(std::chrono::milliseconds timeout) {
   // Written through /proc/PID/mem: the page is never writable and executable at once.
   if (!session_->write_through_mem_file(stub_page_, return_stub(session_->pid(), tid_, quiet_signal_))
            .ok()) {
+    // A kernel that lets no one write read-only pages through /proc/PID/mem: calls return to 0.
+    if (libc_->munmap != 0) {
+      auto unmapped = call_via(ReturnPath::kLibcTrampoline, libc_->munmap, {stub_page_, kStubPageSize},
+                               "munmap", timeout);
+      if (unmapped && *unmapped == 0) stub_page_ = 0;
+    }
     return ok_status();
   }
   return_path_ = ReturnPath::kStub;
