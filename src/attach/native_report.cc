@@ -86,7 +86,7 @@ std::string leaked_tables(const native::NativeSnapshot& snapshot, FrameNamer& na
   auto library = [&](const SiteRow& site) { return names(site.return_address).library; };
   auto call_site = [&](const SiteRow& site) { return names(site.return_address).site; };
   std::string out = "\nLive at the end (leaked), by library\n      bytes     blocks  library\n";
-  for (const Group& group : top_groups(sites, library, &SiteRow::live_bytes, SIZE_MAX))
+  for (const Group& group : top_groups(sites, library, &SiteRow::live_bytes, options.top))
     out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
 
   out += "\nLive at the end (leaked), by call site\n      bytes     blocks  call site\n";

@@ -19,7 +19,7 @@ class NativeCliTest < Minitest::Test
     target
   end
 
-  def start_native(pid) = start_recording("native", "-p", pid, ready: "memprof: tracking the malloc family")
+  def start_native(pid, *options) = start_recording("native", "-p", pid, *options, ready: "memprof: tracking the malloc family")
 
   def stop_native(native) = stop_recording(native)
 
@@ -66,6 +66,18 @@ class NativeCliTest < Minitest::Test
     assert_equal [409_600, 100, 0], row(allocated, /\Anative_leak\+0x\h+ /)[0]
     run_job(target, "free", /\Adone free/) # blocks tracked then untracked are freed as usual
     run_job(target, "leak 1 10", /\Adone leak/)
+    assert_alive target
+  end
+
+  # --top N is N rows in every section, "by library" included (it listed every library).
+  def test_top_limits_the_library_section_too
+    target = native_target
+    native = start_native(target.pid, "--top", "1")
+    run_job(target, "leak 100 4096", /\Adone leak/)
+    run_job(target, "late 7 1000", /\Adone late 1/)
+    lines = stop_native(native)
+    assert_equal [[[409_600, 100], "libnative_allocating.so"]], section(lines, "Live at the end (leaked), by library")
+    assert_equal 1, section(lines, "Live at the end (leaked), by call site").size
     assert_alive target
   end
 
