@@ -46,7 +46,8 @@ Result<std::unique_ptr<ExecWatch>> ExecWatch::install() {
   g_served_pid.store(::getpid(), std::memory_order_release);
   MEMPROF_TRY(hook, hook::EntryHook::install(execve_in_libc, reinterpret_cast<void*>(&held_execve),
                                              {.park_threads = true,
-                                              .publish_original = reinterpret_cast<void**>(&g_original_execve)}));
+                                              .publish_original = reinterpret_cast<void**>(&g_original_execve),
+                                              .owner = "memprof's exec watch"}));
   return std::unique_ptr<ExecWatch>(new ExecWatch(std::move(hook)));
 }
 

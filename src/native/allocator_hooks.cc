@@ -253,7 +253,8 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
     // Threads parked while the jump is written: malloc and free start with short instructions
     // a running thread could be between (docs/native.md).
     auto hook = hook::EntryHook::install(target, spec.replacement,
-                                         {.park_threads = true, .publish_original = spec.original});
+                                         {.park_threads = true, .publish_original = spec.original,
+                                          .owner = "memprof native"});
     if (!hook.ok()) {
       if (spec.required) return err("native: cannot hook {}: {}", spec.name, hook.message());
       problems.push_back(fmt::format("{}: not tracked ({})", spec.name, hook.message()));

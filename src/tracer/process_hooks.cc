@@ -58,7 +58,8 @@ void hook_unwinder_locked(const char* name, Fn replacement, Fn* original) {
   for (const auto& hook : hooks().unwinders)
     if (hook->target() == target) return;
   auto hook = hook::EntryHook::install(target, reinterpret_cast<void*>(replacement),
-                                       {.park_threads = true, .publish_original = reinterpret_cast<void**>(original)});
+                                       {.park_threads = true, .publish_original = reinterpret_cast<void**>(original),
+                                   .owner = "memprof trace's own watch"});
   if (hook.ok()) hooks().unwinders.push_back(std::move(*hook));
 }
 
@@ -99,7 +100,8 @@ Result<std::unique_ptr<hook::EntryHook>> hook_loader_function(const char* name, 
   void* address = ::dlsym(RTLD_DEFAULT, name);
   if (address == nullptr) return err("{} not found: cannot watch objects loaded later", name);
   return hook::EntryHook::install(address, reinterpret_cast<void*>(replacement),
-                                  {.park_threads = true, .publish_original = reinterpret_cast<void**>(original)});
+                                  {.park_threads = true, .publish_original = reinterpret_cast<void**>(original),
+                                   .owner = "memprof trace's own watch"});
 }
 
 }  // namespace

@@ -308,7 +308,8 @@ Result<std::optional<std::string>> TraceSession::hook_function(const std::string
   } else {
     // Parked: a thread of the target may be inside the bytes the jump replaces.
     auto entry = hook::EntryHook::install(reinterpret_cast<void*>(address), traced.stub,
-                                          {.park_threads = true, .publish_original = &traced.original});
+                                          {.park_threads = true, .publish_original = &traced.original,
+                                           .owner = "another memprof trace"});
     if (entry.ok()) {
       entry_hooks_.push_back(std::move(*entry));
       return std::optional<std::string>();

@@ -156,10 +156,11 @@ TEST_P(EntryHookTest, RefusesWhatCannotMove) {
   // Nothing was written by a refusal.
   EXPECT_EQ(code.function<int(int)>("code_loop_to_second")(15), 10);
 
-  auto first = EntryHook::install(code.address("code_square"), reinterpret_cast<void*>(&replacement_for_refusals));
+  auto first = EntryHook::install(code.address("code_square"), reinterpret_cast<void*>(&replacement_for_refusals),
+                                  {.owner = "the first test hook"});
   ASSERT_TRUE(first.ok()) << first.message();
   EXPECT_EQ(refuse("code_square"),
-            fmt::format("the function at {:#x} already has an entry hook",
+            fmt::format("the function at {:#x} is already hooked at its entry by the first test hook",
                         reinterpret_cast<uintptr_t>(code.address("code_square"))));
   auto null = EntryHook::install(nullptr, reinterpret_cast<void*>(&replacement_for_refusals));
   ASSERT_FALSE(null.ok());

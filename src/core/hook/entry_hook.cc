@@ -33,8 +33,12 @@ std::mutex& registry_mutex() {
   static auto* mutex = new std::mutex;
   return *mutex;
 }
-std::vector<uintptr_t>& hooked_targets() {
-  static auto* targets = new std::vector<uintptr_t>;
+struct HookedTarget {
+  uintptr_t address;
+  const char* owner;
+};
+std::vector<HookedTarget>& hooked_targets() {
+  static auto* targets = new std::vector<HookedTarget>;
   return *targets;
 }
 
@@ -171,8 +175,9 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
   HookChange change;
   std::lock_guard lock(registry_mutex());
   auto& targets = hooked_targets();
-  if (std::find(targets.begin(), targets.end(), start) != targets.end())
-    return err("the function at {:#x} already has an entry hook", start);
+  auto held = std::find_if(targets.begin(), targets.end(), [&](const HookedTarget& t) { return t.address == start; });
+  if (held != targets.end())
+    return err("the function at {:#x} is already hooked at its entry by {}", start, held->owner);
 
   // Known before the bytes change: an unload after the patch left a hook without an object,
   // which its owner could then never tell was gone (a trace kept it, and the address stayed
@@ -224,7 +229,7 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
   hook->saved_ = std::move(saved);
   hook->displaced_bytes_ = prologue.bytes;
   hook->displaced_instructions_ = prologue.instructions;
-  targets.push_back(start);
+  targets.push_back({start, options.owner});
   return hook;
 }
 
@@ -232,7 +237,8 @@ EntryHook::~EntryHook() {
   if (hooks_frozen()) return;  // the jump stays, and its trampoline: calls pass through
   HookChange change;
   std::lock_guard lock(registry_mutex());
-  std::erase(hooked_targets(), reinterpret_cast<uintptr_t>(target_));
+  std::erase_if(hooked_targets(),
+                [&](const HookedTarget& t) { return t.address == reinterpret_cast<uintptr_t>(target_); });
   // An unloaded object's pages may now belong to something else: never touch them.
   if (object_key_.dynamic != nullptr && !is_loaded(object_key_)) return;
   // Restoring the bytes is always safe for running threads: the jump was one instruction, so

@@ -15,7 +15,8 @@
 //
 // Refused with an error (nothing written): the function is shorter than the jump, a branch in
 // the function targets the displaced bytes, an instruction cannot be moved (jrcxz/loop,
-// RIP-relative operand out of reach from the trampoline), another entry hook owns the address,
+// RIP-relative operand out of reach from the trampoline), another entry hook owns the address
+// (the error names its owner),
 // or the 5 bytes cannot be written with one atomic store while other threads run (see patch.h).
 //
 // Concurrency: the jump is written with one atomic store, so no thread executes a half-written
@@ -50,6 +51,8 @@ struct EntryHookOptions {
   // Receives original() before the jump is written, so a replacement called by another thread
   // right away already finds it (a release store; read it with an acquire load or plainly).
   void** publish_original = nullptr;
+  // Who holds the hook, named to a later install at the same address ("memprof native").
+  const char* owner = "another entry hook";
 };
 
 class EntryHook {
