@@ -22,16 +22,6 @@
 namespace memprof::tracer {
 namespace {
 
-struct Candidate {
-  std::string name;
-  uintptr_t address;
-  // The implementation an IFUNC resolver chose (glibc's memmove, strlen: hand-written code
-  // whose variants jump into each other's first bytes, __mempcpy_avx_unaligned_erms into
-  // __memmove_avx_unaligned_erms + 3). A jump over those bytes crashed the process
-  // (`trace -x '*'`): such functions are traced through the GOT only.
-  bool ifunc = false;
-};
-
 // Functions of one object that are traced only through the GOT, or not at all, each with why:
 // said one line each when they are few (or with `verbose`), else one line per kind that names
 // them (`trace -x 'rb_*'` came with 105 lines of reasons ahead of the trace itself).
@@ -261,6 +251,9 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     seen_objects_.push_back(object.key());
     if (!traceable_object(object, request_)) continue;
     ObjectProblems object_problems;
+    // The object's functions are hooked together: one parking of the process's threads for all.
+    std::vector<Candidate> candidates;
+    std::vector<TracedFunction*> functions;
     for (Candidate& candidate : matching_functions(object, request_)) {
       if (const char* why = never_traced(candidate.name, candidate.address)) {
         object_problems.untraceable(candidate.name, why);
@@ -280,7 +273,14 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
         traced.capture = capture->second;
       else
         traced.capture = {};
-      auto entry_refusal = hook_function(candidate.name, candidate.address, candidate.ifunc, traced);
+      candidates.push_back(std::move(candidate));
+      functions.push_back(&traced);
+    }
+    auto refusals = hook_functions(candidates, functions);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const Candidate& candidate = candidates[i];
+      TracedFunction& traced = *functions[i];
+      auto& entry_refusal = refusals[i];
       if (!entry_refusal.ok()) {
         object_problems.untraceable(candidate.name, entry_refusal.message());
         continue;
@@ -300,28 +300,42 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
                                             beyond_the_table, beyond_the_table == 1 ? " is" : "s are", kMaxFunctions));
 }
 
-Result<std::optional<std::string>> TraceSession::hook_function(const std::string& name, uintptr_t address,
-                                                               bool ifunc, TracedFunction& traced) {
-  std::string refusal;
-  if (ifunc) {
-    refusal = "an IFUNC implementation, which other functions may jump into";
-  } else {
-    // Parked: a thread of the target may be inside the bytes the jump replaces.
-    auto entry = hook::EntryHook::install(reinterpret_cast<void*>(address), traced.stub,
-                                          {.park_threads = true, .publish_original = &traced.original,
-                                           .owner = "another memprof trace"});
-    if (entry.ok()) {
-      entry_hooks_.push_back(std::move(*entry));
-      return std::optional<std::string>();
+std::vector<Result<std::optional<std::string>>> TraceSession::hook_functions(
+    const std::vector<Candidate>& candidates, const std::vector<TracedFunction*>& functions) {
+  // Parked: a thread of the target may be inside the bytes a jump replaces.
+  std::vector<hook::EntryHookRequest> requests;
+  std::vector<size_t> requested;
+  std::vector<std::string> refusals(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].ifunc) {
+      refusals[i] = "an IFUNC implementation, which other functions may jump into";
+      continue;
     }
-    refusal = entry.message();
+    requests.push_back({reinterpret_cast<void*>(candidates[i].address), functions[i]->stub, &functions[i]->original});
+    requested.push_back(i);
   }
-  // The entry is not patched: calls from other objects through their GOT still can be seen.
-  auto got = hook::GotHook::install(name, traced.stub,
-                                    {.follow_dlopen = false, .publish_original = &traced.original});
-  if (!got.ok()) return err("{}; {}", refusal, got.message());
-  got_hooks_.push_back(std::move(*got));
-  return std::optional<std::string>(refusal);
+  auto installed = hook::EntryHook::install_many(requests, {.park_threads = true, .owner = "a memprof trace"});
+  std::vector<Result<std::optional<std::string>>> results(candidates.size(), std::optional<std::string>());
+  for (size_t k = 0; k < installed.size(); ++k) {
+    if (installed[k].ok()) {
+      entry_hooks_.push_back(std::move(*installed[k]));
+    } else {
+      refusals[requested[k]] = installed[k].message();
+    }
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (refusals[i].empty()) continue;
+    // The entry is not patched: calls from other objects through their GOT still can be seen.
+    auto got = hook::GotHook::install(candidates[i].name, functions[i]->stub,
+                                      {.follow_dlopen = false, .publish_original = &functions[i]->original});
+    if (!got.ok()) {
+      results[i] = err("{}; {}", refusals[i], got.message());
+      continue;
+    }
+    got_hooks_.push_back(std::move(*got));
+    results[i] = std::optional<std::string>(refusals[i]);
+  }
+  return results;
 }
 
 TraceReadout TraceSession::read(size_t max_records) {

@@ -39,6 +39,17 @@ bool matches_any(const std::vector<std::string>& globs, const std::string& name)
 // (fnmatch would take it literally, and match nothing).
 std::string malformed_glob(std::string_view glob);
 
+// A defined function whose name matches the request.
+struct Candidate {
+  std::string name;
+  uintptr_t address;
+  // The implementation an IFUNC resolver chose (glibc's memmove, strlen: hand-written code
+  // whose variants jump into each other's first bytes, __mempcpy_avx_unaligned_erms into
+  // __memmove_avx_unaligned_erms + 3). A jump over those bytes crashed the process
+  // (`trace -x '*'`): such functions are traced through the GOT only.
+  bool ifunc = false;
+};
+
 struct TraceRequest {
   std::vector<std::string> patterns;   // function names (fnmatch globs) and event sources
   std::vector<std::string> libraries;  // object name globs (basename); empty: every object
@@ -101,10 +112,11 @@ class TraceSession {
  private:
   explicit TraceSession(TraceRequest request) : request_(std::move(request)) {}
   void hook_objects_locked(std::vector<HookedFunction>& added);
-  // An entry hook, else GOT hooks: why the entry was refused when it went through the GOT.
-  // An IFUNC implementation (`ifunc`) is never entry-hooked (see matching_functions).
-  Result<std::optional<std::string>> hook_function(const std::string& name, uintptr_t address, bool ifunc,
-                                                   TracedFunction& traced);
+  // Per function: an entry hook (all of them installed with one parking of the threads),
+  // else GOT hooks: why the entry was refused when it went through the GOT. An IFUNC
+  // implementation is never entry-hooked (see matching_functions).
+  std::vector<Result<std::optional<std::string>>> hook_functions(const std::vector<Candidate>& candidates,
+                                                                 const std::vector<TracedFunction*>& functions);
   struct LostCalls {
     uint64_t dropped;   // records dropped by full rings
     uint64_t untraced;  // calls not traced (nested too deep, no thread state)

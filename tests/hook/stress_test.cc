@@ -16,6 +16,7 @@
 #include "core/hook/call_site_hook.h"
 #include "core/hook/entry_hook.h"
 #include "core/hook/got_hook.h"
+#include "core/hook/thread_parking.h"
 #include "fixtures/target.h"
 
 extern "C" int caller_now_add(int, int);
@@ -36,6 +37,10 @@ int stress_add(int a, int b) {
 int stress_square(int x) {
   hooked.fetch_add(1, std::memory_order_relaxed);
   return x * x + 1;
+}
+int stress_plus_bias(int x) {
+  hooked.fetch_add(1, std::memory_order_relaxed);
+  return x + 7;  // code_bias
 }
 
 struct Outcome {
@@ -178,6 +183,35 @@ TEST(Stress, EntryHookOverSeveralInstructionsInstalledAndRemovedWhileEightThread
 TEST(Stress, EntryHookOverSeveralInstructionsWhileCallersBlockEverySignal) {
   hammer_entry_hook(HOOK_CODE_O0_PATH, {.park_threads = true}, /*callers_block_every_signal=*/true,
                     /*cycles=*/30);
+}
+
+// Two functions whose jumps cover several instructions (-O0), hooked together with one parking
+// of the callers (install_many) and removed, while 8 threads call both.
+TEST(Stress, EntryHooksInstalledTogetherWhileEightThreadsCall) {
+  testing::CodeLibrary code(HOOK_CODE_O0_PATH);
+  ASSERT_TRUE(code.loaded()) << code.error();
+  std::vector<std::unique_ptr<EntryHook>> hooks;
+  const uint64_t parkings_before = ThreadParking::parkings_so_far();
+  Outcome o = hammer([&] { return code.three_calls(3) == 122 && code.call_plus_bias(5) == 24; },
+                     [&] { return code.square_calls() + code.plus_bias_calls(); },
+                     [&] {
+                       const EntryHookRequest requests[] = {
+                           {code.address("code_square"), reinterpret_cast<void*>(&stress_square)},
+                           {code.address("code_plus_bias"), reinterpret_cast<void*>(&stress_plus_bias)}};
+                       for (auto& installed : EntryHook::install_many(requests, {.park_threads = true})) {
+                         ASSERT_TRUE(installed.ok()) << installed.message();
+                         hooks.push_back(std::move(*installed));
+                       }
+                     },
+                     [&] { hooks.clear(); }, false, 200);
+  EXPECT_EQ(o.wrong, 0u);
+  EXPECT_EQ(o.hooked + o.reached, 4 * o.calls);
+  EXPECT_GT(o.hooked, 0u);
+  // One parking per install of both, and a few retries when a caller was inside a prologue.
+  const uint64_t parkings = ThreadParking::parkings_so_far() - parkings_before;
+  EXPECT_LT(parkings, 200u * 2);
+  RecordProperty("parkings", static_cast<int>(parkings));
+  std::printf("%llu parkings for 200 installs of 2 hooks\n", static_cast<unsigned long long>(parkings));
 }
 
 }  // namespace

@@ -29,6 +29,13 @@ constexpr int kEntryTrampoline = 1;
 constexpr size_t kThunkSlot = 16;  // the jump to the replacement, padded; the original follows
 constexpr size_t kMaxScannedFunction = 1 << 16;
 
+// A jump to write with the threads parked, and where its int3 sends callers meanwhile.
+struct ParkedJump {
+  uintptr_t start;
+  std::span<const uint8_t> bytes;
+  uintptr_t detour;
+};
+
 std::mutex& registry_mutex() {
   static auto* mutex = new std::mutex;
   return *mutex;
@@ -89,14 +96,16 @@ Status check_no_branch_into(const Decoder& decoder, uintptr_t start, size_t disp
 }
 
 // Parks the other threads before the store and lets them go after it; refuses the store while
-// one of them is stopped inside (start, end): past its first byte, before the jump's end.
+// one of them is stopped inside one of the ranges (start, end): past a jump's first byte,
+// before its end.
 class ParkingGate final : public StoreGate {
  public:
-  ParkingGate(ThreadParking& parking, uintptr_t start, uintptr_t end, bool spare_sleepers)
-      : parking_(parking), start_(start), end_(end), spare_sleepers_(spare_sleepers) {}
+  ParkingGate(ThreadParking& parking, std::span<const std::pair<uintptr_t, uintptr_t>> ranges, bool spare_sleepers)
+      : parking_(parking), ranges_(ranges), spare_sleepers_(spare_sleepers) {}
   bool before_store() noexcept override {
     parking_.park(kParkTimeoutMs, spare_sleepers_);
-    return !parking_.any_stopped_inside(start_, end_);
+    return std::none_of(ranges_.begin(), ranges_.end(),
+                        [&](const auto& range) { return parking_.any_stopped_inside(range.first, range.second); });
   }
   void after_store() noexcept override { parking_.resume(); }
 
@@ -105,7 +114,7 @@ class ParkingGate final : public StoreGate {
   // is waited for briefly only (thread_parking.h).
   static constexpr unsigned kParkTimeoutMs = 100;
   ThreadParking& parking_;
-  uintptr_t start_, end_;
+  std::span<const std::pair<uintptr_t, uintptr_t>> ranges_;
   bool spare_sleepers_;
 };
 
@@ -127,63 +136,115 @@ class SigtrapUnblocked {
   sigset_t previous_;
 };
 
-// Writes the jump while no other thread is between two of the instructions it replaces: the
-// running threads are parked and it goes in when none is stopped inside it. When no thread
-// blocks SIGTRAP, an int3 first holds the entry (callers meanwhile go to `detour`, the
-// relocated original) and threads asleep in the kernel are left asleep; else every thread is
-// signalled (a sleep in progress returns EINTR).
-Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump, uintptr_t detour) {
+// Writes jumps while no other thread is between two of the instructions they replace: the
+// running threads are parked (once for all of them) and the jumps go in when none is stopped
+// inside any. When no thread blocks SIGTRAP, an int3 first holds each entry (callers meanwhile
+// go to its `detour`, the relocated original) and threads asleep in the kernel are left asleep;
+// else every thread is signalled (a sleep in progress returns EINTR). Every jump must fit one
+// atomic store. One status per jump.
+std::vector<Status> patch_with_threads_parked(std::span<const ParkedJump> jumps) {
   constexpr int kAttempts = 100;
-  const auto start = reinterpret_cast<uintptr_t>(target);
-  MEMPROF_TRY(threads, ThreadParking::prepare());
-  const bool hold_entry = !any_thread_blocks_sigtrap(threads.threads());
+  std::vector<Status> statuses(jumps.size(), ok_status());
+  auto fail_all = [&](const Error& error) {
+    for (Status& status : statuses)
+      if (status.ok()) status = error;
+    return statuses;
+  };
+  auto threads = ThreadParking::prepare();
+  if (!threads.ok()) return fail_all(threads.error());
+  const bool hold_entry = !any_thread_blocks_sigtrap(threads->threads());
   std::optional<SigtrapUnblocked> unblocked;
+  std::vector<SmallPatch> patches;
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  std::vector<size_t> armed;  // indices of the jumps in `patches`
+  std::vector<Status> traps(jumps.size(), ok_status());
   if (hold_entry) {
     unblocked.emplace();
-    MEMPROF_TRY_STATUS(arm_entry_trap(start, detour));
+    std::vector<EntryTrap> entries;
+    for (const ParkedJump& jump : jumps) entries.push_back({jump.start, jump.detour});
+    traps = arm_entry_traps(entries);
   }
-  auto give_up = [&](Error error) -> Status {
-    if (hold_entry) (void)disarm_entry_trap(start);
-    return error;
+  for (size_t i = 0; i < jumps.size(); ++i) {
+    if (!traps[i].ok()) {
+      statuses[i] = traps[i];
+      continue;
+    }
+    SmallPatch patch{jumps[i].start, {}, static_cast<uint8_t>(jumps[i].bytes.size())};
+    std::copy(jumps[i].bytes.begin(), jumps[i].bytes.end(), patch.bytes);
+    patches.push_back(patch);
+    ranges.emplace_back(jumps[i].start, jumps[i].start + jumps[i].bytes.size());
+    armed.push_back(i);
+  }
+  auto give_up = [&](const Error& error) {
+    for (size_t i : armed) {
+      if (hold_entry) (void)disarm_entry_trap(jumps[i].start);
+      statuses[i] = error;
+    }
+    return statuses;
   };
+  if (patches.empty()) return statuses;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     auto parking = ThreadParking::prepare();
     if (!parking.ok()) return give_up(parking.error());
-    ParkingGate gate(*parking, start, start + jump.size(), hold_entry);
+    ParkingGate gate(*parking, ranges, hold_entry);
     bool busy = false;
-    Status status = patch_memory(target, jump, gate, &busy);
+    Status status = patch_memory(patches, gate, &busy);
     if (!busy) {
       if (!status.ok()) return give_up(status.error());
-      if (hold_entry) entry_trap_replaced(start);
-      return status;
+      if (hold_entry)
+        for (size_t i : armed) entry_trap_replaced(jumps[i].start);
+      return statuses;
     }
     sleep_without_libc(std::chrono::microseconds(200));
   }
-  return give_up(err("the function at {:#x}: another thread was stopped inside its first {} "
-                     "bytes at each of {} attempts",
-                     start, jump.size(), kAttempts));
+  return give_up(err("another thread was stopped inside the first {} bytes of one of {} functions at each of {} "
+                     "attempts", x86_64::kJumpRel32Size, patches.size(), kAttempts));
+}
+
+// The same for one jump; a jump across a 16-byte boundary is written alone (refused while other
+// threads run).
+Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump, uintptr_t detour) {
+  const ParkedJump one{reinterpret_cast<uintptr_t>(target), jump, detour};
+  if (!fits_one_atomic_store(one.start, jump.size())) return patch_memory(target, jump);
+  return patch_with_threads_parked(std::span<const ParkedJump>(&one, 1)).front();
 }
 
 }  // namespace
 
-Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replacement,
-                                                      EntryHookOptions options) {
+// An entry hook ready to go in: its trampoline placed and original() published, the jump
+// computed. Everything but the store; made with the registry lock held.
+struct EntryHook::Prepared {
+  void* target = nullptr;
+  ObjectKey object_key;
+  void* original = nullptr;
+  std::vector<uint8_t> saved;
+  std::vector<uint8_t> jump;
+  size_t displaced_bytes = 0;
+  size_t displaced_instructions = 0;
+  uintptr_t start() const { return reinterpret_cast<uintptr_t>(target); }
+  // A jump inside one instruction has no boundary a thread could be stopped at: no parking.
+  bool needs_parking(const EntryHookOptions& options) const {
+    return options.park_threads && displaced_instructions > 1;
+  }
+};
+
+Result<EntryHook::Prepared> EntryHook::prepare_locked(void* target, void* replacement,
+                                                      const EntryHookOptions& options) {
   if (target == nullptr || replacement == nullptr)
     return err("entry hook: null {}", target == nullptr ? "target" : "replacement");
   if (hooks_frozen()) return err("{}", kFrozenHooks);
   auto start = reinterpret_cast<uintptr_t>(target);
-  HookChange change;
-  std::lock_guard lock(registry_mutex());
   auto& targets = hooked_targets();
   auto held = std::find_if(targets.begin(), targets.end(), [&](const HookedTarget& t) { return t.address == start; });
   if (held != targets.end())
     return err("the function at {:#x} is already hooked at its entry by {}", start, held->owner);
 
+  Prepared prepared;
+  prepared.target = target;
   // Known before the bytes change: an unload after the patch left a hook without an object,
   // which its owner could then never tell was gone (a trace kept it, and the address stayed
   // taken for every later load of the library there).
-  ObjectKey object_key;
-  if (auto key = object_key_containing(target); key.ok()) object_key = *key;
+  if (auto key = object_key_containing(target); key.ok()) prepared.object_key = *key;
 
   Decoder decoder;
   MEMPROF_TRY(prologue, x86_64::measure_prologue(decoder, start, x86_64::kJumpRel32Size));
@@ -206,31 +267,96 @@ Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replac
               place_trampoline({kEntryTrampoline, start, reinterpret_cast<uintptr_t>(replacement)},
                                {start, start + x86_64::kJumpRel32Size}, generate));
 
-  void* original = reinterpret_cast<void*>(trampoline + kThunkSlot);
-  std::vector<uint8_t> saved(at(start), at(start) + x86_64::kJumpRel32Size);
-  if (options.publish_original) __atomic_store_n(options.publish_original, original, __ATOMIC_RELEASE);
-
+  prepared.original = reinterpret_cast<void*>(trampoline + kThunkSlot);
+  prepared.saved.assign(at(start), at(start) + x86_64::kJumpRel32Size);
+  prepared.displaced_bytes = prologue.bytes;
+  prepared.displaced_instructions = prologue.instructions;
   x86_64::CodeWriter jump(start);
   jump.jump(trampoline);
   if (jump.code().size() != x86_64::kJumpRel32Size)
     return err("the trampoline at {:#x} is out of rel32 reach of {:#x}", trampoline, start);
-  // A jump inside one instruction has no boundary a thread could be stopped at: no parking.
-  const bool park = options.park_threads && prologue.instructions > 1;
-  MEMPROF_TRY_STATUS(park ? patch_with_threads_parked(target, jump.code(),
-                                                      reinterpret_cast<uintptr_t>(original))
-                          : patch_memory(target, jump.code()));
-  // Made only once the jump is in: its destructor takes the registry lock (held here) and
-  // restores the bytes, so a hook object on a failure path above deadlocked the caller (a
-  // vdso function, whose page cannot be patched, hung the agent for good).
+  prepared.jump = jump.code();
+  if (options.publish_original) __atomic_store_n(options.publish_original, prepared.original, __ATOMIC_RELEASE);
+  return prepared;
+}
+
+// Made only once the jump is in: its destructor takes the registry lock (held here) and
+// restores the bytes, so a hook object on a failure path deadlocked the caller (a vdso
+// function, whose page cannot be patched, hung the agent for good).
+std::unique_ptr<EntryHook> EntryHook::commit_locked(Prepared prepared, const char* owner) {
   std::unique_ptr<EntryHook> hook(new EntryHook);
-  hook->target_ = target;
-  hook->object_key_ = object_key;
-  hook->original_ = original;
-  hook->saved_ = std::move(saved);
-  hook->displaced_bytes_ = prologue.bytes;
-  hook->displaced_instructions_ = prologue.instructions;
-  targets.push_back({start, options.owner});
+  hook->target_ = prepared.target;
+  hook->object_key_ = prepared.object_key;
+  hook->original_ = prepared.original;
+  hook->saved_ = std::move(prepared.saved);
+  hook->displaced_bytes_ = prepared.displaced_bytes;
+  hook->displaced_instructions_ = prepared.displaced_instructions;
+  hooked_targets().push_back({prepared.start(), owner});
   return hook;
+}
+
+Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replacement,
+                                                      EntryHookOptions options) {
+  HookChange change;
+  std::lock_guard lock(registry_mutex());
+  MEMPROF_TRY(prepared, prepare_locked(target, replacement, options));
+  MEMPROF_TRY_STATUS(prepared.needs_parking(options)
+                         ? patch_with_threads_parked(target, prepared.jump,
+                                                     reinterpret_cast<uintptr_t>(prepared.original))
+                         : patch_memory(target, prepared.jump));
+  return commit_locked(std::move(prepared), options.owner);
+}
+
+std::vector<Result<std::unique_ptr<EntryHook>>> EntryHook::install_many(std::span<const EntryHookRequest> requests,
+                                                                        EntryHookOptions options) {
+  std::vector<Result<std::unique_ptr<EntryHook>>> results;
+  results.reserve(requests.size());
+  HookChange change;
+  std::lock_guard lock(registry_mutex());
+  // Prepared first, each alone (the registry check catches a target named twice once the first
+  // is committed); hooks that need no parking, or cannot share one store, go in at once.
+  std::vector<std::pair<size_t, Prepared>> parked;
+  for (const EntryHookRequest& request : requests) {
+    EntryHookOptions own = options;
+    own.publish_original = request.publish_original;
+    auto prepared = prepare_locked(request.target, request.replacement, own);
+    const bool duplicate = prepared.ok() && std::any_of(parked.begin(), parked.end(), [&](const auto& p) {
+                             return p.second.target == request.target;
+                           });
+    if (!prepared.ok() || duplicate) {
+      results.emplace_back(duplicate ? err("the function at {} is named twice", request.target) : prepared.error());
+      continue;
+    }
+    if (prepared->needs_parking(options) && fits_one_atomic_store(prepared->start(), prepared->jump.size())) {
+      results.emplace_back(err("not installed"));  // replaced below
+      parked.emplace_back(results.size() - 1, std::move(*prepared));
+      continue;
+    }
+    Status written = prepared->needs_parking(options)
+                         ? patch_with_threads_parked(request.target, prepared->jump,
+                                                     reinterpret_cast<uintptr_t>(prepared->original))
+                         : patch_memory(request.target, prepared->jump);
+    if (written.ok()) {
+      results.emplace_back(commit_locked(std::move(*prepared), options.owner));
+    } else {
+      results.emplace_back(written.error());
+    }
+  }
+  if (parked.empty()) return results;
+
+  std::vector<ParkedJump> jumps;
+  for (const auto& [index, prepared] : parked)
+    jumps.push_back({prepared.start(), prepared.jump, reinterpret_cast<uintptr_t>(prepared.original)});
+  std::vector<Status> written = patch_with_threads_parked(jumps);
+  for (size_t i = 0; i < parked.size(); ++i) {
+    auto& [index, prepared] = parked[i];
+    if (written[i].ok()) {
+      results[index] = commit_locked(std::move(prepared), options.owner);
+    } else {
+      results[index] = written[i].error();
+    }
+  }
+  return results;
 }
 
 EntryHook::~EntryHook() {

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/hook/loaded_object.h"
@@ -55,10 +56,22 @@ struct EntryHookOptions {
   const char* owner = "another entry hook";
 };
 
+// One function of a batch (install_many).
+struct EntryHookRequest {
+  void* target = nullptr;
+  void* replacement = nullptr;
+  void** publish_original = nullptr;  // as EntryHookOptions::publish_original
+};
+
 class EntryHook {
  public:
   static Result<std::unique_ptr<EntryHook>> install(void* target, void* replacement,
                                                     EntryHookOptions options = {});
+  // Many hooks with the same options (publish_original aside), with one parking of the other
+  // threads for all those that need it instead of one each: a trace of every function of libc
+  // stops a busy process once, not a thousand times. One result per request, in order.
+  static std::vector<Result<std::unique_ptr<EntryHook>>> install_many(std::span<const EntryHookRequest> requests,
+                                                                      EntryHookOptions options);
   EntryHook(const EntryHook&) = delete;
   EntryHook& operator=(const EntryHook&) = delete;
   ~EntryHook();  // uninstalls: the original bytes come back (unless the object was unloaded);
@@ -74,6 +87,9 @@ class EntryHook {
   size_t displaced_instructions() const { return displaced_instructions_; }
 
  private:
+  struct Prepared;
+  static Result<Prepared> prepare_locked(void* target, void* replacement, const EntryHookOptions& options);
+  static std::unique_ptr<EntryHook> commit_locked(Prepared prepared, const char* owner);
   EntryHook() = default;
   void* target_ = nullptr;
   ObjectKey object_key_;  // the object holding target_, when it is inside one

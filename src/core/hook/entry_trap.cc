@@ -153,6 +153,37 @@ Status arm_entry_trap(uintptr_t start, uintptr_t detour) {
   return written;
 }
 
+std::vector<Status> arm_entry_traps(std::span<const EntryTrap> traps) {
+  std::vector<Status> statuses(traps.size(), ok_status());
+  std::lock_guard lock(arm_mutex());
+  if (Status handler = install_trap_handler(); !handler.ok()) {
+    std::fill(statuses.begin(), statuses.end(), handler);
+    return statuses;
+  }
+  std::vector<SmallPatch> patches;
+  std::vector<size_t> patched;  // index in `traps` of each patch
+  std::vector<std::atomic<int>*> replaced_bytes;
+  for (size_t i = 0; i < traps.size(); ++i) {
+    std::atomic<int>* replaced = remember(traps[i].start, traps[i].detour);
+    if (replaced == nullptr) {
+      statuses[i] = err("more than {} functions have had entry hooks", kMaxEntries);
+      continue;
+    }
+    replaced->store(*reinterpret_cast<const uint8_t*>(traps[i].start), std::memory_order_release);
+    patches.push_back({traps[i].start, {kInt3}, 1});
+    patched.push_back(i);
+    replaced_bytes.push_back(replaced);
+  }
+  // One read of the maps, one protection change per page and one serialization for all.
+  size_t written = 0;
+  Status status = patch_memory(patches, &written);
+  for (size_t k = written; k < patches.size(); ++k) {
+    replaced_bytes[k]->store(kNoByte, std::memory_order_release);
+    statuses[patched[k]] = status.ok() ? Status(err("int3 at {:#x} not written", traps[patched[k]].start)) : status;
+  }
+  return statuses;
+}
+
 void entry_trap_replaced(uintptr_t start) {
   if (std::atomic<int>* replaced = replaced_byte_of(start)) replaced->store(kNoByte, std::memory_order_release);
 }

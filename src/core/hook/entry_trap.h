@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/util/result.h"
 
@@ -32,6 +33,14 @@ namespace memprof::hook {
 // continues at `detour`, which must behave like the function. Call disarm_entry_trap when the
 // jump is not written after all.
 Status arm_entry_trap(uintptr_t start, uintptr_t detour);
+
+// The same for many functions at once (one protection change per page, one serialization).
+// One status per trap.
+struct EntryTrap {
+  uintptr_t start;
+  uintptr_t detour;
+};
+std::vector<Status> arm_entry_traps(std::span<const EntryTrap> traps);
 
 // The jump has replaced the int3 (a child forked from now on has the jump, not the int3).
 void entry_trap_replaced(uintptr_t start);

@@ -226,8 +226,12 @@ Status patch_memory(void* address, std::span<const uint8_t> bytes, StoreGate& ga
   });
 }
 
-Status patch_memory(std::span<const SmallPatch> patches, size_t* written) {
-  if (written != nullptr) *written = 0;
+namespace {
+
+// Several patches: their pages made writable (one maps read, each page once), `write()`, the
+// protections put back, every thread serialized once.
+template <typename Write>
+Status patch_many(std::span<const SmallPatch> patches, Write write) {
   if (patches.empty()) return ok_status();
   std::lock_guard lock(patch_mutex());
   MEMPROF_TRY(mappings, read_self_maps());
@@ -243,16 +247,50 @@ Status patch_memory(std::span<const SmallPatch> patches, size_t* written) {
       return writable;
     }
   }
-  Status stored = ok_status();
-  for (const SmallPatch& p : patches) {  // in the caller's order, so `written` means a prefix
-    stored = store(reinterpret_cast<uint8_t*>(p.address), {p.bytes, p.size});
-    if (!stored.ok()) break;
-    if (written != nullptr) ++*written;
-  }
+  Status stored = write();
   Status restored = restore_protections(pages);
   serialize_all_threads();
   if (!stored.ok()) return stored;
   return restored;
+}
+
+}  // namespace
+
+Status patch_memory(std::span<const SmallPatch> patches, size_t* written) {
+  if (written != nullptr) *written = 0;
+  return patch_many(patches, [&]() -> Status {
+    for (const SmallPatch& p : patches) {  // in the caller's order, so `written` means a prefix
+      MEMPROF_TRY_STATUS(store(reinterpret_cast<uint8_t*>(p.address), {p.bytes, p.size}));
+      if (written != nullptr) ++*written;
+    }
+    return ok_status();
+  });
+}
+
+Status patch_memory(std::span<const SmallPatch> patches, StoreGate& gate, bool* busy) {
+  *busy = false;
+  return patch_many(patches, [&]() -> Status {
+    // Checked before the gate: between its calls nothing allocates, and nothing may fail half
+    // way (the patches go in together or not at all).
+    for (const SmallPatch& p : patches) {
+      if (!fits_one_atomic_store(p.address, p.size))
+        return err("cannot patch {} bytes at {:#x} atomically: they cross a 16-byte boundary", p.size, p.address);
+    }
+    const bool allowed = gate.before_store();
+    if (allowed) {
+      for (const SmallPatch& p : patches) (void)store_without_allocating(reinterpret_cast<uint8_t*>(p.address), {p.bytes, p.size});
+    }
+    gate.after_store();
+    if (!allowed) {
+      *busy = true;
+      return err("the {} patches are in use by another thread", patches.size());
+    }
+    return ok_status();
+  });
+}
+
+bool fits_one_atomic_store(uintptr_t address, size_t size) {
+  return size <= 16 && (address & ~uintptr_t{15}) == ((address + size - 1) & ~uintptr_t{15});
 }
 
 }  // namespace memprof::hook

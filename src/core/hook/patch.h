@@ -59,6 +59,15 @@ struct SmallPatch {
 };
 Status patch_memory(std::span<const SmallPatch> patches, size_t* written = nullptr);
 
+// The same under one StoreGate (above): all the patches go in at one store moment, or none
+// (*busy set when before_store() says no). Each must fit one aligned 16-byte unit
+// (fits_one_atomic_store); other threads run, so there is no copy fallback.
+Status patch_memory(std::span<const SmallPatch> patches, StoreGate& gate, bool* busy);
+
+// Whether [address, address + size) lies within one aligned 16-byte block: one atomic store
+// can write it whatever its neighbours.
+bool fits_one_atomic_store(uintptr_t address, size_t size);
+
 // In a forked child: puts back the protection of every page a patch had made writable at the
 // fork (the parent puts back its own; the child, with no patcher thread, never would: it kept
 // code pages writable and executable for good). With raw system calls, no lock, no allocation;

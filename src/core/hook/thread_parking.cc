@@ -169,7 +169,14 @@ ThreadParking::ThreadParking(ThreadParking&& other) noexcept
 
 ThreadParking::~ThreadParking() { resume(); }
 
+namespace {
+std::atomic<uint64_t> g_parkings{0};
+}  // namespace
+
+uint64_t ThreadParking::parkings_so_far() noexcept { return g_parkings.load(std::memory_order_relaxed); }
+
 void ThreadParking::park(unsigned timeout_ms, bool spare_sleepers) noexcept {
+  g_parkings.fetch_add(1, std::memory_order_relaxed);
   for (auto& tid : g_stopped_tid) tid.store(0, std::memory_order_relaxed);
   g_arrived.store(0, std::memory_order_relaxed);
   g_released.store(false, std::memory_order_relaxed);

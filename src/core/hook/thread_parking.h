@@ -60,6 +60,8 @@ class ThreadParking {
   // current instruction boundary, inside a range that starts before it.
   bool any_stopped_inside(uintptr_t begin, uintptr_t end) const noexcept;
   size_t parked() const noexcept { return parked_; }
+  // How many times this process parked its threads (each one stops every running thread).
+  static uint64_t parkings_so_far() noexcept;
   size_t blocked() const noexcept { return blocked_; }  // in the kernel: not signalled
   const std::vector<pid_t>& threads() const noexcept { return threads_; }
   size_t unreached() const noexcept { return signalled_ > parked_ ? signalled_ - parked_ : 0; }
