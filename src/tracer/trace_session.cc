@@ -183,7 +183,7 @@ TraceSession::~TraceSession() {
   stop_watching_for(this);  // first: a dlopen meanwhile must not hook more for this session
   {
     std::lock_guard lock(mutex_);
-    entry_hooks_.clear();
+    hook::EntryHook::uninstall_all(entry_hooks_);
     got_hooks_.clear();
   }
   release_unwinder_hooks_if_idle();  // last: no call can start any more

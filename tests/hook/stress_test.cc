@@ -216,3 +216,39 @@ TEST(Stress, EntryHooksInstalledTogetherWhileEightThreadsCall) {
 
 }  // namespace
 }  // namespace memprof::hook
+
+namespace memprof::hook {
+namespace {
+
+// uninstall_all puts every hook's bytes back at once: each function is whole again, and the
+// registry lets the same functions be hooked anew.
+TEST(EntryHookBatch, UninstallAllRestoresEveryFunctionAndFreesTheirEntries) {
+  testing::CodeLibrary code(HOOK_CODE_O0_PATH);
+  ASSERT_TRUE(code.loaded()) << code.error();
+  void* targets[] = {code.address("code_square"), code.address("code_plus_bias")};
+  std::vector<uint8_t> before[2];
+  for (int i = 0; i < 2; ++i) before[i].assign(static_cast<uint8_t*>(targets[i]), static_cast<uint8_t*>(targets[i]) + 16);
+  const EntryHookRequest requests[] = {{targets[0], reinterpret_cast<void*>(&stress_square)},
+                                       {targets[1], reinterpret_cast<void*>(&stress_plus_bias)}};
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::unique_ptr<EntryHook>> hooks;
+    for (auto& installed : EntryHook::install_many(requests, {.park_threads = true})) {
+      ASSERT_TRUE(installed.ok()) << installed.message();
+      hooks.push_back(std::move(*installed));
+    }
+    hooked = 0;
+    EXPECT_EQ(code.call_plus_bias(5), 24);
+    EXPECT_EQ(hooked.load(), 1u);
+    EntryHook::uninstall_all(hooks);
+    EXPECT_TRUE(hooks.empty());
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(std::vector<uint8_t>(static_cast<uint8_t*>(targets[i]), static_cast<uint8_t*>(targets[i]) + 16), before[i]);
+    }
+    const unsigned long reached = code.plus_bias_calls();
+    EXPECT_EQ(code.call_plus_bias(5), 24);
+    EXPECT_EQ(code.plus_bias_calls(), reached + 1) << "the original runs again";
+  }
+}
+
+}  // namespace
+}  // namespace memprof::hook

@@ -359,7 +359,35 @@ std::vector<Result<std::unique_ptr<EntryHook>>> EntryHook::install_many(std::spa
   return results;
 }
 
+void EntryHook::uninstall_all(std::vector<std::unique_ptr<EntryHook>>& hooks) {
+  if (!hooks_frozen()) {
+    HookChange change;
+    std::lock_guard lock(registry_mutex());
+    std::vector<SmallPatch> patches;
+    std::vector<EntryHook*> patched;
+    for (auto& hook : hooks) {
+      const auto start = reinterpret_cast<uintptr_t>(hook->target_);
+      std::erase_if(hooked_targets(), [&](const HookedTarget& t) { return t.address == start; });
+      hook->restored_ = true;
+      // An unloaded object's pages may now belong to something else: never touch them.
+      if (hook->object_key_.dynamic != nullptr && !is_loaded(hook->object_key_)) continue;
+      SmallPatch patch{start, {}, static_cast<uint8_t>(hook->saved_.size())};
+      std::copy(hook->saved_.begin(), hook->saved_.end(), patch.bytes);
+      patches.push_back(patch);
+      patched.push_back(hook.get());
+    }
+    // One maps read, one protection change per page and one serialization for all; what the
+    // batch could not write is tried alone (a failure leaves the jump, which stays valid).
+    size_t written = 0;
+    if (!patch_memory(patches, &written).ok()) {
+      for (size_t i = written; i < patched.size(); ++i) (void)patch_memory(patched[i]->target_, patched[i]->saved_);
+    }
+  }
+  hooks.clear();
+}
+
 EntryHook::~EntryHook() {
+  if (restored_) return;  // by uninstall_all
   if (hooks_frozen()) return;  // the jump stays, and its trampoline: calls pass through
   HookChange change;
   std::lock_guard lock(registry_mutex());

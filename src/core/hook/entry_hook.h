@@ -76,6 +76,9 @@ class EntryHook {
   EntryHook& operator=(const EntryHook&) = delete;
   ~EntryHook();  // uninstalls: the original bytes come back (unless the object was unloaded);
                  // the trampoline stays valid
+  // Uninstalls all of `hooks` (and empties it) with one protection change per page and one
+  // serialization of the threads, instead of one each.
+  static void uninstall_all(std::vector<std::unique_ptr<EntryHook>>& hooks);
 
   void* target() const { return target_; }
   const ObjectKey& object_key() const { return object_key_; }  // empty outside any object
@@ -97,6 +100,7 @@ class EntryHook {
   std::vector<uint8_t> saved_;
   size_t displaced_bytes_ = 0;
   size_t displaced_instructions_ = 0;
+  bool restored_ = false;  // by uninstall_all: the destructor has nothing left to do
 };
 
 }  // namespace memprof::hook
