@@ -121,15 +121,19 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
   // Ruby lines must not be read, nor jobs posted (ruby:gc's disabling), once the VM has ended.
   if (request.ruby_caller || ruby_gc) MEMPROF_TRY_STATUS(watch_vm_end());
   tracer::set_caller_source(request.ruby_caller ? &ruby_caller : nullptr);
+  // The exec watch before the trace's hooks: a trace of execve itself (`-x '*'`) then sees it
+  // through the GOT, and an exec still waits for the last reads (the other way round, the
+  // trace's entry hook left the watch out).
+  std::vector<std::string> problems;
+  watch_exec(problems);
   auto session = tracer::TraceSession::start(std::move(request));
   if (!session.ok()) {
     tracer::set_caller_source(nullptr);
     drop_unused_vm_end_watch();
+    drop_unused_exec_watch();
     return err("{}", session.message());
   }
   trace_ = std::move(*session);
-  std::vector<std::string> problems;
-  watch_exec(problems);
   if (ruby_gc) {
     // A failure here ends the trace just started (and with it its hooks).
     auto source = trace_->add_event_source("ruby:gc");

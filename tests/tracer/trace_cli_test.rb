@@ -644,6 +644,16 @@ class TraceCliTest < Minitest::Test
     assert_equal ["(without the GVL)"], calls.select { |c| c["arguments"] == '1, "x\\n", 2' }.map { |c| c["ruby_caller"] }
   end
 
+  # Tracing execve itself (or `-x '*'`) keeps the exec watch, which holds an exec until the last
+  # calls are read: the trace sees execve through the GOT. Before: the trace's entry hook came
+  # first and the CLI said "an exec will not wait for the last reads".
+  def test_tracing_execve_keeps_the_exec_watch
+    _, err, status = memprof("trace", "-x", "execve", "-x", "getpid", "--", "sh", "-c", "exec /bin/true")
+    assert status.success?, err
+    refute_includes err, "an exec will not wait"
+    assert_match(/execve in \S*libc\.so\.6: its entry cannot be patched \(the function at 0x\h+ is already hooked at its entry by memprof's exec watch\); only calls through the GOT are seen/, err)
+  end
+
   # A function whose prototype returns a string (getenv, setlocale, strerror) shows it, as
   # ltrace does: the tracer copies it when the call returns. Before: its address.
   def test_a_returned_string_is_shown_as_a_string
