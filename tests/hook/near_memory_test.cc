@@ -61,5 +61,38 @@ TEST(NearMemory, ManyTrampolinesShareFewMappings) {
   }
 }
 
+// Placed inside a TrampolineSealing, trampolines stay read+write (never executable) until seal(),
+// which makes them read+execute with one mprotect per run of adjacent pages; only then are they
+// reused by a later placement of the same code.
+TEST(NearMemory, TrampolinesPlacedTogetherAreSealedTogether) {
+  constexpr int kTrampolines = 40;
+  constexpr int kKind = 9001;
+  const auto near = reinterpret_cast<uintptr_t>(&nearby_function);
+  auto code_for = [](int i) {
+    return [i](uintptr_t) -> Result<std::vector<uint8_t>> {
+      return std::vector<uint8_t>{0xb8, static_cast<uint8_t>(i), 0, 0, 0, 0xc3};  // mov eax, i; ret
+    };
+  };
+  std::vector<uintptr_t> placed;
+  {
+    TrampolineSealing sealing;
+    for (int i = 0; i < kTrampolines; ++i) {
+      auto address = place_trampoline({kKind, near + static_cast<uintptr_t>(i), 0}, {near, near}, code_for(i));
+      ASSERT_TRUE(address.ok()) << address.message();
+      placed.push_back(*address);
+    }
+    for (uintptr_t address : placed)
+      EXPECT_EQ(*page_protection(reinterpret_cast<const void*>(address)), PROT_READ | PROT_WRITE);
+    ASSERT_TRUE(sealing.seal().ok());
+  }
+  for (int i = 0; i < kTrampolines; ++i) {
+    EXPECT_EQ(*page_protection(reinterpret_cast<const void*>(placed[i])), PROT_READ | PROT_EXEC);
+    EXPECT_EQ(reinterpret_cast<int (*)()>(placed[i])(), i);
+    auto again = place_trampoline({kKind, near + static_cast<uintptr_t>(i), 0}, {near, near}, code_for(i));
+    ASSERT_TRUE(again.ok()) << again.message();
+    EXPECT_EQ(*again, placed[i]) << "retained once sealed";
+  }
+}
+
 }  // namespace
 }  // namespace memprof::hook

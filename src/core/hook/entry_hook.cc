@@ -313,45 +313,56 @@ std::vector<Result<std::unique_ptr<EntryHook>>> EntryHook::install_many(std::spa
   results.reserve(requests.size());
   HookChange change;
   std::lock_guard lock(registry_mutex());
-  // Prepared first, each alone (the registry check catches a target named twice once the first
-  // is committed); hooks that need no parking, or cannot share one store, go in at once.
-  std::vector<std::pair<size_t, Prepared>> parked;
-  for (const EntryHookRequest& request : requests) {
-    EntryHookOptions own = options;
-    own.publish_original = request.publish_original;
-    auto prepared = prepare_locked(request.target, request.replacement, own);
-    const bool duplicate = prepared.ok() && std::any_of(parked.begin(), parked.end(), [&](const auto& p) {
-                             return p.second.target == request.target;
-                           });
-    if (!prepared.ok() || duplicate) {
-      results.emplace_back(duplicate ? err("the function at {} is named twice", request.target) : prepared.error());
-      continue;
-    }
-    if (prepared->needs_parking(options) && fits_one_atomic_store(prepared->start(), prepared->jump.size())) {
+  // Prepared first, each alone (a target named twice is refused), their trampolines made
+  // executable together; then the hooks that need no parking, or cannot share one store, go
+  // in one by one, and the others under one parking.
+  std::vector<std::pair<size_t, Prepared>> prepared;
+  {
+    TrampolineSealing sealing;
+    for (const EntryHookRequest& request : requests) {
+      EntryHookOptions own = options;
+      own.publish_original = request.publish_original;
+      const bool duplicate = std::any_of(prepared.begin(), prepared.end(),
+                                         [&](const auto& p) { return p.second.target == request.target; });
+      auto one = duplicate ? Result<Prepared>(err("the function at {} is named twice", request.target))
+                           : prepare_locked(request.target, request.replacement, own);
       results.emplace_back(err("not installed"));  // replaced below
-      parked.emplace_back(results.size() - 1, std::move(*prepared));
+      if (!one.ok()) {
+        results.back() = one.error();
+        continue;
+      }
+      prepared.emplace_back(results.size() - 1, std::move(*one));
+    }
+    if (Status sealed = sealing.seal(); !sealed.ok()) {
+      for (auto& [index, hook] : prepared) results[index] = sealed.error();
+      return results;
+    }
+  }
+  std::vector<std::pair<size_t, Prepared>> parked;
+  for (auto& [index, hook] : prepared) {
+    if (hook.needs_parking(options) && fits_one_atomic_store(hook.start(), hook.jump.size())) {
+      parked.emplace_back(index, std::move(hook));
       continue;
     }
-    Status written = prepared->needs_parking(options)
-                         ? patch_with_threads_parked(request.target, prepared->jump,
-                                                     reinterpret_cast<uintptr_t>(prepared->original))
-                         : patch_memory(request.target, prepared->jump);
+    Status written = hook.needs_parking(options)
+                         ? patch_with_threads_parked(hook.target, hook.jump, reinterpret_cast<uintptr_t>(hook.original))
+                         : patch_memory(hook.target, hook.jump);
     if (written.ok()) {
-      results.emplace_back(commit_locked(std::move(*prepared), options.owner));
+      results[index] = commit_locked(std::move(hook), options.owner);
     } else {
-      results.emplace_back(written.error());
+      results[index] = written.error();
     }
   }
   if (parked.empty()) return results;
 
   std::vector<ParkedJump> jumps;
-  for (const auto& [index, prepared] : parked)
-    jumps.push_back({prepared.start(), prepared.jump, reinterpret_cast<uintptr_t>(prepared.original)});
+  for (const auto& [index, hook] : parked)
+    jumps.push_back({hook.start(), hook.jump, reinterpret_cast<uintptr_t>(hook.original)});
   std::vector<Status> written = patch_with_threads_parked(jumps);
   for (size_t i = 0; i < parked.size(); ++i) {
-    auto& [index, prepared] = parked[i];
+    auto& [index, hook] = parked[i];
     if (written[i].ok()) {
-      results[index] = commit_locked(std::move(prepared), options.owner);
+      results[index] = commit_locked(std::move(hook), options.owner);
     } else {
       results[index] = written[i].error();
     }

@@ -15,6 +15,15 @@
 #include "core/util/proc_maps.h"
 
 namespace memprof::hook {
+
+// A trampoline placed inside a TrampolineSealing: its code, and the pages to seal.
+struct Unsealed {
+  TrampolineKey key;
+  uintptr_t address;
+  size_t size;
+  uintptr_t pages;
+  size_t pages_size;
+};
 namespace {
 
 constexpr uintptr_t kLowestAddress = 0x10000;           // above vm.mmap_min_addr
@@ -92,6 +101,9 @@ class TrampolinePages {
   }
 
   uintptr_t address() const { return address_; }
+  size_t size() const { return size_; }
+  // Kept read+write, for a TrampolineSealing to seal later: this object no longer owns them.
+  void hand_over() { size_ = 0; }
   // Read+execute for the life of the process (see near_memory.h).
   Status seal() {
     if (::mprotect(reinterpret_cast<void*>(address_), size_, PROT_READ | PROT_EXEC) != 0)
@@ -115,7 +127,11 @@ class TrampolinePages {
 struct Arena {
   uintptr_t next;
   uintptr_t end;
+  uintptr_t writable_end = 0;  // [next, writable_end) is read+write already, unused
 };
+// Pages made read+write at a time, ahead of the trampolines that will use them: one mprotect
+// (and its TLB shootdown) for 64 trampolines instead of one each.
+constexpr size_t kWritableAhead = 64;
 constexpr size_t kArenaSize = size_t{16} << 20;
 // An arena keeps this far below the code it serves: the address space next to code is what a
 // call-site hook needs (its trampoline must lie within 16 MB below the call: the window one
@@ -131,7 +147,12 @@ std::vector<Arena>& arenas() {
 std::optional<TrampolinePages> take_from_arena(const NearPlacement& placement, size_t size) {
   for (Arena& arena : arenas()) {
     if (arena.end - arena.next < size || !placement.accepts(arena.next, size)) continue;
-    if (::mprotect(reinterpret_cast<void*>(arena.next), size, PROT_READ | PROT_WRITE) != 0) continue;
+    if (arena.next + size > arena.writable_end) {
+      const uintptr_t from = std::max(arena.next, arena.writable_end);
+      const uintptr_t to = std::min(arena.end, std::max(arena.next + size, from + kWritableAhead * page_size()));
+      if (::mprotect(reinterpret_cast<void*>(from), to - from, PROT_READ | PROT_WRITE) != 0) continue;
+      arena.writable_end = to;
+    }
     TrampolinePages pages(arena.next, size, /*in_arena=*/true);
     arena.next += size;
     return pages;
@@ -163,7 +184,7 @@ Result<TrampolinePages> map_near(const NearPlacement& placement, size_t size) {
     NearPlacement below = placement;
     below.window_end = placement.low > kArenaClearance ? placement.low - kArenaClearance : 0;
     if (auto arena = map_at_candidate(below, kArenaSize, PROT_NONE, MAP_NORESERVE); arena.ok()) {
-      arenas().push_back({*arena, *arena + kArenaSize});
+      arenas().push_back({*arena, *arena + kArenaSize, *arena});
       if (auto pages = take_from_arena(placement, size)) return std::move(*pages);
     }
   }
@@ -176,6 +197,9 @@ Result<TrampolinePages> map_near(const NearPlacement& placement, size_t size) {
   return err("no free address within ±2 GB of {:#x}-{:#x} for a {}-byte trampoline",
              placement.low, placement.high, size);
 }
+
+// The trampolines this thread placed inside a TrampolineSealing, not yet read+execute.
+thread_local std::vector<Unsealed>* t_unsealed = nullptr;
 
 bool matches(const Retained& r, const std::vector<uint8_t>& code) {
   return code.size() <= r.size && std::memcmp(reinterpret_cast<const void*>(r.address),
@@ -208,9 +232,52 @@ Result<uintptr_t> place_trampoline(const TrampolineKey& key, const NearPlacement
   if (offset + code.size() > size || !placement.accepts(address, code.size()))
     return err("trampoline of {} bytes at {:#x} does not fit its placement", code.size(), address);
   std::memcpy(reinterpret_cast<void*>(address), code.data(), code.size());
+  if (t_unsealed != nullptr) {
+    // Cached once sealed: until then no other install may find it (it is not executable).
+    t_unsealed->push_back({key, address, code.size(), region.address(), region.size()});
+    region.hand_over();
+    return address;
+  }
   MEMPROF_TRY_STATUS(region.seal());
   cache().push_back({key, address, code.size()});
   return address;
+}
+
+TrampolineSealing::TrampolineSealing() {
+  if (t_unsealed == nullptr) t_unsealed = &unsealed_;
+}
+
+TrampolineSealing::~TrampolineSealing() {
+  (void)seal();
+  if (t_unsealed == &unsealed_) t_unsealed = nullptr;
+}
+
+Status TrampolineSealing::seal() {
+  // The thread's pending trampolines: this one's, or an outer TrampolineSealing's, which this
+  // one defers to (a caller that seals expects every trampoline it placed to be executable).
+  std::vector<Unsealed>& unsealed = *t_unsealed;
+  if (unsealed.empty()) return ok_status();
+  std::lock_guard lock(cache_mutex());
+  std::sort(unsealed.begin(), unsealed.end(),
+            [](const Unsealed& a, const Unsealed& b) { return a.pages < b.pages; });
+  Status sealed = ok_status();
+  // Runs of adjacent pages (consecutive trampolines of one arena) in one mprotect each.
+  for (size_t first = 0; first < unsealed.size();) {
+    size_t last = first;
+    while (last + 1 < unsealed.size() &&
+           unsealed[last + 1].pages == unsealed[last].pages + unsealed[last].pages_size)
+      ++last;
+    const uintptr_t begin = unsealed[first].pages;
+    const uintptr_t end = unsealed[last].pages + unsealed[last].pages_size;
+    if (::mprotect(reinterpret_cast<void*>(begin), end - begin, PROT_READ | PROT_EXEC) == 0) {
+      for (size_t i = first; i <= last; ++i) cache().push_back({unsealed[i].key, unsealed[i].address, unsealed[i].size});
+    } else if (sealed.ok()) {
+      sealed = err("mprotect(trampolines, PROT_READ|PROT_EXEC): {}", std::strerror(errno));
+    }
+    first = last + 1;
+  }
+  unsealed.clear();
+  return sealed;
 }
 
 }  // namespace memprof::hook
