@@ -201,14 +201,6 @@ std::vector<Status> patch_with_threads_parked(std::span<const ParkedJump> jumps)
                      "attempts", x86_64::kJumpRel32Size, patches.size(), kAttempts));
 }
 
-// The same for one jump; a jump across a 16-byte boundary is written alone (refused while other
-// threads run).
-Status patch_with_threads_parked(void* target, std::span<const uint8_t> jump, uintptr_t detour) {
-  const ParkedJump one{reinterpret_cast<uintptr_t>(target), jump, detour};
-  if (!fits_one_atomic_store(one.start, jump.size())) return patch_memory(target, jump);
-  return patch_with_threads_parked(std::span<const ParkedJump>(&one, 1)).front();
-}
-
 }  // namespace
 
 // An entry hook ready to go in: its trampoline placed and original() published, the jump
@@ -297,14 +289,8 @@ std::unique_ptr<EntryHook> EntryHook::commit_locked(Prepared prepared, const cha
 
 Result<std::unique_ptr<EntryHook>> EntryHook::install(void* target, void* replacement,
                                                       EntryHookOptions options) {
-  HookChange change;
-  std::lock_guard lock(registry_mutex());
-  MEMPROF_TRY(prepared, prepare_locked(target, replacement, options));
-  MEMPROF_TRY_STATUS(prepared.needs_parking(options)
-                         ? patch_with_threads_parked(target, prepared.jump,
-                                                     reinterpret_cast<uintptr_t>(prepared.original))
-                         : patch_memory(target, prepared.jump));
-  return commit_locked(std::move(prepared), options.owner);
+  const EntryHookRequest request{target, replacement, options.publish_original};
+  return std::move(install_many(std::span<const EntryHookRequest>(&request, 1), options).front());
 }
 
 std::vector<Result<std::unique_ptr<EntryHook>>> EntryHook::install_many(std::span<const EntryHookRequest> requests,
@@ -344,9 +330,9 @@ std::vector<Result<std::unique_ptr<EntryHook>>> EntryHook::install_many(std::spa
       parked.emplace_back(index, std::move(hook));
       continue;
     }
-    Status written = hook.needs_parking(options)
-                         ? patch_with_threads_parked(hook.target, hook.jump, reinterpret_cast<uintptr_t>(hook.original))
-                         : patch_memory(hook.target, hook.jump);
+    // No parking needed; or a jump across a 16-byte boundary, which no one store writes: alone
+    // in the process it is copied, else refused (patch.h).
+    Status written = patch_memory(hook.target, hook.jump);
     if (written.ok()) {
       results[index] = commit_locked(std::move(hook), options.owner);
     } else {

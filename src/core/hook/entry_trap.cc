@@ -140,19 +140,6 @@ std::atomic<int>* replaced_byte_of(uintptr_t start) {
 
 }  // namespace
 
-Status arm_entry_trap(uintptr_t start, uintptr_t detour) {
-  std::lock_guard lock(arm_mutex());
-  MEMPROF_TRY_STATUS(install_trap_handler());
-  std::atomic<int>* replaced = remember(start, detour);
-  if (replaced == nullptr) return err("more than {} functions have had entry hooks", kMaxEntries);
-  const uint8_t first_byte = *reinterpret_cast<const uint8_t*>(start);
-  replaced->store(first_byte, std::memory_order_release);
-  const uint8_t int3 = kInt3;
-  Status written = patch_memory(reinterpret_cast<void*>(start), {&int3, 1});
-  if (!written.ok()) replaced->store(kNoByte, std::memory_order_release);
-  return written;
-}
-
 std::vector<Status> arm_entry_traps(std::span<const EntryTrap> traps) {
   std::vector<Status> statuses(traps.size(), ok_status());
   std::lock_guard lock(arm_mutex());
@@ -182,6 +169,11 @@ std::vector<Status> arm_entry_traps(std::span<const EntryTrap> traps) {
     statuses[patched[k]] = status.ok() ? Status(err("int3 at {:#x} not written", traps[patched[k]].start)) : status;
   }
   return statuses;
+}
+
+Status arm_entry_trap(uintptr_t start, uintptr_t detour) {
+  const EntryTrap trap{start, detour};
+  return arm_entry_traps(std::span<const EntryTrap>(&trap, 1)).front();
 }
 
 void entry_trap_replaced(uintptr_t start) {

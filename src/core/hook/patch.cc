@@ -209,23 +209,6 @@ Status patch_memory(void* address, std::span<const uint8_t> bytes) {
   return patch_one(address, bytes.size(), [&] { return store(static_cast<uint8_t*>(address), bytes); });
 }
 
-Status patch_memory(void* address, std::span<const uint8_t> bytes, StoreGate& gate, bool* busy) {
-  *busy = false;
-  return patch_one(address, bytes.size(), [&]() -> Status {
-    // Between the gate's calls nothing allocates: the errors are formatted after.
-    bool allowed = gate.before_store();
-    bool stored = allowed && store_without_allocating(static_cast<uint8_t*>(address), bytes);
-    gate.after_store();
-    if (!allowed) {
-      *busy = true;
-      return err("the {} bytes at {} are in use by another thread", bytes.size(), address);
-    }
-    if (!stored)
-      return err("cannot patch {} bytes at {} atomically: they cross a 16-byte boundary", bytes.size(), address);
-    return ok_status();
-  });
-}
-
 namespace {
 
 // Several patches: their pages made writable (one maps read, each page once), `write()`, the
@@ -287,6 +270,15 @@ Status patch_memory(std::span<const SmallPatch> patches, StoreGate& gate, bool* 
     }
     return ok_status();
   });
+}
+
+Status patch_memory(void* address, std::span<const uint8_t> bytes, StoreGate& gate, bool* busy) {
+  *busy = false;
+  if (bytes.size() > sizeof(SmallPatch::bytes))
+    return err("cannot patch {} bytes at {} atomically: more than 16", bytes.size(), address);
+  SmallPatch patch{reinterpret_cast<uintptr_t>(address), {}, static_cast<uint8_t>(bytes.size())};
+  std::copy(bytes.begin(), bytes.end(), patch.bytes);
+  return patch_memory(std::span<const SmallPatch>(&patch, 1), gate, busy);
 }
 
 bool fits_one_atomic_store(uintptr_t address, size_t size) {
