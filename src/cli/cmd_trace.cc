@@ -407,8 +407,15 @@ int run_trace(const TraceOptions& options) {
   auto readout = trace::parse_readout(*stopped);
   if (!readout.ok()) return fail(readout.message());
   printer.take(std::move(*readout));
-  if (!printer.write_error().empty())
-    return fail(fmt::format("writing the trace: {} (the trace was stopped)", printer.write_error()));
+  if (!printer.write_error().empty()) {
+    const std::string problem = fmt::format("writing the trace: {} (the trace was stopped)", printer.write_error());
+    if (!process.launched()) return fail(problem);
+    // `memprof trace -- server | head`: the command is memprof's child, and leaving it to run
+    // on unseen (an orphan of init) would be worse than waiting for it, as after Ctrl-C.
+    fmt::print(stderr, "memprof: {}; waiting for process {} to end, whose exit status is memprof's\n",
+               problem, pid);
+    return finish_with_process(printer, exiting);
+  }
   if (exiting || process.launched()) {
     // Stopped by Ctrl-C or --duration while the command runs on (it may ignore SIGINT).
     const bool ending = exiting || process.ends_within(std::chrono::milliseconds(200));

@@ -356,6 +356,30 @@ class TraceCliTest < Minitest::Test
     assert_equal before, target.wait_for(/\Abytes /, from: count)
   end
 
+  # `memprof trace -- server | head`: the launched command is not left to run on as an orphan
+  # when the reader goes away; memprof waits for it and returns its status, as after Ctrl-C.
+  def test_a_reader_that_goes_away_leaves_a_launched_command_waited_for
+    reader, writer = IO.pipe
+    err_path = File.join(@tmpdir, "trace-stderr.txt")
+    # 5,000 lines fill the pipe: memprof's write meets the closed reader. Then the fixture
+    # waits 300 ms and becomes a shell that exits 5 a second later.
+    trace = Process.spawn(MEMPROF, "trace", "-x", "traced_add", "--", TARGET, "exec", "5000",
+                          "/bin/sh", "-c", "sleep 1; exit 5", out: writer, err: err_path)
+    writer.close
+    Timeout.timeout(PATIENCE) { nil until reader.gets.include?("traced_add") }  # after the fixture's "sum"
+    reader.close
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    _, status = Timeout.timeout(PATIENCE) { Process.wait2(trace) }
+    err = File.read(err_path)
+    command = Integer(err[/tracing 1 function in process (\d+)/, 1])
+    assert_equal 5, status.exitstatus, err  # the command's status: memprof waited for it
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.9
+    assert_includes err, "memprof: writing the trace: Broken pipe (the trace was stopped); waiting for process " \
+                         "#{command} to end, whose exit status is memprof's\n"
+    assert_match(/^memprof: process #{command} exited with status 5$/, err)
+    refute File.exist?("/proc/#{command}"), "the command was reaped"
+  end
+
   def test_under_a_seccomp_filter_strings_are_not_copied
     target = c_target
     run_job(target, "seccomp", /\Adone seccomp 0\z/)
