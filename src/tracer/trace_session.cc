@@ -158,6 +158,8 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
   }
   std::erase_if(request.patterns, is_event_pattern);  // the agent's business (add_event_source)
   std::unique_ptr<TraceSession> session(new TraceSession(std::move(request)));
+  // Before the watch: a library loaded from here on adds its problems to these.
+  session->pending_problems_ = std::move(problems);
   Untraced untraced;
   hook::HookChange change;
   MEMPROF_TRY_STATUS(watch_process_for(session.get()));
@@ -167,7 +169,6 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
   // What earlier sessions left in the rings is not this trace's.
   for (uint32_t i = 0; i < thread_state_count(); ++i)
     if (ThreadTrace* state = thread_state(i)) state->ring.drain([](const trace::CallRecord&) {});
-  session->pending_problems_ = std::move(problems);
   std::lock_guard lock(session->mutex_);
   // Functions traced before keep their counters, and rings their drops: this trace counts from here.
   session->baseline_ = session->sum_counters(function_count());
@@ -292,7 +293,9 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
       ids_.push_back(traced.id);
       added.push_back({traced.id, candidate.name, object.path, candidate.address, through_got});
     }
-    object_problems.say(object.path, request_.verbose, pending_problems_, pending_untraceable_);
+    // A library loaded again (a load-call-unload loop) has the problems it had: said once.
+    if (objects_with_problems_said_.insert(object.path).second)
+      object_problems.say(object.path, request_.verbose, pending_problems_, pending_untraceable_);
   }
   if (beyond_the_table > 0)
     pending_problems_.push_back(fmt::format("{} more matching function{} not traced: at most {} are (name fewer, "

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,7 @@ class TraceSession {
   std::vector<HookedFunction> pending_functions_;
   std::vector<std::string> pending_problems_;
   std::vector<std::string> pending_untraceable_;
+  std::set<std::string> objects_with_problems_said_;  // by path
   std::vector<uint32_t> ids_;  // every function this session hooked
   std::vector<FunctionCounters> baseline_;  // counters by id at the start (reused functions)
   LostCalls lost_at_start_{0, 0};

@@ -457,6 +457,21 @@ class TraceCliTest < Minitest::Test
     assert counts.all?(&:positive?), "calls counted by each session: #{counts.inspect}#{target.context}"
   end
 
+  # traced_late_short cannot be traced: that was said again at each of the loop's ~1,000 loads.
+  def test_a_library_loaded_in_a_loop_has_its_problems_said_once
+    target = c_target
+    target.send_line("reload")
+    trace = start_trace(target.pid, "-c", "-x", "traced_late*")
+    sleep 0.5
+    calls = summary_calls(stop_trace(trace))
+    run_job(target, "stop reload", /\Adone reload \d+\z/)
+    assert_operator calls["traced_late"].to_i, :>, 10, trace.context
+    problems = trace.stderr_text.lines.grep(/traced_late_short/)
+    assert_equal 1, problems.size, trace.stderr_text
+    assert_match(/cannot trace traced_late_short in \S+libtracer_late\.so: the function at 0x\h+ ends after 4 bytes/,
+                 problems.first)
+  end
+
   # A library loaded by the program is hooked on the loading thread; the agent's thread blocked
   # SIGTRAP, which ruled out holding the entries with an int3, so every patch signalled every
   # thread: each one asleep had its sleep cut short (nanosleep returns EINTR).
