@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "native/engine.h"
@@ -233,8 +235,15 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
       MEMPROF_NATIVE_HOOK(valloc, false),        MEMPROF_NATIVE_HOOK(pvalloc, false),
   });
   if (track_mmap) specs.insert(specs.end(), {MEMPROF_NATIVE_HOOK(mremap, false), MEMPROF_NATIVE_HOOK(mmap, false)});
-  std::unique_ptr<AllocatorHooks> hooks(new AllocatorHooks);
-  hooks->hooks_.reserve(specs.size());
+  // The functions found, each hooked once: an alias (same address) is served by the hook of
+  // the name before it.
+  struct Found {
+    const HookSpec* spec;
+    uintptr_t address;
+    std::optional<size_t> request;  // its index in `requests`; none for an alias
+  };
+  std::vector<Found> found;
+  std::vector<hook::EntryHookRequest> requests;
   for (const HookSpec& spec : specs) {
     void* target = ::dlsym(RTLD_DEFAULT, spec.name);
     if (target == nullptr) {
@@ -242,32 +251,47 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
       problems.push_back(fmt::format("{}: not found, not tracked", spec.name));
       continue;
     }
-    HookedAllocator hooked{spec.name, address_of(target), {}};
-    for (const HookedAllocator& earlier : hooks->hooked_)
-      if (earlier.address == hooked.address) hooked.alias_of = earlier.name;
-    if (!hooked.alias_of.empty()) {
-      // Same code, same signature and meaning: the earlier hook sees these calls.
-      hooks->hooked_.push_back(std::move(hooked));
-      continue;
+    Found function{&spec, address_of(target), requests.size()};
+    if (std::ranges::any_of(found, [&](const Found& earlier) { return earlier.address == function.address; })) {
+      function.request.reset();
+    } else {
+      requests.push_back({target, spec.replacement, spec.original});
     }
-    // Threads parked while the jump is written: malloc and free start with short instructions
-    // a running thread could be between (docs/native.md).
-    auto hook = hook::EntryHook::install(target, spec.replacement,
-                                         {.park_threads = true, .publish_original = spec.original,
-                                          .owner = "memprof native"});
-    if (!hook.ok()) {
+    found.push_back(function);
+  }
+  // All in one parking of the other threads (malloc and free start with short instructions a
+  // running thread could be between, docs/native.md): together, so that no thread sees malloc
+  // hooked and free not, and a busy process is stopped once instead of a dozen times.
+  auto installed = hook::EntryHook::install_many(requests, {.park_threads = true, .owner = "memprof native"});
+  // Kept first, in installation order, so that a failure below removes them in the right one.
+  std::unique_ptr<AllocatorHooks> hooks(new AllocatorHooks);
+  for (auto& hook : installed)
+    if (hook.ok()) hooks->hooks_.push_back(std::move(*hook));
+  for (const Found& function : found) {
+    const HookSpec& spec = *function.spec;
+    HookedAllocator hooked{spec.name, function.address, {}};
+    if (!function.request) {
+      auto earlier = std::ranges::find(hooks->hooked_, function.address, &HookedAllocator::address);
+      if (earlier == hooks->hooked_.end()) {
+        problems.push_back(fmt::format("{}: not tracked (the same function as one that could not be hooked)", spec.name));
+        continue;
+      }
+      // Same code, same signature and meaning: the earlier hook sees these calls.
+      hooked.alias_of = earlier->name;
+    } else if (const auto& hook = installed[*function.request]; !hook.ok()) {
       if (spec.required) return err("native: cannot hook {}: {}", spec.name, hook.message());
       problems.push_back(fmt::format("{}: not tracked ({})", spec.name, hook.message()));
       continue;
     }
-    hooks->hooks_.push_back(std::move(*hook));
     hooks->hooked_.push_back(std::move(hooked));
   }
   return hooks;
 }
 
 AllocatorHooks::~AllocatorHooks() {
-  while (!hooks_.empty()) hooks_.pop_back();  // allocating functions first, free last
+  // Allocating functions first, free last: each restore is one store, made in this order.
+  std::reverse(hooks_.begin(), hooks_.end());
+  hook::EntryHook::uninstall_all(hooks_);
 }
 
 }  // namespace memprof::native

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures/allocating.h"
+#include "core/hook/thread_parking.h"
 #include "native/call_site_table.h"
 #include "native/native_session.h"
 
@@ -380,8 +381,11 @@ TEST(Native, StartAndStopWhileFourThreadsKeepAllocating) {
   {
     AllocatingThreads threads;
     for (int round = 0; round < 20; ++round) {
+      const uint64_t parkings = hook::ThreadParking::parkings_so_far();
       auto session = start_session();
       ASSERT_NE(session, nullptr);
+      // The dozen allocator hooks went in under one parking of the four threads, not one each.
+      EXPECT_EQ(hook::ThreadParking::parkings_so_far() - parkings, 1u);
       threads.wait_for(100);
       EXPECT_GT(only_site_in(session->snapshot(), "native_malloc").allocations, 0u);
     }
