@@ -64,6 +64,9 @@ int run_report(const ReportOptions& options) {
   auto closed = attach::ruby_request(options.pid, fmt::format("report-end {}", options.top));
   if (!closed.ok() && proc::process_gone(options.pid))
     return fail(fmt::format("process {} ended during the window: nothing to report", options.pid));
+  if (!closed.ok() && !attach::agent_listening(options.pid))
+    return fail(fmt::format("the agent left process {} during the window (memprof detach): nothing to report",
+                            options.pid));
   if (!closed.ok()) return fail(closed.message());
   simdjson::dom::parser parser;
   simdjson::dom::element root;

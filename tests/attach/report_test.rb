@@ -93,6 +93,23 @@ class AttachReportTest < Minitest::Test
     assert_includes report.stderr_text, "memprof: process #{target.pid} ended during the window: nothing to report\n"
   end
 
+  # A detach during the window: said so (it was "no memprof agent in process N (run: memprof
+  # attach -p N)", as if there had never been one).
+  def test_a_detach_during_the_window_is_said_to
+    target = spawn_target("target.rb", "commands")
+    target.wait_for(/\Aready #{target.pid}\z/)
+    attach!(target)
+    report = spawn_target(command: [MEMPROF, "report", "-p", target.pid.to_s, "--duration", "600s"])
+    sleep 0.02 until report.stderr_text.include?("window open") || !report.alive?
+    detach!(target)
+    Process.kill(:INT, report.pid)  # closes the window now
+    assert_equal 1, report.wait_exit.exitstatus
+    assert_equal "memprof: the agent left process #{target.pid} during the window (memprof detach): nothing to " \
+                 "report\n", report.stderr_text.lines.last
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
+
   # {[class, location] => value} from `go tool pprof -traces` (each sample: its value, then its
   # frames leaf first), or nil without Debian's golang-go.
   def pprof_traces(path, sample_index)
