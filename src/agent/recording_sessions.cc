@@ -169,6 +169,9 @@ Result<std::string> RecordingSessions::trace_read() {
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   readout.process_exiting = exiting();
   readout.exec_waiting = exec;
+  // An exec that succeeds ends every call in flight, its own execve first: the CLI shows them
+  // as unfinished once it sees the new program.
+  if (exec) append_unfinished_calls(readout);
   note_ruby_gc_stop(readout);
   return tracer::encode_readout(readout, readout.new_functions, trace_->totals(), tracer::calls_in_flight());
 }
@@ -179,9 +182,15 @@ Result<std::string> RecordingSessions::trace_stop() {
   (void)read_with_exec_release();
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   note_ruby_gc_stop(readout);
+  append_unfinished_calls(readout);
   auto totals = trace_->totals();
   end_trace();
   return tracer::encode_readout(readout, readout.new_functions, totals, tracer::calls_in_flight());
+}
+
+void RecordingSessions::append_unfinished_calls(tracer::TraceReadout& readout) const {
+  std::vector<trace::CallRecord> unfinished = trace_->unfinished_calls();
+  readout.records.insert(readout.records.end(), unfinished.begin(), unfinished.end());
 }
 
 void RecordingSessions::note_ruby_gc_stop(tracer::TraceReadout& readout) {

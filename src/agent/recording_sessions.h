@@ -54,6 +54,8 @@ class RecordingSessions {
   Result<std::string> trace_stop();
   // Tells the CLI, once, that ruby:gc went off at a first Ractor.new (RubyGcEvents).
   void note_ruby_gc_stop(tracer::TraceReadout& readout);
+  // The calls not returned (trace records only: -c has no lines), after the finished ones.
+  void append_unfinished_calls(tracer::TraceReadout& readout) const;
   void end_trace();
   Result<std::string> native_start(const std::string& body);
   Result<std::string> native_read(const std::string& body);

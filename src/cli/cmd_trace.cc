@@ -127,7 +127,9 @@ class TracePrinter {
     line_.realtime_offset_ns = realtime_offset_ns();
   }
 
-  void take(trace::Readout readout) {
+  // `unfinished`: show the calls that had not returned (the trace's stop, an exec that replaced
+  // the program), else leave them out (an exec that failed returns to them).
+  void take(trace::Readout readout, bool unfinished = false) {
     for (const std::string& problem : readout.problems) fmt::print(stderr, "memprof: {}\n", problem);
     // A function seen through the GOT only came with a problem line that says why.
     for (const trace::ReadoutFunction& function : readout.functions) {
@@ -142,6 +144,7 @@ class TracePrinter {
     for (const trace::CallRecord& record : readout.records) {
       auto function = functions_.find(record.function);
       if (function == functions_.end()) continue;
+      if (record.outcome == trace::CallOutcome::kUnfinished && !unfinished) continue;
       text += options_.json ? trace::call_json(record, function->second, line_)
                             : trace::call_line(record, function->second, line_);
       text += '\n';
@@ -395,10 +398,11 @@ int run_trace(const TraceOptions& options) {
     if (!readout.ok()) return fail(readout.message());
     exiting = readout->exiting;  // the process waits in exit() for the stop below
     const bool exec = readout->exec;  // it waited in execve for this readout: everything before is in
-    printer.take(std::move(*readout));
     // An exec that fails (execvp's directories without the program) returns to the program,
-    // which is traced on.
-    if (exec && process.replaced_program())
+    // which is traced on: its calls in flight are not over.
+    const bool replaced = exec && process.replaced_program();
+    printer.take(std::move(*readout), replaced);
+    if (replaced)
       if (auto status = follow_exec(printer)) return *status;
   }
   process.stop_following();
@@ -406,7 +410,7 @@ int run_trace(const TraceOptions& options) {
   if (!stopped.ok()) return *after_failure(printer, stopped.message(), false);
   auto readout = trace::parse_readout(*stopped);
   if (!readout.ok()) return fail(readout.message());
-  printer.take(std::move(*readout));
+  printer.take(std::move(*readout), true);
   if (!printer.write_error().empty()) {
     const std::string problem = fmt::format("writing the trace: {} (the trace was stopped)", printer.write_error());
     if (!process.launched()) return fail(problem);
@@ -468,7 +472,8 @@ MEMPROF_COMMAND(
           "files); strings are copied at the call, at most 46 characters. Without a prototype,\n"
           "four arguments in hex. Ctrl-C or --duration stops the trace; every patched byte is\n"
           "restored and the process goes on. Calls left by longjmp or an exception show\n"
-          "'= <unwound>'. A launched command's exit status is memprof's.");
+          "'= <unwound>'; calls not returned at the stop (or ended by an exec)\n"
+          "'<unfinished ...>'. A launched command's exit status is memprof's.");
       return [options] { return run_trace(*options); };
     });
 

@@ -47,6 +47,9 @@ enum class CallOutcome : uint8_t {
   // Left without returning: longjmp, a C++ exception, pthread_exit. duration_ns is how long
   // the call had run when the tracer found it gone (an upper bound is not known).
   kUnwound = 1,
+  // Not returned when the trace stopped (blocked, or an execve that replaced the program):
+  // entry_ns and the arguments only.
+  kUnfinished = 2,
 };
 
 struct CapturedBytes {

@@ -23,6 +23,7 @@ FormattedCall formatted(const CallRecord& record, const FunctionInfo& function, 
       [&](uint64_t address, char* out, size_t size) { return read_captured(record, address, out, size); },
       options.format);
   if (record.outcome == CallOutcome::kUnwound) text.return_value = "<unwound>";
+  if (record.outcome == CallOutcome::kUnfinished) text.return_value.reset();  // "<unfinished ...>"
   return text;
 }
 
@@ -62,7 +63,7 @@ std::string call_line(const CallRecord& record, const FunctionInfo& function, co
   std::string caller = function.object.empty() ? function.name : std::string(file_name_of(function.object)) + "->" + function.name;
   line += call_line(caller, formatted(record, function, options));
   // An unwound call's time is not known (the tracer saw it end only at a later call).
-  if (options.durations && record.outcome != CallOutcome::kUnwound)
+  if (options.durations && record.outcome == CallOutcome::kReturned)
     line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);
   return line;
 }
@@ -71,13 +72,13 @@ std::string call_json(const CallRecord& record, const FunctionInfo& function, co
   FormattedCall text = formatted(record, function, options);
   const int64_t wall = static_cast<int64_t>(record.entry_ns) + options.realtime_offset_ns;
   return fmt::format(
-      R"({{"time":{}.{:06},"tid":{},"object":{},"function":{},"arguments":{},"return":{},"seconds":{},"unwound":{},"ruby_caller":{}}})",
+      R"({{"time":{}.{:06},"tid":{},"object":{},"function":{},"arguments":{},"return":{},"seconds":{},"unwound":{},"unfinished":{},"ruby_caller":{}}})",
       wall / 1000000000, wall % 1000000000 / 1000, record.tid, json_quoted(function.object),
       json_quoted(function.name), json_quoted(text.arguments),
-      record.outcome == CallOutcome::kUnwound ? "null" : json_quoted(text.return_value.value_or("")),
-      record.outcome == CallOutcome::kUnwound ? std::string("null")
-                                              : fmt::format("{:.9f}", static_cast<double>(record.duration_ns) / 1e9),
-      record.outcome == CallOutcome::kUnwound,
+      record.outcome != CallOutcome::kReturned ? "null" : json_quoted(text.return_value.value_or("")),
+      record.outcome != CallOutcome::kReturned ? std::string("null")
+                                               : fmt::format("{:.9f}", static_cast<double>(record.duration_ns) / 1e9),
+      record.outcome == CallOutcome::kUnwound, record.outcome == CallOutcome::kUnfinished,
       record.ruby_line != 0 ? json_quoted(fmt::format("{}:{}", ruby_file(record), record.ruby_line))
       : no_line_reason(record).empty() ? std::string("null")
                                        : json_quoted(no_line_reason(record)));

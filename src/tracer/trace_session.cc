@@ -166,6 +166,7 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
   set_recording(session->request_.records);
   start_tracing_here();
   session->clock_.calibrate();
+  session->start_ticks_ = now_ticks();
   // What earlier sessions left in the rings is not this trace's.
   for (uint32_t i = 0; i < thread_state_count(); ++i)
     if (ThreadTrace* state = thread_state(i)) state->ring.drain([](const trace::CallRecord&) {});
@@ -373,6 +374,36 @@ TraceReadout TraceSession::read(size_t max_records) {
     record.duration_ns = clock_.to_ns(record.duration_ns);
   }
   return out;
+}
+
+std::vector<trace::CallRecord> TraceSession::unfinished_calls() const {
+  std::vector<trace::CallRecord> calls;
+  if (!request_.records) return calls;  // -c: counts only
+  for (uint32_t i = 0; i < thread_state_count(); ++i) {
+    const ThreadTrace* state = thread_state(i);
+    if (state == nullptr || state->owned.load(std::memory_order_acquire) == 0 || state->ignored) continue;
+    // The thread runs on: its stack is read twice and kept only when both reads agree, the
+    // thread outside the tracer both times (a call entered or left meanwhile changes them).
+    auto read = [&](std::vector<trace::CallRecord>& out) {
+      const uint32_t depth = std::min<uint32_t>(__atomic_load_n(&state->depth, __ATOMIC_ACQUIRE), kMaxDepth);
+      out.resize(depth);
+      for (uint32_t k = 0; k < depth; ++k) std::memcpy(&out[k], &state->stack[k].record, sizeof(trace::CallRecord));
+      return !__atomic_load_n(&state->busy, __ATOMIC_ACQUIRE) && __atomic_load_n(&state->depth, __ATOMIC_ACQUIRE) == depth;
+    };
+    std::vector<trace::CallRecord> first, second;
+    if (!read(first) || !read(second) || first.size() != second.size() ||
+        std::memcmp(first.data(), second.data(), first.size() * sizeof(trace::CallRecord)) != 0)
+      continue;
+    for (trace::CallRecord& call : first) {
+      if (call.entry_ns < start_ticks_) continue;
+      call.outcome = trace::CallOutcome::kUnfinished;
+      call.duration_ns = 0;
+      call.returned = {};
+      call.entry_ns = clock_.to_monotonic_ns(call.entry_ns);
+      calls.push_back(call);
+    }
+  }
+  return calls;
 }
 
 TraceSession::LostCalls TraceSession::lost_calls() {

@@ -97,6 +97,10 @@ class TraceSession {
 
   // The reader: finished calls (at most `max_records`) and what changed since the last read.
   TraceReadout read(size_t max_records);
+  // Calls made since the start that have not returned (a read blocked on a socket, an execve
+  // that replaces the program), as records with the outcome kUnfinished: their arguments, no
+  // result. A thread that returns or makes a call while it is read is left out.
+  std::vector<trace::CallRecord> unfinished_calls() const;
   // Calls and time per traced function since the start.
   std::vector<FunctionTotals> totals() const;
   // Hooked at the start (later ones come through read()).
@@ -140,6 +144,7 @@ class TraceSession {
   std::vector<FunctionCounters> baseline_;  // counters by id at the start (reused functions)
   LostCalls lost_at_start_{0, 0};
   TickClock clock_;
+  uint64_t start_ticks_ = 0;  // calls entered before are an earlier session's
 };
 
 }  // namespace memprof::tracer

@@ -5,6 +5,7 @@
 # BIND_NOW) and the machine's ruby with Debian's sqlite3 gem. Every trace is started on a process
 # the test spawned, by its pid, and stopped as a user stops it (Ctrl-C, --duration, or the
 # launched command's exit).
+require "json"
 require "socket"
 require_relative "../attach/attach_helper"
 
@@ -507,7 +508,10 @@ class TraceCliTest < Minitest::Test
     run_job(target, "bytes", /\Abytes (?!#{before.split.last})/)
     run_job(target, "wait", /\Adone wait/)
     sleep 0.2 # the waiting thread enters traced_wait and blocks in read()
-    stop_trace(trace)
+    # As ltrace shows a call that has not returned (it was not shown at all).
+    lines = stop_trace(trace)
+    assert_equal 1, lines.size, lines.join("\n")
+    assert_match(/\A\[\d+\] libtracer_traced\.so->traced_wait\(\d+, 0x\h+, .* <unfinished \.\.\.>\z/, lines[0])
     count = target.lines.size
     target.send_line("bytes")
     assert_equal before, target.wait_for(/\Abytes /, from: count)
@@ -691,6 +695,22 @@ class TraceCliTest < Minitest::Test
     assert status.success?, err
     refute_includes err, "an exec will not wait"
     assert_match(/execve in \S*libc\.so\.6: its entry cannot be patched \(the function at 0x\h+ is already hooked at its entry by memprof's exec watch\); only calls through the GOT are seen/, err)
+  end
+
+  # An exec that replaces the program never returns: its call is shown as ltrace shows it
+  # (before: no line at all). One that fails returns, and is shown once, with its result.
+  def test_an_exec_that_replaces_the_program_is_shown_unfinished
+    out, err, status = memprof("trace", "-x", "execv", "--", TARGET, "exec", 1, "/bin/true")
+    assert status.success?, err
+    assert_match(/^\[\d+\] libc\.so\.6->execv\("\/bin\/true", 0x\h+ <unfinished \.\.\.>$/, out)
+    out, err, status = memprof("trace", "--json", "-x", "execv", "--", TARGET, "exec", 1, "/bin/true")
+    assert status.success?, err
+    call = JSON.parse(out.lines.grep(/"function":"execv"/).first)
+    assert_equal [nil, nil, true, false], call.values_at("return", "seconds", "unfinished", "unwound")
+    out, err, status = memprof("trace", "-x", "execv", "--", TARGET, "exec", 1, "/nonexistent")
+    assert_equal 127, status.exitstatus, err
+    assert_equal ["[#{out[/^\[(\d+)\]/, 1]}] libc.so.6->execv(\"/nonexistent\", #{out[/, (0x\h+)\)/, 1]}) = -1"],
+                 out.lines.grep(/execv/).map(&:chomp), out
   end
 
   # A function whose prototype returns a string (getenv, setlocale, strerror) shows it, as
