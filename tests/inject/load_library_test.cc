@@ -164,6 +164,20 @@ TEST(LoadLibrary, SeccompFilterRefusingOpenatIsNamed) {
   EXPECT_EQ(target.injections_reported(), 0);
 }
 
+// Where no executable page can be had (SELinux's execmem, a seccomp filter), the calls return
+// to address 0 instead of the stub, whose SIGSEGV memprof catches: the library is still
+// loaded and the thread's read made again, whole.
+TEST(LoadLibrary, WithoutAnExecutablePageCallsReturnToZeroAndTheThreadIsPutBack) {
+  InjectTarget target("noexecmem");
+  ASSERT_TRUE(testing::wait_for_syscall(target.pid(), target.pid(), SYS_read));
+  auto loaded = load_library(target.pid(), INJECT_COUNTER_LIB);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_NE(loaded->handle, 0u);
+  ASSERT_TRUE(target.child().write_stdin("x"));
+  EXPECT_EQ(target.line(), "read 1 x");  // alive: the SIGSEGV of each return to 0 never reached it
+  EXPECT_EQ(target.injections_reported(), 1);
+}
+
 TEST(LoadLibrary, TargetExitingMidwayIsAnErrorNotAHang) {
   InjectTarget target("read");
   // A library whose constructor exits the process.
