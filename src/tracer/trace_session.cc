@@ -206,6 +206,17 @@ void TraceSession::hook_new_objects() {
   hook_objects_locked(pending_functions_);
 }
 
+// One thread's dlclose unloads an object and another's dlopen loads it again, at the same
+// address, before the first one's watch forgot it: it looks seen, and its calls went untraced
+// (2 threads loading, calling and unloading one library lost 1 call in 4,000). Its code is
+// then the file's again: a hook of it finds the bytes its jump had replaced.
+bool TraceSession::reloaded_locked(const hook::ObjectKey& key) const {
+  for (const auto& hook : entry_hooks_)
+    if (hook->object_key() == key)
+      return std::memcmp(hook->target(), hook->saved_bytes().data(), hook->saved_bytes().size()) == 0;
+  return false;
+}
+
 void TraceSession::forget_unloaded_objects() {
   hook::HookChange change;
   std::lock_guard lock(mutex_);
@@ -249,8 +260,14 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
   }
   size_t beyond_the_table = 0;  // matched once kMaxFunctions were traced: one line, not one each
   for (const hook::LoadedObject& object : *objects) {
-    if (std::find(seen_objects_.begin(), seen_objects_.end(), object.key()) != seen_objects_.end()) continue;
-    seen_objects_.push_back(object.key());
+    if (std::find(seen_objects_.begin(), seen_objects_.end(), object.key()) == seen_objects_.end()) {
+      seen_objects_.push_back(object.key());
+    } else if (reloaded_locked(object.key())) {
+      // The old load's hooks went with it (their bytes are the new load's own again).
+      std::erase_if(entry_hooks_, [&](const auto& hook) { return hook->object_key() == object.key(); });
+    } else {
+      continue;
+    }
     if (!traceable_object(object, request_)) continue;
     ObjectProblems object_problems;
     // The object's functions are hooked together: one parking of the process's threads for all.

@@ -458,6 +458,17 @@ class TraceCliTest < Minitest::Test
     assert counts.all?(&:positive?), "calls counted by each session: #{counts.inspect}#{target.context}"
   end
 
+  # One thread unloads the library and another loads it again, at the same address, before
+  # the first one's dlclose watch has forgotten it: it looked seen, and its calls were not
+  # traced (4 threads of 50,000 loads each: 500-1,500 calls of 200,000 lost in each of 6 runs).
+  def test_threads_loading_and_unloading_one_library_have_every_call_counted
+    out, err, status = memprof("trace", "-c", "-x", "traced_late", "--", TARGET, "reloads", 20_000, LATE)
+    assert status.success?, err
+    calls = Integer(out[/^calls (\d+)$/, 1])
+    assert_equal 80_000, calls, out
+    assert_equal calls, summary_calls(out.lines)["traced_late"], out
+  end
+
   # traced_late_short cannot be traced: that was said again at each of the loop's ~1,000 loads.
   def test_a_library_loaded_in_a_loop_has_its_problems_said_once
     target = c_target
