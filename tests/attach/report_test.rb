@@ -70,8 +70,7 @@ class AttachReportTest < Minitest::Test
     temporary = "#{target.script}:#{marked_line(target.script, 'temporary')}"
     assert_equal 5_000, rows(report, "allocated")[[temporary, "Array"]]
 
-    killed = spawn_target(command: [MEMPROF, "report", "-p", target.pid.to_s, "--duration", "600s"])
-    sleep 0.02 until killed.stderr_text.include?("window open") || !killed.alive?
+    killed = open_window(target)
     killed.kill  # SIGKILL: its window stays open
     out, err, status = memprof("report", "-p", target.pid, "--duration", "0.2")
     assert status.success?, err
@@ -79,13 +78,24 @@ class AttachReportTest < Minitest::Test
     detach!(target)
   end
 
-  # The process ends during the window: said so (it was "no such process: N").
-  def test_a_process_that_ends_during_the_window_is_said_to
+  # A `memprof report` of `target` whose window is open (until Ctrl-C or 600 s).
+  def open_window(target)
+    report = spawn_target(command: [MEMPROF, "report", "-p", target.pid.to_s, "--duration", "600s"])
+    sleep 0.02 until report.stderr_text.include?("window open") || !report.alive?
+    report
+  end
+
+  # An attached target, and a report whose window is open in it.
+  def target_with_open_window
     target = spawn_target("target.rb", "commands")
     target.wait_for(/\Aready #{target.pid}\z/)
     attach!(target)
-    report = spawn_target(command: [MEMPROF, "report", "-p", target.pid.to_s, "--duration", "600s"])
-    sleep 0.02 until report.stderr_text.include?("window open") || !report.alive?
+    [target, open_window(target)]
+  end
+
+  # The process ends during the window: said so (it was "no such process: N").
+  def test_a_process_that_ends_during_the_window_is_said_to
+    target, report = target_with_open_window
     target.send_line("finish")
     assert target.wait_exit.success?, target.context
     Process.kill(:INT, report.pid)  # closes the window now
@@ -96,11 +106,7 @@ class AttachReportTest < Minitest::Test
   # A detach during the window: said so (it was "no memprof agent in process N (run: memprof
   # attach -p N)", as if there had never been one).
   def test_a_detach_during_the_window_is_said_to
-    target = spawn_target("target.rb", "commands")
-    target.wait_for(/\Aready #{target.pid}\z/)
-    attach!(target)
-    report = spawn_target(command: [MEMPROF, "report", "-p", target.pid.to_s, "--duration", "600s"])
-    sleep 0.02 until report.stderr_text.include?("window open") || !report.alive?
+    target, report = target_with_open_window
     detach!(target)
     Process.kill(:INT, report.pid)  # closes the window now
     assert_equal 1, report.wait_exit.exitstatus
