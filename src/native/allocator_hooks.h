@@ -29,8 +29,8 @@ class AllocatorHooks {
  public:
   // Installs them all under one parking of the other threads, and removes them allocating
   // functions first and free last, so that every block recorded is also seen when it is
-  // freed. Fails when malloc,
-  // free or realloc cannot be hooked; the others are reported in `problems`.
+  // freed. Fails when malloc, free or realloc cannot be hooked; the others are reported in
+  // `problems`.
   // `track_mmap` adds munmap (first), mremap and mmap (last).
   static Result<std::unique_ptr<AllocatorHooks>> install(std::vector<std::string>& problems, bool track_mmap);
   ~AllocatorHooks();  // every patched byte restored; calls in flight finish in the originals
