@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include <chrono>
+#include <string_view>
 
 namespace memprof::attach {
 
@@ -23,6 +24,18 @@ class Interruption {
  private:
   struct sigaction previous_int_ {};
   struct sigaction previous_term_ {};
+};
+
+// While alive, a Ctrl-C (or SIGTERM) caught by an Interruption is also answered at once with
+// `text` on stderr, written by the signal handler: for a step that cannot be cut short, such
+// as a trace hooking two thousand functions of a busy process, so that the stop it waits for
+// is not met with silence. `text` must outlive the notice.
+class InterruptionNotice {
+ public:
+  explicit InterruptionNotice(std::string_view text);
+  ~InterruptionNotice();
+  InterruptionNotice(const InterruptionNotice&) = delete;
+  InterruptionNotice& operator=(const InterruptionNotice&) = delete;
 };
 
 }  // namespace memprof::attach

@@ -370,7 +370,11 @@ int run_trace(const TraceOptions& options) {
   // properly instead of the CLI dying with its hooks left in the process.
   ::signal(SIGPIPE, SIG_IGN);
   TracePrinter printer(options, *prototypes, file.valid() ? file.get() : STDOUT_FILENO);
-  auto started = attach::recording_request(pid, "trace-start", request);
+  auto started = [&] {
+    // Hooking thousands of functions of a busy process takes seconds and cannot be cut short.
+    attach::InterruptionNotice notice("memprof: the trace stops as soon as its functions are hooked\n");
+    return attach::recording_request(pid, "trace-start", request);
+  }();
   if (!started.ok()) {
     if (process.ended_after_failure()) return finish_with_process(printer, true);
     process.abandon();  // a launched command was started to be traced, and cannot be

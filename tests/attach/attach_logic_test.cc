@@ -21,6 +21,7 @@
 #include "agent/stale_sockets.h"
 #include "attach/duration.h"
 #include "attach/installation.h"
+#include "attach/interruption.h"
 #include "attach/leak_rounds.h"
 #include "attach/live_snapshot.h"
 #include "attach/native_live.h"
@@ -482,4 +483,31 @@ TEST(ChildProgress, ReadsStateCpuTimeAndWhereAChildSleeps) {
 }
 
 }  // namespace
+// A Ctrl-C while a notice is up is answered at once with its text on stderr (a trace whose
+// start cannot be cut short said nothing until it had started); without one, with nothing.
+TEST(Interruption, ACtrlCDuringANoticeSaysItsTextAtOnce) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC), 0);
+  const int saved_stderr = ::dup(STDERR_FILENO);
+  ::dup2(pipe_fds[1], STDERR_FILENO);
+  bool requested = false;
+  {
+    attach::Interruption interruption;
+    {
+      attach::InterruptionNotice notice("memprof: stops once started\n");
+      ::raise(SIGINT);
+      requested = attach::Interruption::requested();
+    }
+    ::raise(SIGTERM);
+  }
+  ::dup2(saved_stderr, STDERR_FILENO);
+  ::close(saved_stderr);
+  char text[256] = {};
+  const ssize_t n = ::read(pipe_fds[0], text, sizeof(text) - 1);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  EXPECT_TRUE(requested);
+  EXPECT_EQ(std::string(text, n > 0 ? static_cast<size_t>(n) : 0), "memprof: stops once started\n");
+}
+
 }  // namespace memprof::agent
