@@ -209,12 +209,20 @@ void TraceSession::hook_new_objects() {
 // One thread's dlclose unloads an object and another's dlopen loads it again, at the same
 // address, before the first one's watch forgot it: it looks seen, and its calls went untraced
 // (4 threads loading, calling and unloading one library lost 500-1,500 calls of 200,000). Its
-// code is then the file's again: a hook of it finds the bytes its jump had replaced.
-bool TraceSession::reloaded_locked(const hook::ObjectKey& key) const {
-  for (const auto& hook : entry_hooks_)
-    if (hook->object_key() == key)
-      return std::memcmp(hook->target(), hook->saved_bytes().data(), hook->saved_bytes().size()) == 0;
-  return false;
+// code is then the file's again: a hook of it finds the bytes its jump had replaced. One pass
+// over the hooks, one look per hooked object: this runs at every dlopen. Only objects in the
+// `loaded` snapshot are looked at: an unloaded one's pages may be gone.
+std::vector<hook::ObjectKey> TraceSession::reloaded_objects_locked(const std::vector<hook::LoadedObject>& loaded) const {
+  std::vector<hook::ObjectKey> looked_at, reloaded;
+  for (const auto& hook : entry_hooks_) {
+    const hook::ObjectKey& key = hook->object_key();
+    if (key.dynamic == nullptr || std::find(looked_at.begin(), looked_at.end(), key) != looked_at.end()) continue;
+    looked_at.push_back(key);
+    if (!hook::is_loaded(loaded, key)) continue;
+    if (std::memcmp(hook->target(), hook->saved_bytes().data(), hook->saved_bytes().size()) == 0)
+      reloaded.push_back(key);
+  }
+  return reloaded;
 }
 
 void TraceSession::forget_unloaded_objects() {
@@ -259,10 +267,11 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     return;
   }
   size_t beyond_the_table = 0;  // matched once kMaxFunctions were traced: one line, not one each
+  const std::vector<hook::ObjectKey> reloaded = reloaded_objects_locked(*objects);
   for (const hook::LoadedObject& object : *objects) {
     if (std::find(seen_objects_.begin(), seen_objects_.end(), object.key()) == seen_objects_.end()) {
       seen_objects_.push_back(object.key());
-    } else if (reloaded_locked(object.key())) {
+    } else if (std::find(reloaded.begin(), reloaded.end(), object.key()) != reloaded.end()) {
       // The old load's hooks went with it (their bytes are the new load's own again).
       std::erase_if(entry_hooks_, [&](const auto& hook) { return hook->object_key() == object.key(); });
     } else {

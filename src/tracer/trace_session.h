@@ -117,8 +117,8 @@ class TraceSession {
  private:
   explicit TraceSession(TraceRequest request) : request_(std::move(request)) {}
   void hook_objects_locked(std::vector<HookedFunction>& added);
-  // A seen object unloaded and loaded again at the same address, whose hooks are gone.
-  bool reloaded_locked(const hook::ObjectKey& key) const;
+  // The seen objects unloaded and loaded again at the same address, whose hooks are gone.
+  std::vector<hook::ObjectKey> reloaded_objects_locked(const std::vector<hook::LoadedObject>& loaded) const;
   // Per function: an entry hook (all of them installed with one parking of the threads),
   // else GOT hooks: why the entry was refused when it went through the GOT. An IFUNC
   // implementation is never entry-hooked (see matching_functions).
