@@ -64,9 +64,9 @@ int main(int argc, char** argv) {
   double mb = static_cast<double>(heap->input_bytes) / 1e6;
   fmt::print("objects {} references {} input {:.1f} MB\n", heap->size(), heap->ref_targets.size(), mb);
   fmt::print("load        {:.3f} s  ({:.0f} MB/s), CPU {:.3f} s\n", load, mb / load, load_cpu);
-  fmt::print("graph       {:.3f} s\n", graph_time);
-  fmt::print("dominators  {:.3f} s\n", dominators);
-  fmt::print("analysis    {:.3f} s\n", analyze);
+  fmt::print("graph       {:.4f} s\n", graph_time);
+  fmt::print("dominators  {:.4f} s\n", dominators);
+  fmt::print("analysis    {:.4f} s\n", analyze);
   fmt::print("graph+dominators+retained {:.3f} s, CPU {:.3f} s\n", graph_time + dominators, graph_cpu);
   fmt::print("peak RSS    {:.1f} MB ({:.0f} bytes/object; budget 200)\n", usage.ru_maxrss / 1024.0,
              usage.ru_maxrss * 1024.0 / static_cast<double>(heap->size()));

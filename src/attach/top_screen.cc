@@ -1,6 +1,7 @@
 #include "attach/top_screen.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "heap/units.h"
 
@@ -29,11 +30,18 @@ const char* sort_name(SortKey sort) {
   return "growth";
 }
 
-// Keeps the end of a long key (the file name and line matter more than the directories).
+// Keeps the end of a long key (the file name and line matter more than the directories), from
+// a directory's start when it has one: ".../json/common.rb:216", not "....1.0/json/common.rb:216"
+// (a cut inside "3.1.0").
 std::string fit_left(const std::string& text, size_t width) {
   if (text.size() <= width) return text;
   if (width <= 3) return text.substr(text.size() - width);
-  return "..." + text.substr(text.size() - (width - 3));
+  const size_t cut = text.size() - (width - 3);
+  std::string_view tail = std::string_view(text).substr(cut);
+  size_t slash = tail.find('/');
+  if (text[cut - 1] != '/' && slash != std::string_view::npos && slash + 1 < tail.size())
+    tail.remove_prefix(slash);
+  return "..." + std::string(tail);
 }
 
 std::string fit_right(const std::string& text, size_t width) {

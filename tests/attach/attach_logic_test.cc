@@ -139,6 +139,29 @@ TEST(TopScreen, ANarrowScreenKeepsTheRubyLineOfARow) {
   EXPECT_LE(ruby->size(), 60u);
 }
 
+// A path cut to fit starts at one of its directories: ".../json/common.rb:216 JSON::Ext::Parser",
+// not "....1.0/json/common.rb:216" (a cut inside "3.1.0"), whatever the screen's width.
+TEST(TopScreen, ACutPathStartsAtADirectory) {
+  const std::string path = "/usr/lib/ruby/3.1.0/json/common.rb";
+  LiveSnapshot now = reading({{path, 216, "JSON::Ext::Parser", 147, 172900}});
+  TopFrame frame{42, &now, nullptr};
+  size_t cut_at_directory = 0;
+  for (size_t width = 50; width <= 90; ++width) {
+    auto lines = render_top(frame, TopSettings{}, width, SIZE_MAX);
+    auto row = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.find(":216 ") != std::string::npos; });
+    ASSERT_NE(row, lines.end()) << width << "\n" << fmt::format("{}", fmt::join(lines, "\n"));
+    const size_t dots = row->find("...");
+    if (dots == std::string::npos || dots > row->find(":216")) continue;
+    const std::string shown = row->substr(dots + 3, row->find(":216") - dots - 3);
+    ASSERT_TRUE(path.ends_with(shown)) << *row;
+    if (shown.find('/') == std::string::npos) continue;  // narrower: the file name itself is cut
+    ++cut_at_directory;
+    const size_t at = path.size() - shown.size();
+    EXPECT_TRUE(shown[0] == '/' || path[at - 1] == '/') << *row;
+  }
+  EXPECT_GT(cut_at_directory, 10u);
+}
+
 // `top --once` and `--json` read no keys: only the full screen lists them.
 TEST(TopScreen, OnlyTheInteractiveScreenListsTheKeys) {
   LiveSnapshot before = reading({{"a.rb", 1, "String", 5, 200}});
