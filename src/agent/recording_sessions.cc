@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "agent/request_handler.h"
+#include "agent/ruby_calls.h"
 #include "agent/ruby_caller.h"
 #include "core/hook/hook_change.h"
 #include "core/util/raw_sleep.h"
@@ -67,6 +69,7 @@ Result<std::string> RecordingSessions::handle(const std::string& verb, const std
   if (verb == "trace-stop") return trace_stop();
   if (verb == "native-start") return native_start(body);
   if (verb == "native-read") return native_read(body);
+  if (verb == "native-gc") return native_gc();
   if (verb == "native-stop") return native_stop();
   return err("unknown request '{}'", verb);
 }
@@ -206,6 +209,19 @@ void RecordingSessions::end_trace() {
   trace_.reset();
   drop_unused_vm_end_watch();
   drop_unused_exec_watch();
+}
+
+// Posted while the VM's end is watched (a session without Ruby lines holds no watch of its
+// own): a job is never posted to a VM that has ended.
+Result<std::string> RecordingSessions::native_gc() {
+  if (native_ == nullptr) return err("no memprof native session in this process");
+  if (ruby_ == nullptr) return std::string(R"({"ruby":false})");  // nothing to collect
+  if (!ruby_->vm_ready()) return err("Ruby's VM has not started yet");
+  {
+    hook::HookChange change;
+    MEMPROF_TRY_STATUS(watch_vm_end());
+  }
+  return ruby_->run([](const RubyApi& api) { return collect_garbage(api); }, kRubyTimeout);
 }
 
 void RecordingSessions::end_native() {

@@ -1,5 +1,5 @@
 // The agent's recording sessions: `memprof trace` (src/tracer, verbs trace-start/read/stop,
-// tracer/trace_wire.h) and `memprof native` (src/native, verbs native-start/read/stop,
+// tracer/trace_wire.h) and `memprof native` (src/native, verbs native-start/read/gc/stop,
 // native/native_wire.h), one of each at a time. Their CLI reads them every few milliseconds
 // (trace) or every second (native); a session nobody has read for kAbandonedAfter (its CLI was
 // killed) is ended, so that the process does not pay for hooks whose results nobody collects.
@@ -60,6 +60,8 @@ class RecordingSessions {
   Result<std::string> native_start(const std::string& body);
   Result<std::string> native_read(const std::string& body);
   Result<std::string> native_stop();
+  // A full collection in a Ruby process before the last readout (collect_garbage, ruby_calls.h).
+  Result<std::string> native_gc();
   void end_native();
   // Ruby lines (ruby_caller.h) are read only while the VM's end is watched; the watch goes with
   // the last session.

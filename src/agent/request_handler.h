@@ -8,7 +8,7 @@
 //                      reply says so (child_progress.h)
 //   detach             stops tracking and tracing; the agent then closes its socket and ends its thread
 //   trace-start BODY, trace-read, trace-stop   memprof trace (recording_sessions.h)
-//   native-start, native-read, native-stop      memprof native (recording_sessions.h)
+//   native-start, native-read, native-gc, native-stop   memprof native (recording_sessions.h)
 // Replies are built here and never throw: every failure is an "error" reply.
 #pragma once
 

@@ -153,6 +153,27 @@ Status start_ruby_thread(const RubyApi& api, const std::string& lib_file,
   return ok_status();
 }
 
+namespace {
+
+RubyValue call_gc(RubyValue) {
+  g_api->gc();
+  return 0;  // Qfalse: not read
+}
+
+}  // namespace
+
+Result<std::string> collect_garbage(const RubyApi& api) {
+  if (api.gc == nullptr || api.gc_count == nullptr) return err("this Ruby exports no rb_gc");
+  g_api = &api;
+  const size_t before = api.gc_count();
+  const auto start = std::chrono::steady_clock::now();
+  int state = 0;
+  api.protect(call_gc, 0, &state);
+  if (state != 0) return take_exception(api, "collecting garbage");
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return fmt::format(R"({{"ruby":true,"collections":{},"ms":{:.1f}}})", api.gc_count() - before, ms);
+}
+
 bool forking_for_handler() { return g_forking.load(std::memory_order_acquire); }
 
 // Ruby cannot fork while other Ractors run: the child waits forever for them (Process.fork

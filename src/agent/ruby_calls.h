@@ -38,6 +38,14 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
 // files: Memprof::Agent.clean_up_after). Runs in the parent, in a postponed job.
 Status clean_up_after_child(const RubyApi& api, const std::string& command, pid_t child);
 
+// A full garbage collection, marking everything and sweeping at once, for `memprof native`'s
+// last readout: the malloc blocks of objects no longer reachable are freed by it, not reported
+// as live. rb_gc, not GC.start: GC.start runs finalizers at once on this thread, in trap context
+// (a finalizer's Mutex#lock would raise there); rb_gc leaves them to Ruby's own deferred job, as
+// any collection does. It does nothing while the app has disabled GC (GC.disable).
+// {"ruby": true, "collections": N (0 or 1), "ms": TIME}
+Result<std::string> collect_garbage(const RubyApi& api);
+
 // Set while the agent forks for a handler: the child must not start an agent (agent.cc).
 bool forking_for_handler();
 

@@ -44,6 +44,8 @@ std::optional<RubyApi> find_ruby_api() {
   resolve(api.errinfo, "rb_errinfo");
   resolve(api.set_errinfo, "rb_set_errinfo");
   resolve(api.object_class, "rb_cObject");
+  resolve(api.gc, "rb_gc");
+  resolve(api.gc_count, "rb_gc_count");
   bool has_jobs = (api.job_preregister != nullptr && api.job_trigger != nullptr) ||
                   api.job_register_one != nullptr;
   if (api.api_version == nullptr || !has_jobs || api.thread_atfork == nullptr ||

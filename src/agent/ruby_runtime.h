@@ -57,6 +57,9 @@ struct RubyApi {
   long (*num2long)(RubyValue number) = nullptr;
   RubyValue (*errinfo)() = nullptr;
   void (*set_errinfo)(RubyValue error) = nullptr;
+  // A full collection and the collections so far (`memprof native`'s last readout); optional.
+  void (*gc)() = nullptr;
+  size_t (*gc_count)() = nullptr;
   // rb_cObject: set during Ruby's boot, after the VM and the main thread exist (Ruby 3.3 no
   // longer exports ruby_current_vm_ptr).
   const RubyValue* object_class = nullptr;

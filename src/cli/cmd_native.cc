@@ -10,6 +10,7 @@
 #include "attach/agent_client.h"
 #include "attach/duration.h"
 #include "attach/interruption.h"
+#include "attach/native_gc.h"
 #include "attach/native_profile.h"
 #include "attach/native_report.h"
 #include "attach/recorded_process.h"
@@ -30,6 +31,7 @@ struct NativeOptions {
   size_t top = 20;
   uint32_t stack_depth = 1;
   bool no_ruby_lines = false;
+  bool no_gc = false;
   bool track_mmap = false;
   bool json = false;
   std::string output;  // the report; empty: stdout
@@ -178,6 +180,8 @@ int run_native(const NativeOptions& options) {
   if (!process.gone() && !replaced) {
     namer.refresh(last.snapshot);  // before the stop: a process in exit() goes once it has the reply
     process.stop_following();
+    if (!options.no_gc && !exiting)
+      if (auto said = attach::collect_garbage_before_readout(pid)) fmt::print(stderr, "{}\n", *said);
     auto stopped = attach::recording_request(pid, "native-stop");
     if (stopped.ok()) {
       auto snapshot = attach::parse_native_snapshot(*stopped);
@@ -234,6 +238,9 @@ MEMPROF_COMMAND(
           ->check(CLI::Range(1, 32));
       // A plain flag: CLI11's "!--no-..." form printed "--no-ruby-lines{false}" in --help.
       sub.add_flag("--no-ruby-lines", options->no_ruby_lines, "In a Ruby process, do not split sites by Ruby line");
+      sub.add_flag("--no-gc", options->no_gc,
+                   "In a Ruby process, no full garbage collection before the last readout (blocks of "
+                   "unreachable objects not yet swept then count as live)");
       sub.add_flag("--mmap", options->track_mmap,
                    "Also anonymous mmap, munmap and mremap calls (regions as blocks; the allocator's "
                    "own mappings are counted once, as its blocks)");
@@ -269,7 +276,9 @@ MEMPROF_COMMAND(
           "temporary (freed by the same thread before its next allocation), and what was live\n"
           "at the peak; --pprof (go tool pprof, Pyroscope, Parca), --collapsed (flamegraph.pl)\n"
           "and --flame-graph (one HTML page) write the same sites as stacks, the Ruby line at\n"
-          "the root. Ctrl-C or --duration stops; every patched byte is restored.\n"
+          "the root. Ctrl-C or --duration stops; in a Ruby process a full GC runs first\n"
+          "(--no-gc: none), so that the buffers of objects that are garbage by then are not\n"
+          "listed as live. Every patched byte is restored.\n"
           "Live view: memprof top -p PID --native. docs/native.md.");
       return [options] { return run_native(*options); };
     });
