@@ -13,6 +13,7 @@
 #include "core/hook/hook_change.h"
 #include "core/util/raw_sleep.h"
 #include "native/native_wire.h"
+#include "native/recording_window.h"
 #include "tracer/process_hooks.h"
 #include "tracer/trace_wire.h"
 #include "tracer/trampoline.h"
@@ -221,7 +222,14 @@ Result<std::string> RecordingSessions::native_gc() {
     hook::HookChange change;
     MEMPROF_TRY_STATUS(watch_vm_end());
   }
-  return ruby_->run([](const RubyApi& api) { return collect_garbage(api); }, kRubyTimeout);
+  return ruby_->run(
+      [](const RubyApi& api) {
+        // What the job allocates on the app's thread (the collection's mark stack, the reply) is
+        // memprof's doing, not the app's; the frees of the app's blocks are counted as ever.
+        native::ScopedInternal internal;
+        return collect_garbage(api);
+      },
+      kRubyTimeout);
 }
 
 void RecordingSessions::end_native() {

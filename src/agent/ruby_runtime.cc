@@ -73,8 +73,8 @@ void RubyRuntime::run_queued_job() {
     work = std::move(work_);
   }
   // Objects the job allocates belong to memprof, not to the Ruby code it interrupted (the gem's
-  // extension, once loaded -- Ruby loads extensions RTLD_GLOBAL -- says so to its tracker).
-  auto set_paused = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "memprof_set_thread_paused"));
+  // extension, once loaded, says so to its tracker; run() looked it up).
+  auto set_paused = set_thread_paused_;
   int was_paused = set_paused != nullptr ? set_paused(1) : 0;
   Result<std::string> result = work(api_);
   if (set_paused != nullptr) set_paused(was_paused);
@@ -136,6 +136,10 @@ Result<std::string> RubyRuntime::run(std::function<Result<std::string>(const Rub
       return err("the previous request is still running in Ruby");
     state_ = State::kQueued;
     work_ = std::move(work);
+    // Here, on the agent's thread, not in the job: a dlsym that fails leaves its error message
+    // allocated on the calling thread (~100 bytes), which `memprof native` would count as the
+    // app's. Ruby loads extensions RTLD_GLOBAL: the gem's is found once loaded.
+    set_thread_paused_ = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "memprof_set_thread_paused"));
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(mutex_);

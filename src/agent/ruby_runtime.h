@@ -119,6 +119,7 @@ class RubyRuntime {
   std::condition_variable done_;
   State state_ = State::kIdle;
   std::function<Result<std::string>(const RubyApi&)> work_;
+  int (*set_thread_paused_)(int) = nullptr;  // the gem extension's, when loaded
   Result<std::string> result_{std::string()};
   std::shared_ptr<RubyVmEndWatch> vm_end_watch_;
 };

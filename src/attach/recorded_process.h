@@ -48,7 +48,8 @@ class RecordedProcess {
   bool ends_within(std::chrono::milliseconds time) const;
   // After a request failed: whether that was the process ending (its agent goes with it). An
   // agent that still answers gave an error. A process may hold its agent's listening socket a
-  // little while after the connection closed, so this waits up to 1 s for the end.
+  // little while after the connection closed, so this waits up to 1 s for the end (10 s for a
+  // launched command, whose teardown follows its agent's end and which is waited for anyway).
   bool ended_after_failure() const;
   // After a request failed and the process did not end: whether it replaced its program (exec)
   // since it was opened. Its agent and the recording went with the old program. Told by the
