@@ -81,32 +81,53 @@ module Memprof
     # everywhere in the API (a path raised NoMethodError: "private method `puts' called").
     def print(out = $stdout, top: 50)
       Report.check_top(top, "Memprof::Report#print")
-      report = text(top: top)
-      # Any object with a public puts was taken before paths were (a logger-like sink).
-      if !Output.io?(out) && out.respond_to?(:puts) && !out.respond_to?(:to_str) && !out.respond_to?(:to_path)
-        out.puts(report)
-      else
-        Output.open(out, "Memprof::Report#print") { |io| io.write(report) }
-      end
-      nil
+      write_text(out, text(top: top), "Memprof::Report#print")
     end
 
-    # What #print writes, as a String.
-    def text(top: 50)
+    # memory_profiler's name for #print, with its options: to_file (a path), scale_bytes ("15.10
+    # kB" for 15100 bytes), detailed_report: false (the totals only). memprof keeps no strings,
+    # so their sections (allocated_strings, retained_strings) and other options raise. `pp
+    # report` still shows the object: PP calls pretty_print with its printer.
+    def pretty_print(out = $stdout, to_file: nil, scale_bytes: false, detailed_report: true, top: 50, **others)
+      return super(out) if defined?(::PP) && out.is_a?(::PP)
+      unless others.empty?
+        raise ArgumentError, "Memprof::Report#pretty_print: memprof does not take #{others.keys.join(', ')} " \
+                             "(it takes to_file, scale_bytes, detailed_report and top)"
+      end
+      Report.check_top(top, "Memprof::Report#pretty_print")
+      write_text(to_file || out, text(top: top, scale_bytes: scale_bytes, detailed: detailed_report),
+                 "Memprof::Report#pretty_print")
+    end
+
+    # What #print writes, as a String. scale_bytes: sizes with a unit (15.10 kB); detailed:
+    # false, the totals only.
+    def text(top: 50, scale_bytes: false, detailed: true)
       Report.check_top(top, "Memprof::Report#text")
-      lines = ["Total allocated: #{total_allocated_memsize} bytes (#{total_allocated} objects)",
-               "Total retained:  #{total_retained_memsize} bytes (#{total_retained} objects)"]
+      size = scale_bytes ? ->(bytes) { Report.scaled_bytes(bytes) } : ->(bytes) { "#{bytes} bytes" }
+      lines = ["Total allocated: #{size.call(total_allocated_memsize)} (#{total_allocated} objects)",
+               "Total retained:  #{size.call(total_retained_memsize)} (#{total_retained} objects)"]
+      return lines.join("\n") << "\n" unless detailed
+
       %i[allocated retained].each do |kind|
         [[:bytes, "memory"], [:count, "objects"]].each do |metric, word|
           GROUPINGS.each do |by|
             lines.push("", "#{kind} #{word} by #{by}", "-" * 35)
             group(kind, by: by, sort: metric).first(top).each do |g|
-              lines << format("%10d  %s", g[metric], g[:name])
+              value = metric == :bytes && scale_bytes ? Report.scaled_bytes(g[metric]) : g[metric].to_s
+              lines << format("%10s  %s", value, g[:name])
             end
           end
         end
       end
       lines.join("\n") << "\n"
+    end
+
+    # 15100 -> "15.10 kB": powers of 1000, two decimals, as memory_profiler's scale_bytes.
+    def self.scaled_bytes(bytes)
+      units = %w[B kB MB GB TB PB]
+      exponent = 0
+      exponent += 1 while exponent < units.size - 1 && bytes >= 1000**(exponent + 1)
+      format("%.2f %s", bytes.fdiv(1000**exponent), units[exponent])
     end
 
     # Lines per section: an Integer, 0 or more (0: the totals and the section titles only).
@@ -144,6 +165,16 @@ module Memprof
     end
 
     private
+
+    # `out`: an IO, a path, or any object with a public puts (a logger-like sink). Returns nil.
+    def write_text(out, report, api)
+      if !Output.io?(out) && out.respond_to?(:puts) && !out.respond_to?(:to_str) && !out.respond_to?(:to_path)
+        out.puts(report)
+      else
+        Output.open(out, api) { |io| io.write(report) }
+      end
+      nil
+    end
 
     def section(rows, kind)
       by_location = rows.map { |r| { "location" => r.location, "class" => r.class_name, "count" => r.count, "bytes" => r.bytes } }

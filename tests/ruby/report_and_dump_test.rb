@@ -82,6 +82,42 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # memory_profiler's results are printed with pretty_print(to_file:, scale_bytes:,
+  # detailed_report:): a user switching to Memprof.report writes the same call (before: a
+  # NoMethodError, from pp's pretty_print, which takes a printer). `pp report` still works.
+  def test_report_pretty_print_takes_memory_profiler_options
+    path = File.join(Dir.tmpdir, "memprof-pretty-#{Process.pid}.txt")
+    run_ruby(<<~RUBY) do |out|
+      require "stringio"
+      require "pp"
+      $kept = []
+      report = Memprof.report { 2.times { $kept << Array.new(300, 1) } }
+      report.pretty_print(scale_bytes: true, top: 1)
+      puts "--"
+      report.pretty_print(detailed_report: false)
+      io = StringIO.new
+      report.print(io)
+      report.pretty_print(to_file: #{path.inspect})
+      puts File.read(#{path.inspect}) == io.string ? "same" : "differs"
+      begin
+        report.pretty_print(allocated_strings: 5, normalize_paths: true)
+      rescue ArgumentError => e
+        puts e.message
+      end
+      puts PP.pp(report, +"").start_with?("#<Memprof::Report")
+    RUBY
+      bytes = 2 * 2440 # two Arrays of 300 references: 40 + 300 * 8 each
+      assert out.start_with?("Total allocated: 4.88 kB (2 objects)\nTotal retained:  4.88 kB (2 objects)\n\n" \
+                             "allocated memory by gem\n-----------------------------------\n   4.88 kB  other\n"), out
+      assert_includes out, "retained objects by class\n-----------------------------------\n         2  Array\n--\n"
+      assert_includes out, "--\nTotal allocated: #{bytes} bytes (2 objects)\nTotal retained:  #{bytes} bytes (2 objects)\nsame\n"
+      assert_includes out, "Memprof::Report#pretty_print: memprof does not take allocated_strings, normalize_paths " \
+                           "(it takes to_file, scale_bytes, detailed_report and top)\ntrue\n"
+    end
+  ensure
+    File.delete(path) if path && File.exist?(path)
+  end
+
   # `out` is an IO or a path, as everywhere in the API. Before: a path raised NoMethodError
   # ("private method `puts' called for String").
   def test_report_print_writes_to_a_path
