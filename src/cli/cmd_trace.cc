@@ -466,7 +466,7 @@ MEMPROF_COMMAND(
       sub.add_option("command", options->command, "Command to start and trace (after --)");
       sub.footer(
           "memprof trace -p PID -x sqlite3_prepare_v2 -ttT    prints each call as ltrace does:\n"
-          "  12:01:02.123456 [4242] libsqlite3.so.0->sqlite3_prepare_v2(0x5612, \"SELECT 1\", -1, ...) = 0 <0.000041>\n"
+          "  12:01:02.123456 [4242] sqlite3_prepare_v2@libsqlite3.so.0(0x5612, \"SELECT 1\", -1, ...) = 0 <0.000041>\n"
           "memprof trace -c -x 'sqlite3_*' -- ruby app.rb    starts a command and counts its calls.\n\n"
           "The agent (as in memprof attach) hooks each matching function at its entry inside the\n"
           "process: every caller is seen -- other libraries, the defining library itself,\n"

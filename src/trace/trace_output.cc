@@ -60,8 +60,10 @@ std::string call_line(const CallRecord& record, const FunctionInfo& function, co
   } else if (std::string_view reason = no_line_reason(record); !reason.empty()) {
     line += fmt::format("{}: ", reason);
   }
-  std::string caller = function.object.empty() ? function.name : std::string(file_name_of(function.object)) + "->" + function.name;
-  line += call_line(caller, formatted(record, function, options));
+  // ltrace -x's form, `getenv@libc.so.6`: the function and the object that defines it. (Its
+  // `libc.so.6->getenv` names the object that made the call, which an entry hook does not.)
+  std::string name = function.object.empty() ? function.name : function.name + "@" + std::string(file_name_of(function.object));
+  line += call_line(name, formatted(record, function, options));
   // An unwound call's time is not known (the tracer saw it end only at a later call).
   if (options.durations && record.outcome == CallOutcome::kReturned)
     line += fmt::format(" <{}.{:06}>", record.duration_ns / 1000000000, record.duration_ns % 1000000000 / 1000);

@@ -26,7 +26,7 @@ struct LineOptions {
   int64_t realtime_offset_ns = 0;
 };
 
-// "12:01:02.123456 [4242] libsqlite3.so.0->sqlite3_prepare_v2(0x5612..., "SELECT ...", -1, ...) = 0 <0.000041>",
+// "12:01:02.123456 [4242] sqlite3_prepare_v2@libsqlite3.so.0(0x5612..., "SELECT ...", -1, ...) = 0 <0.000041>",
 // with "app.rb:12: " after the thread when the record has a Ruby caller.
 std::string call_line(const CallRecord& record, const FunctionInfo& function, const LineOptions& options);
 // {"time", "tid", "object", "function", "arguments", "return", "seconds", "unwound", "ruby_caller"};
