@@ -378,19 +378,25 @@ TEST(Native, StopWhileFourThreadsKeepAllocatingRestoresEveryByte) {
 // Without the parking this crashed in free in 1 of 8 runs.
 TEST(Native, StartAndStopWhileFourThreadsKeepAllocating) {
   const std::vector<std::vector<uint8_t>> before = patched_bytes();
+  constexpr int kRounds = 20;
+  uint64_t parkings = 0;
   {
     AllocatingThreads threads;
-    for (int round = 0; round < 20; ++round) {
-      const uint64_t parkings = hook::ThreadParking::parkings_so_far();
+    for (int round = 0; round < kRounds; ++round) {
+      const uint64_t parkings_before = hook::ThreadParking::parkings_so_far();
       auto session = start_session();
       ASSERT_NE(session, nullptr);
-      // The dozen allocator hooks went in under one parking of the four threads, not one each.
-      EXPECT_EQ(hook::ThreadParking::parkings_so_far() - parkings, 1u);
+      parkings += hook::ThreadParking::parkings_so_far() - parkings_before;
       threads.wait_for(100);
       EXPECT_GT(only_site_in(session->snapshot(), "native_malloc").allocations, 0u);
     }
     threads.wait_for(1000);
   }
+  // The allocator hooks go in under one parking of the four threads, not one each (6 per start
+  // before); a parking is made again when a parked thread sat inside a function's first bytes,
+  // which a loaded machine saw in 2 of 20 starts: counted over all of them.
+  EXPECT_GE(parkings, static_cast<uint64_t>(kRounds));
+  EXPECT_LT(parkings, static_cast<uint64_t>(2 * kRounds));
   EXPECT_EQ(patched_bytes(), before);
 }
 
