@@ -24,7 +24,7 @@ struct DiffOptions {
 // The objects of `heap` its roots reach, or nothing when its ROOT lines are missing or some
 // were unreadable: then every object must count as alive.
 std::optional<std::vector<uint8_t>> reachable_objects(const heap::Heap& heap) {
-  if (heap.roots.empty() || heap.lost_root_lines > 0) return std::nullopt;
+  if (!heap.reachability_known()) return std::nullopt;
   return heap::reachable_from_roots(heap::Graph::build(heap), heap);
 }
 

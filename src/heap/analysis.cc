@@ -317,15 +317,13 @@ namespace {
 // The lists that need only the heap, not the dominator tree: `analyze` makes them on the second
 // core while the first computes the tree.
 struct HeapOnlyLists {
-  std::vector<ObjectId> biggest;
   std::vector<std::pair<ObjectId, uint64_t>> most_referenced;
   std::vector<DuplicateString> duplicate_strings;
 };
 
 HeapOnlyLists heap_only_lists(const Heap& heap, const AnalysisOptions& options) {
   const ObjectSelection* selection = options.selection;
-  return {top_objects(heap, selection, options.top, [&](ObjectId id) { return heap.memsize[id]; }),
-          most_referenced(heap, selection, options.top),
+  return {most_referenced(heap, selection, options.top),
           duplicate_strings(heap, selection, options.top, options.samples)};
 }
 
@@ -358,17 +356,32 @@ void add_totals(const Heap& heap, const DominatorTree& dominators, const Analysi
   std::erase_if(analysis.machine_context_only_objects, [&](ObjectId id) { return !only_machine_context(id); });
 }
 
+// The biggest objects that are alive. Garbage the GC had not swept yet is left out: no path
+// leads to it and the next GC frees it, and a loop that drops large buffers would otherwise fill
+// the list with them. When the ROOT lines do not tell what is alive, every object counts.
+std::vector<ObjectId> biggest_live_objects(const Heap& heap, const DominatorTree& dominators,
+                                           const AnalysisOptions& options) {
+  if (!heap.reachability_known())
+    return top_objects(heap, options.selection, options.top, [&](ObjectId id) { return heap.memsize[id]; });
+  // memsize + 1: a live object of memsize 0 still ranks above every unreachable one.
+  auto biggest = top_objects(heap, options.selection, options.top, [&](ObjectId id) {
+    return dominators.reachable(id) ? heap.memsize[id] + 1 : 0;
+  });
+  std::erase_if(biggest, [&](ObjectId id) { return !dominators.reachable(id); });
+  return biggest;
+}
+
 Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
                               const AnalysisOptions& options, Groupings groupings,
                               const std::vector<uint8_t>& without_machine_context, HeapOnlyLists lists) {
   Analysis analysis;
-  analysis.biggest = std::move(lists.biggest);
   analysis.most_referenced = std::move(lists.most_referenced);
   analysis.duplicate_strings = std::move(lists.duplicate_strings);
   // What needs the dominator tree but not the rollup: on another thread while this one and a
   // helper walk the tree for the rollup (they write different fields of `analysis`).
   auto rest = run_async([&] {
     analysis.top_retained = top_retained_subtrees(heap, dominators, options.selection, options.top);
+    analysis.biggest = biggest_live_objects(heap, dominators, options);
     add_totals(heap, dominators, options, without_machine_context, analysis);
   });
   if (options.samples > 0) add_samples(heap, dominators, groupings, options.samples, options.selection);

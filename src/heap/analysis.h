@@ -52,7 +52,7 @@ struct Analysis {
   std::vector<GroupRow> by_location;  // "file:line", "(no allocation site)"
   std::vector<GroupRow> by_gem;       // see gem_of_file()
   std::vector<GroupRow> by_generation;  // by generation, oldest first; "(none)" first of all
-  std::vector<ObjectId> biggest;       // top N by memsize, then address
+  std::vector<ObjectId> biggest;       // top N alive (see Heap::reachability_known) by memsize, then address
   std::vector<ObjectId> top_retained;  // top N by retained size, none inside another's subtree
   std::vector<ObjectId> machine_context_only_objects;  // top N of them by retained size
   std::vector<std::pair<ObjectId, uint64_t>> most_referenced;  // top N by distinct referrers

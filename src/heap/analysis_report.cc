@@ -169,6 +169,11 @@ std::string render_analysis_text(const ReportContext& context, const Analysis& a
   out += fmt::format("objects: {}, {} ({} bytes)\n", count_text(analysis.count),
                      bytes_text(analysis.memsize), count_text(analysis.memsize));
   out += fmt::format("reachable from roots: {}\n", objects_text(analysis.reachable_count, analysis.reachable_memsize));
+  if (heap.reachability_known() && analysis.reachable_count < analysis.count) {
+    out += fmt::format("unreachable (garbage the GC had not swept yet): {}; not in biggest objects\n",
+                       objects_text(analysis.count - analysis.reachable_count,
+                                    analysis.memsize - analysis.reachable_memsize));
+  }
   out += fmt::format("kept alive only through machine_context: {}\n",
                      objects_text(analysis.machine_context_only_count, analysis.machine_context_only_memsize));
   out += "roots:";

@@ -149,6 +149,9 @@ struct Heap {
   static constexpr size_t kMaxBadLinesKept = 1000;
 
   size_t size() const { return address.size(); }
+  // Whether the ROOT lines tell which objects are alive: without them, or with some unreadable,
+  // an object no root reaches may still be alive, and every object must count as alive.
+  bool reachability_known() const { return !roots.empty() && lost_root_lines == 0; }
   std::span<const ObjectId> references(ObjectId id) const {
     return {ref_targets.data() + ref_begin[id], ref_targets.data() + ref_begin[id + 1]};
   }

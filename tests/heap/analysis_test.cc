@@ -101,6 +101,30 @@ TEST(Analysis, TotalsGroupsAndRetainedSizes) {
   EXPECT_EQ(heap.address[a.top_retained[0]], 0x100u);
 }
 
+// Garbage not swept yet is in no list of biggest objects (no path leads to it), unless the
+// dump has no ROOT lines: then nothing tells garbage from live objects, and all count.
+TEST(Analysis, BiggestObjectsAreAliveWhenTheRootsTellIt) {
+  const std::string garbage = object_line(0x700, "STRING", 0x30, {}, 5000, site("/app/job.rb", 4, 6));
+  Heap heap = load_text(sample_dump() + garbage);
+  Graph graph = Graph::build(heap);
+  DominatorTree tree = DominatorTree::compute(graph, heap);
+  Analysis a = analyze_heap(heap, graph, tree, 20);
+  ASSERT_EQ(a.biggest.size(), 9u);  // the 11 objects but the two garbage ones
+  EXPECT_EQ(heap.address[a.biggest[0]], 0x10u);
+  for (ObjectId id : a.biggest) {
+    EXPECT_NE(heap.address[id], 0x700u);
+    EXPECT_NE(heap.address[id], 0x600u);
+  }
+  EXPECT_EQ(heap.address[a.biggest[3]], 0x100u);  // the live Hash, 200 bytes, after the classes
+
+  Heap rootless = load_text(object_line(0x10, "STRING", 0, {}, 40) + garbage);
+  Graph rootless_graph = Graph::build(rootless);
+  DominatorTree rootless_tree = DominatorTree::compute(rootless_graph, rootless);
+  Analysis b = analyze_heap(rootless, rootless_graph, rootless_tree, 20);
+  ASSERT_EQ(b.biggest.size(), 2u);
+  EXPECT_EQ(rootless.address[b.biggest[0]], 0x700u);
+}
+
 TEST(Analysis, GemOfFile) {
   EXPECT_EQ(gem_of_file("/var/lib/gems/3.1.0/gems/rack-2.2.4/lib/rack/utils.rb"), "rack-2.2.4");
   EXPECT_EQ(gem_of_file("/usr/share/rubygems-integration/all/gems/rails-6.1.7/lib/rails.rb"), "rails-6.1.7");
@@ -274,7 +298,9 @@ TEST(Analysis, FiltersSelectTheObjectsTheReportCovers) {
   EXPECT_EQ(a.by_class[0].retained, 240u);  // each Entry with the String it holds
   ASSERT_EQ(a.by_class[0].samples.size(), 1u);
   EXPECT_EQ(heap.address[a.by_class[0].samples[0]], 0x200u);  // retains 140, the most
-  EXPECT_EQ(a.biggest.size(), 3u);
+  ASSERT_EQ(a.biggest.size(), 2u);  // the third Entry, at 0x600, is garbage
+  EXPECT_EQ(heap.address[a.biggest[0]], 0x200u);
+  EXPECT_EQ(heap.address[a.biggest[1]], 0x300u);
   auto strings = ObjectSelection::make(heap, {.type = "string"});
   ASSERT_TRUE(strings.ok());
   EXPECT_EQ(analyze_heap(heap, graph, tree, AnalysisOptions{.selection = &*strings}).count, 3u);
