@@ -29,6 +29,7 @@
 #include "trace/prototype_files.h"
 #include "trace/trace_output.h"
 #include "trace/trace_readout.h"
+#include "tracer/symbol_filter.h"
 #include "tracer/trace_wire.h"
 
 namespace memprof::cli {
@@ -36,7 +37,9 @@ namespace {
 
 struct TraceOptions {
   pid_t pid = 0;
-  std::vector<std::string> symbols;
+  std::vector<std::string> symbols;  // -x and -e: ltrace filter expressions, or events (ruby:gc)
+  std::vector<std::string> call_filters;  // -e, before they join `symbols`
+  std::vector<std::optional<tracer::SymbolFilter>> filters;  // of `symbols`, parsed; nullopt: an event
   std::vector<std::string> libraries;
   std::vector<std::string> prototype_files;
   int timestamps = 0;
@@ -94,6 +97,12 @@ Result<Prototypes> load_prototypes(const std::vector<std::string>& files) {
   return out;
 }
 
+// Whether some -x filter may trace a function named `name` (in some object).
+bool may_trace(const TraceOptions& options, const std::string& name) {
+  return std::any_of(options.filters.begin(), options.filters.end(),
+                     [&](const auto& filter) { return filter && filter->may_select(name); });
+}
+
 tracer::TraceRequest make_request(const TraceOptions& options, const Prototypes& prototypes) {
   tracer::TraceRequest request;
   request.patterns = options.symbols;
@@ -103,7 +112,7 @@ tracer::TraceRequest make_request(const TraceOptions& options, const Prototypes&
   request.verbose = options.verbose;
   for (const trace::PrototypeSet* set : {&prototypes.defaults, &prototypes.user})
     for (const auto& [name, prototype] : set->prototypes())
-      if (tracer::matches_any(options.symbols, name)) {
+      if (may_trace(options, name)) {
         trace::ArgumentCapture plan = trace::capture_plan(*prototypes.find(name));
         if (plan != trace::ArgumentCapture{}) request.captures[name] = plan;
       }
@@ -241,10 +250,13 @@ class TracePrinter {
 // untraceable); `events`: the event patterns (ruby:gc) too, which are traced under their own name.
 std::vector<std::string> unmatched_patterns(const TraceOptions& options, const TracePrinter& printer, bool events) {
   std::vector<std::string> unmatched;
-  for (const std::string& pattern : options.symbols) {
-    if (tracer::is_event_pattern(pattern) && !events) continue;
-    bool matched = std::any_of(printer.matched_names().begin(), printer.matched_names().end(),
-                               [&](const std::string& name) { return tracer::matches_any({pattern}, name); });
+  for (size_t i = 0; i < options.symbols.size(); ++i) {
+    const std::string& pattern = options.symbols[i];
+    const auto& filter = options.filters[i];
+    if (!filter && !events) continue;
+    bool matched = std::any_of(printer.matched_names().begin(), printer.matched_names().end(), [&](const std::string& name) {
+      return filter ? filter->may_select(name) : name == pattern;
+    });
     if (!matched) unmatched.push_back(pattern);
   }
   return unmatched;
@@ -263,7 +275,9 @@ std::string libraries_named(const TraceOptions& options) {
 // functions matching `pattern` that trace cannot hook by name.
 std::string unexported_note(pid_t pid, const std::string& pattern) {
   constexpr size_t kShown = 3;
-  std::vector<std::string> functions = attach::unexported_functions(pid, pattern, kShown + 1);
+  auto filter = tracer::SymbolFilter::parse(pattern);
+  if (!filter.ok() || !filter->plain_glob()) return "";  // names a library, or more than one glob
+  std::vector<std::string> functions = attach::unexported_functions(pid, *filter->plain_glob(), kShown + 1);
   if (functions.empty()) return "";
   const bool more = functions.size() > kShown;
   if (more) functions.pop_back();
@@ -272,16 +286,36 @@ std::string unexported_note(pid_t pid, const std::string& pattern) {
                      fmt::join(functions, ", "), more ? " and more" : "");
 }
 
-int run_trace(const TraceOptions& options) {
-  if (options.symbols.empty()) return fail("name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)");
-  if (std::find(options.symbols.begin(), options.symbols.end(), "") != options.symbols.end())
-    return fail("-x needs a function name or a glob, not an empty string");
-  for (const auto& [flag, globs] : {std::pair{"-x", &options.symbols}, std::pair{"-l", &options.libraries}}) {
-    for (const std::string& glob : *globs) {
-      if (std::string problem = tracer::malformed_glob(glob); !problem.empty())
-        return fail(fmt::format("{} '{}': {}", flag, glob, problem));
-    }
+// Parses -e into -x and every -x into options.filters; "" when all are good, else the error.
+std::string parse_filters(TraceOptions& options) {
+  for (const std::string& expression : options.call_filters) {
+    auto filter = tracer::SymbolFilter::parse(expression);
+    if (!filter.ok()) return fmt::format("-e '{}': {}", expression, filter.message());
+    if (filter->names_a_library())
+      return fmt::format("-e '{}': ltrace's -e @LIBRARY picks the calls that LIBRARY makes (through its PLT); "
+                         "memprof hooks functions where they are defined: -x '{}' traces the functions that "
+                         "LIBRARY defines, whoever calls them", expression, expression);
+    options.symbols.push_back(expression);
   }
+  if (options.symbols.empty()) return "name the functions to trace with -x SYMBOL (globs such as 'sqlite3_*' work)";
+  for (const std::string& pattern : options.symbols) {
+    if (pattern.empty()) return "-x needs a function name or a glob, not an empty string";
+    if (tracer::is_event_pattern(pattern)) {
+      options.filters.emplace_back();
+      continue;
+    }
+    auto filter = tracer::SymbolFilter::parse(pattern);
+    if (!filter.ok()) return fmt::format("-x '{}': {}", pattern, filter.message());
+    options.filters.emplace_back(std::move(*filter));
+  }
+  for (const std::string& glob : options.libraries)
+    if (std::string problem = tracer::malformed_glob(glob); !problem.empty())
+      return fmt::format("-l '{}': {}", glob, problem);
+  return "";
+}
+
+int run_trace(TraceOptions options) {
+  if (std::string problem = parse_filters(options); !problem.empty()) return fail(problem);
   auto duration = attach::parse_optional_duration(options.duration);
   if (!duration.ok()) return fail(duration.message());
   auto prototypes = load_prototypes(options.prototype_files);
@@ -442,7 +476,13 @@ MEMPROF_COMMAND(
       auto options = std::make_shared<TraceOptions>();
       add_pid_option(sub, options->pid, "Process to trace");
       // One value per -x, -l, -F: `-x f -- cmd -c` must leave `cmd -c` to the command.
-      sub.add_option("-x", options->symbols, "Function to trace (repeatable; a glob such as 'sqlite3_*')")
+      sub.add_option("-x", options->symbols,
+                     "Functions to trace (repeatable): a glob such as 'sqlite3_*', or an ltrace filter "
+                     "expression: malloc+free, 'sqlite3_*@libsqlite3*', '*@MAIN-main' (see below)")
+          ->allow_extra_args(false);
+      sub.add_option("-e", options->call_filters,
+                     "ltrace's -e, taken as -x: the functions named, at their entry, whoever calls them "
+                     "(no @LIBRARY, which in ltrace picks the calling library)")
           ->allow_extra_args(false);
       sub.add_option("-l,--library", options->libraries,
                      "Only functions defined in objects whose file name matches (repeatable glob)")
@@ -468,6 +508,10 @@ MEMPROF_COMMAND(
           "memprof trace -p PID -x sqlite3_prepare_v2 -ttT    prints each call as ltrace does:\n"
           "  12:01:02.123456 [4242] sqlite3_prepare_v2@libsqlite3.so.0(0x5612, \"SELECT 1\", -1, ...) = 0 <0.000041>\n"
           "memprof trace -c -x 'sqlite3_*' -- ruby app.rb    starts a command and counts its calls.\n\n"
+          "-x takes ltrace's filter expressions: rules [+-]SYMBOL[@LIBRARY] chained, each a glob,\n"
+          "that add (+) and remove (-) functions in turn; LIBRARY is the file name of the object\n"
+          "defining the function (as -l), MAIN the program, /... a path. Every + and - starts a\n"
+          "rule: write a library name that has one with ? ('@ld?linux*') or give it to -l.\n\n"
           "The agent (as in memprof attach) hooks each matching function at its entry inside the\n"
           "process: every caller is seen -- other libraries, the defining library itself,\n"
           "pointers from dlsym -- and libraries loaded later by dlopen (require) are traced from\n"

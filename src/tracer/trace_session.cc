@@ -82,8 +82,10 @@ bool traceable_object(const hook::LoadedObject& object, const TraceRequest& requ
 
 // The functions `object` defines whose names match, one per address (aliases share one: the
 // name a pattern spells out wins, then one without a leading underscore).
-std::vector<Candidate> matching_functions(const hook::LoadedObject& object, const TraceRequest& request) {
+std::vector<Candidate> matching_functions(const hook::LoadedObject& object, const std::vector<SymbolFilter>& filters) {
   std::vector<Candidate> found;
+  const DefiningObject defining{object.path.c_str(), file_name_of(object.path).data(),
+                                object.role == hook::ObjectRole::kProgram};
   for (uint32_t index = 1; index < object.tables.symbol_count; ++index) {
     const Elf64_Sym& symbol = object.tables.symtab[index];
     unsigned type = ELF64_ST_TYPE(symbol.st_info);
@@ -92,7 +94,7 @@ std::vector<Candidate> matching_functions(const hook::LoadedObject& object, cons
         object.version_hidden(index))
       continue;
     std::string name(object.symbol_name(index));
-    if (name.empty() || !matches_any(request.patterns, name)) continue;
+    if (name.empty() || !selects_any(filters, name, defining)) continue;
     uintptr_t address = object.bias + symbol.st_value;
     // What the loader does with an IFUNC on x86-64: call its resolver with no arguments.
     if (type == STT_GNU_IFUNC) address = reinterpret_cast<uintptr_t (*)()>(address)();
@@ -102,7 +104,7 @@ std::vector<Candidate> matching_functions(const hook::LoadedObject& object, cons
       continue;
     }
     auto rank = [&](const std::string& n) {
-      bool spelled = std::find(request.patterns.begin(), request.patterns.end(), n) != request.patterns.end();
+      bool spelled = std::any_of(filters.begin(), filters.end(), [&](const SymbolFilter& f) { return f.spells(n); });
       return (spelled ? 0 : 2) + (n[0] == '_' ? 1 : 0);
     };
     if (rank(name) < rank(same->name)) same->name = std::move(name);
@@ -157,7 +159,13 @@ Result<std::unique_ptr<TraceSession>> TraceSession::start(TraceRequest request) 
                        "(shown as addresses)");
   }
   std::erase_if(request.patterns, is_event_pattern);  // the agent's business (add_event_source)
-  std::unique_ptr<TraceSession> session(new TraceSession(std::move(request)));
+  std::vector<SymbolFilter> filters;
+  for (const std::string& pattern : request.patterns) {
+    auto filter = SymbolFilter::parse(pattern);
+    if (!filter.ok()) return err("-x '{}': {}", pattern, filter.message());
+    filters.push_back(std::move(*filter));
+  }
+  std::unique_ptr<TraceSession> session(new TraceSession(std::move(request), std::move(filters)));
   // Before the watch: a library loaded from here on adds its problems to these.
   session->pending_problems_ = std::move(problems);
   Untraced untraced;
@@ -282,7 +290,7 @@ void TraceSession::hook_objects_locked(std::vector<HookedFunction>& added) {
     // The object's functions are hooked together: one parking of the process's threads for all.
     std::vector<Candidate> candidates;
     std::vector<TracedFunction*> functions;
-    for (Candidate& candidate : matching_functions(object, request_)) {
+    for (Candidate& candidate : matching_functions(object, filters_)) {
       if (const char* why = never_traced(candidate.name, candidate.address)) {
         object_problems.untraceable(candidate.name, why);
         continue;

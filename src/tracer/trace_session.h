@@ -23,6 +23,7 @@
 #include "core/hook/got_hook.h"
 #include "core/util/result.h"
 #include "trace/call_record.h"
+#include "tracer/symbol_filter.h"
 #include "tracer/thread_trace.h"
 #include "tracer/tick_clock.h"
 #include "tracer/trampoline.h"
@@ -52,7 +53,7 @@ struct Candidate {
 };
 
 struct TraceRequest {
-  std::vector<std::string> patterns;   // function names (fnmatch globs) and event sources
+  std::vector<std::string> patterns;   // ltrace filter expressions (symbol_filter.h) and event sources
   std::vector<std::string> libraries;  // object name globs (basename); empty: every object
   std::map<std::string, trace::ArgumentCapture, std::less<>> captures;  // by function name
   bool records = true;  // false: counters only (memprof trace -c)
@@ -115,7 +116,8 @@ class TraceSession {
   Result<uint32_t> add_event_source(const char* name);
 
  private:
-  explicit TraceSession(TraceRequest request) : request_(std::move(request)) {}
+  TraceSession(TraceRequest request, std::vector<SymbolFilter> filters)
+      : request_(std::move(request)), filters_(std::move(filters)) {}
   void hook_objects_locked(std::vector<HookedFunction>& added);
   // The seen objects unloaded and loaded again at the same address, whose hooks are gone.
   std::vector<hook::ObjectKey> reloaded_objects_locked(const std::vector<hook::LoadedObject>& loaded) const;
@@ -133,6 +135,7 @@ class TraceSession {
   std::vector<FunctionCounters> sum_counters(uint32_t functions) const;
 
   TraceRequest request_;
+  std::vector<SymbolFilter> filters_;  // request_.patterns, parsed
   mutable std::mutex mutex_;  // hooks_, seen_objects_, pending_*
   std::vector<std::unique_ptr<hook::EntryHook>> entry_hooks_;
   std::vector<std::unique_ptr<hook::GotHook>> got_hooks_;

@@ -549,6 +549,30 @@ class TraceCliTest < Minitest::Test
                  err)
   end
 
+  # ltrace's filter expressions: -e malloc+free as ltrace users type it, and -x rules that
+  # pick functions by the library defining them.
+  def test_ltrace_filter_expressions_pick_the_functions
+    out, err, status = memprof("trace", "-c", "-e", "traced_add+traced_length", "--", TARGET, "once", 10)
+    assert status.success?, err
+    assert_includes err, "memprof: tracing 2 functions in process"
+    assert_equal({ "traced_add" => 10 }, summary_calls(out.lines), out)
+    out, err, status = memprof("trace", "-c", "-x", "traced_*@libtracer_traced.so-traced_[b-z]*", "--", TARGET, "once", 7)
+    assert status.success?, err
+    assert_match(/memprof: tracing 1 function in process/, err)  # traced_add alone
+    assert_equal({ "traced_add" => 7 }, summary_calls(out.lines), out)
+    _, err, status = memprof("trace", "-x", "traced_add@libc.so*", "--", TARGET, "once", 1)
+    assert status.success?, err
+    assert_includes err, "memprof: no program of the command defined a function matching 'traced_add@libc.so*'\n"
+    _, err, status = memprof("trace", "-e", "traced_add@libtracer*", "--", TARGET, "once", 1)
+    assert_equal [1, "memprof: -e 'traced_add@libtracer*': ltrace's -e @LIBRARY picks the calls that LIBRARY " \
+                     "makes (through its PLT); memprof hooks functions where they are defined: -x " \
+                     "'traced_add@libtracer*' traces the functions that LIBRARY defines, whoever calls them\n"],
+                 [status.exitstatus, err]
+    _, err, status = memprof("trace", "-x", "/traced/", "--", TARGET, "once", 1)
+    assert_equal [1, "memprof: -x '/traced/': '/traced/' is a regular expression, which memprof does not take: " \
+                     "write a glob (*, ?, [...])\n"], [status.exitstatus, err]
+  end
+
   def test_a_target_that_exits_while_traced_ends_the_trace_cleanly
     target = c_target
     trace = start_trace(target.pid, "-c", "-x", "traced_add")

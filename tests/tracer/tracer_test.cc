@@ -430,6 +430,21 @@ TEST(Tracer, GlobsMatchEveryDefinedFunctionOnce) {
       << problems[0];
 }
 
+// -x's filter expressions reach the agent whole: a library part picks the defining object, and
+// a rule that removes takes a function out again.
+TEST(Tracer, AFilterExpressionPicksFunctionsByDefiningLibrary) {
+  auto session = trace({"traced_a*+traced_f*@libtracer_traced.so-traced_fill+traced_length@libc.so*"});
+  ASSERT_NE(session, nullptr);
+  std::vector<std::string> names;
+  for (const auto& f : session->initial_functions()) names.push_back(f.name);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"traced_add"}));  // traced_length is not libc's
+  EXPECT_EQ(TraceSession::start({.patterns = {"*@libruby-3.1.so*"}}).message(),
+            "-x '*@libruby-3.1.so*': the rule '-3.1.so*' names no function (no name starts with a digit): every "
+            "'+' and '-' starts a rule, as in ltrace: write a library name that has one with '?' ('@libruby?3.1*', "
+            "'@libstdc??*') or give it to -l");
+}
+
 // glibc's memmove is an IFUNC: its implementation (here __memmove_avx_unaligned_erms) starts
 // where __mempcpy_avx_unaligned_erms jumps, 3 bytes in. A jump over its first bytes made that
 // mempcpy run garbage (`trace -x '*'` killed the process): it is traced through the GOT only.
