@@ -1,5 +1,5 @@
-// The native engine's cost, in this process: ns per malloc+free pair of 16..256 bytes without a
-// session and with one (every block recorded and removed, its site counted), one thread and two;
+// The native engine's cost, in this process: ns per malloc+free pair of 16..256 bytes (and per
+// operator new+delete pair of 64) without a session and with one (every block recorded and removed, its site counted), one thread and two;
 // and the engine's memory per live block with 1M blocks live. Run: build/bench/native/native_bench
 #include <benchmark/benchmark.h>
 
@@ -42,6 +42,23 @@ void BM_MallocFree_Tracked(benchmark::State& state) {
   malloc_free_loop(state);
 }
 BENCHMARK(BM_MallocFree_Tracked)->RangeMultiplier(2)->Range(16, 256);
+
+// operator new + delete, as a C++ program allocates: new's own hook hands its caller to malloc's.
+void new_delete_loop(benchmark::State& state) {
+  const auto size = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* block = ::operator new(size);
+    benchmark::DoNotOptimize(block);
+    ::operator delete(block);
+  }
+}
+void BM_NewDelete_Untracked(benchmark::State& state) { new_delete_loop(state); }
+BENCHMARK(BM_NewDelete_Untracked)->Arg(64);
+void BM_NewDelete_Tracked(benchmark::State& state) {
+  auto session = must_start();
+  new_delete_loop(state);
+}
+BENCHMARK(BM_NewDelete_Tracked)->Arg(64);
 
 // With stacks of N frames (--stack N): libunwind walks the benchmark's own ~10 frames.
 void BM_MallocFree_TrackedWithStack(benchmark::State& state) {

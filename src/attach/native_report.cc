@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/elf/demangle.h"
 #include "core/util/json_escape.h"
 #include "core/util/path_name.h"
 #include "heap/units.h"
@@ -58,7 +59,9 @@ SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address) {
   std::string library(file_name_of(found->object->object.path));
   if (found->symbol == nullptr)
     return {fmt::format("{:#x} ({}+{:#x})", return_address, library, found->offset), library, ""};
-  return {fmt::format("{}+{:#x} ({})", found->symbol->name, found->offset, library), library,
+  // C++ names demangled for reading (leak_nodes(int)+0x49); `function` keeps the symbol, which
+  // pprof shows demangled itself.
+  return {fmt::format("{}+{:#x} ({})", elf::demangle(found->symbol->name), found->offset, library), library,
           std::string(found->symbol->name)};
 }
 

@@ -8,8 +8,13 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdint>
+#include <new>
 #include <optional>
+#include <string_view>
 #include <type_traits>
+#include <utility>
+
+#include "core/util/path_name.h"
 
 #include "native/engine.h"
 #include "native/recording_window.h"
@@ -33,6 +38,15 @@ struct Originals {
   decltype(&::mmap) mmap;  // --mmap
   decltype(&::munmap) munmap;
   decltype(&::mremap) mremap;
+  // libstdc++'s operator new family, by mangled name (see hooked_new).
+  void* (*new_single)(size_t);                                                  // _Znwm
+  void* (*new_array)(size_t);                                                   // _Znam
+  void* (*new_single_nothrow)(size_t, const std::nothrow_t&) noexcept;          // _ZnwmRKSt9nothrow_t
+  void* (*new_array_nothrow)(size_t, const std::nothrow_t&) noexcept;           // _ZnamRKSt9nothrow_t
+  void* (*new_single_aligned)(size_t, std::align_val_t);                        // _ZnwmSt11align_val_t
+  void* (*new_array_aligned)(size_t, std::align_val_t);                         // _ZnamSt11align_val_t
+  void* (*new_single_aligned_nothrow)(size_t, std::align_val_t, const std::nothrow_t&) noexcept;
+  void* (*new_array_aligned_nothrow)(size_t, std::align_val_t, const std::nothrow_t&) noexcept;
 };
 Originals g_original;
 
@@ -52,13 +66,25 @@ void record_allocation(ThreadHookState& thread, void* block, uint64_t size, uint
 // guard up and record the result.
 #define MEMPROF_CALLER address_of(__builtin_return_address(0))
 
+// The first allocation operator new makes is its block: it takes new's caller and size, once
+// (the size asked for: libstdc++ rounds an aligned one up to its alignment). Taken before the
+// original runs, so that a failed malloc inside new leaves nothing for the next allocation (the
+// exception object new then throws is its own block).
+void take_new_request(ThreadHookState& thread, uintptr_t& caller, uint64_t& size) {
+  if (thread.new_caller == 0) return;
+  caller = std::exchange(thread.new_caller, 0);
+  size = thread.new_size;
+}
+
 void* hooked_malloc(size_t size) noexcept {
-  const uintptr_t caller = MEMPROF_CALLER;
+  uintptr_t caller = MEMPROF_CALLER;
   ThreadHookState& thread = t_hook_state;
   if (thread.in_hook) return g_original.malloc(size);
   thread.in_hook = true;
+  uint64_t recorded = size;
+  take_new_request(thread, caller, recorded);
   void* block = g_original.malloc(size);
-  record_allocation(thread, block, size, caller);
+  record_allocation(thread, block, recorded, caller);
   thread.in_hook = false;
   return block;
 }
@@ -124,12 +150,14 @@ void hooked_free(void* block) noexcept {
 }
 
 int hooked_posix_memalign(void** out, size_t alignment, size_t size) noexcept {
-  const uintptr_t caller = MEMPROF_CALLER;
+  uintptr_t caller = MEMPROF_CALLER;
   ThreadHookState& thread = t_hook_state;
   if (thread.in_hook) return g_original.posix_memalign(out, alignment, size);
   thread.in_hook = true;
+  uint64_t recorded = size;
+  take_new_request(thread, caller, recorded);
   int result = g_original.posix_memalign(out, alignment, size);
-  if (result == 0) record_allocation(thread, *out, size, caller);
+  if (result == 0) record_allocation(thread, *out, recorded, caller);
   thread.in_hook = false;
   return result;
 }
@@ -140,8 +168,10 @@ void* aligned(uintptr_t caller, size_t size, Args... args) {
   ThreadHookState& thread = t_hook_state;
   if (thread.in_hook) return (g_original.*Original)(args...);
   thread.in_hook = true;
+  uint64_t recorded = size;
+  take_new_request(thread, caller, recorded);
   void* block = (g_original.*Original)(args...);
-  record_allocation(thread, block, size, caller);
+  record_allocation(thread, block, recorded, caller);
   thread.in_hook = false;
   return block;
 }
@@ -155,6 +185,51 @@ void* hooked_memalign(size_t alignment, size_t size) noexcept {
 void* hooked_valloc(size_t size) noexcept { return aligned<&Originals::valloc>(MEMPROF_CALLER, size, size); }
 // Recorded with the requested size (pvalloc rounds it up to whole pages).
 void* hooked_pvalloc(size_t size) noexcept { return aligned<&Originals::pvalloc>(MEMPROF_CALLER, size, size); }
+
+// libstdc++'s operator new: its malloc call would charge every block of a C++ program (each
+// `new`, each std::string and container buffer) to _Znwm+0x1c (libstdc++.so.6), whatever line
+// said `new`. Hooked at its entry, it hands its caller and size to the allocation it makes
+// (take_new_request), which records the block; new[] and nothrow new call plain new, which
+// keeps the outermost caller. The original may throw std::bad_alloc (or what a new_handler
+// throws): the request is withdrawn on the way out. operator delete needs no hook: libstdc++'s
+// calls free.
+template <auto Original, typename... Args>
+void* new_block(uintptr_t caller, size_t size, Args... args) {
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook || thread.new_caller != 0) return (g_original.*Original)(size, args...);
+  thread.new_caller = caller;
+  thread.new_size = size;
+  void* block;
+  try {
+    block = (g_original.*Original)(size, args...);
+  } catch (...) {
+    thread.new_caller = 0;
+    throw;
+  }
+  thread.new_caller = 0;  // when the block came from no hooked allocator
+  return block;
+}
+
+void* hooked_new_single(size_t size) { return new_block<&Originals::new_single>(MEMPROF_CALLER, size); }
+void* hooked_new_array(size_t size) { return new_block<&Originals::new_array>(MEMPROF_CALLER, size); }
+void* hooked_new_single_nothrow(size_t size, const std::nothrow_t& tag) noexcept {
+  return new_block<&Originals::new_single_nothrow>(MEMPROF_CALLER, size, tag);
+}
+void* hooked_new_array_nothrow(size_t size, const std::nothrow_t& tag) noexcept {
+  return new_block<&Originals::new_array_nothrow>(MEMPROF_CALLER, size, tag);
+}
+void* hooked_new_single_aligned(size_t size, std::align_val_t alignment) {
+  return new_block<&Originals::new_single_aligned>(MEMPROF_CALLER, size, alignment);
+}
+void* hooked_new_array_aligned(size_t size, std::align_val_t alignment) {
+  return new_block<&Originals::new_array_aligned>(MEMPROF_CALLER, size, alignment);
+}
+void* hooked_new_single_aligned_nothrow(size_t size, std::align_val_t alignment, const std::nothrow_t& tag) noexcept {
+  return new_block<&Originals::new_single_aligned_nothrow>(MEMPROF_CALLER, size, alignment, tag);
+}
+void* hooked_new_array_aligned_nothrow(size_t size, std::align_val_t alignment, const std::nothrow_t& tag) noexcept {
+  return new_block<&Originals::new_array_aligned_nothrow>(MEMPROF_CALLER, size, alignment, tag);
+}
 
 // --mmap: anonymous mappings only (a file mapping is the file's pages, not the program's
 // memory). The allocator's own mmap calls (large blocks, arenas) come from inside a hook and go
@@ -207,6 +282,7 @@ struct HookSpec {
   void* replacement;
   void** original;
   bool required;
+  bool libstdcxx = false;  // hooked only when libstdc++ defines it (the operator new family)
 };
 
 // glibc declares the allocators with attributes (malloc, alloc_size) that a function pointer type
@@ -219,6 +295,21 @@ struct HookSpec {
     return HookSpec{#function, reinterpret_cast<void*>(&hooked_##function),                  \
                     reinterpret_cast<void**>(&g_original.function), required};               \
   }())
+
+#define MEMPROF_NEW_HOOK(field, mangled)                                                     \
+  ([] {                                                                                      \
+    static_assert(std::is_same_v<decltype(g_original.field), decltype(&hooked_##field)>,     \
+                  "the replacement for " mangled " must have exactly its type");              \
+    return HookSpec{mangled, reinterpret_cast<void*>(&hooked_##field),                       \
+                    reinterpret_cast<void**>(&g_original.field), false, true};                \
+  }())
+
+// The file name of the object defining `address` ("" when unknown).
+std::string_view object_file_name(const void* address) {
+  Dl_info info{};
+  if (::dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
+  return file_name_of(info.dli_fname);
+}
 
 }  // namespace
 
@@ -235,6 +326,16 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
       MEMPROF_NATIVE_HOOK(valloc, false),        MEMPROF_NATIVE_HOOK(pvalloc, false),
   });
   if (track_mmap) specs.insert(specs.end(), {MEMPROF_NATIVE_HOOK(mremap, false), MEMPROF_NATIVE_HOOK(mmap, false)});
+  specs.insert(specs.end(), {
+      MEMPROF_NEW_HOOK(new_single, "_Znwm"),
+      MEMPROF_NEW_HOOK(new_array, "_Znam"),
+      MEMPROF_NEW_HOOK(new_single_nothrow, "_ZnwmRKSt9nothrow_t"),
+      MEMPROF_NEW_HOOK(new_array_nothrow, "_ZnamRKSt9nothrow_t"),
+      MEMPROF_NEW_HOOK(new_single_aligned, "_ZnwmSt11align_val_t"),
+      MEMPROF_NEW_HOOK(new_array_aligned, "_ZnamSt11align_val_t"),
+      MEMPROF_NEW_HOOK(new_single_aligned_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t"),
+      MEMPROF_NEW_HOOK(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t"),
+  });
   // The functions found, each hooked once: an alias (same address) is served by the hook of
   // the name before it.
   struct Found {
@@ -244,8 +345,18 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
   };
   std::vector<Found> found;
   std::vector<hook::EntryHookRequest> requests;
+  std::string_view other_new;  // the object defining operator new, when it is not libstdc++
   for (const HookSpec& spec : specs) {
     void* target = ::dlsym(RTLD_DEFAULT, spec.name);
+    if (target != nullptr && spec.libstdcxx) {
+      // A replacement operator new (tcmalloc's, the program's own) comes with a delete that
+      // need not call free: hooking new alone would show every such block as leaked.
+      if (std::string_view object = object_file_name(target); !object.starts_with("libstdc++")) {
+        if (other_new.empty()) other_new = object.empty() ? "an unknown object" : object;
+        continue;
+      }
+    }
+    if (target == nullptr && spec.libstdcxx) continue;  // no C++ in the process
     if (target == nullptr) {
       if (spec.required) return err("native: {} not found", spec.name);
       problems.push_back(fmt::format("{}: not found, not tracked", spec.name));
@@ -259,6 +370,9 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
     }
     found.push_back(function);
   }
+  if (!other_new.empty())
+    problems.push_back(fmt::format("operator new is {}'s, not libstdc++'s: a block from `new` is charged to the "
+                                   "allocator call inside it, if it makes one", other_new));
   // All in one parking of the other threads (malloc and free start with short instructions a
   // running thread could be between, docs/native.md): together, so that no thread sees malloc
   // hooked and free not, and a busy process is stopped once instead of a dozen times.

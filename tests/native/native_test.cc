@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures/allocating.h"
+#include "fixtures/allocating_cxx.h"
 #include "core/hook/thread_parking.h"
 #include "native/call_site_table.h"
 #include "native/native_session.h"
@@ -339,11 +340,49 @@ TEST(Native, OnlyOneSessionAtATime) {
   EXPECT_EQ(second.message(), "native: a session is already running in this process");
 }
 
+// libstdc++'s operator new calls malloc: without its own hook, every block of a C++ program was
+// charged to _Znwm+0x1c (libstdc++.so.6). Each kind of new is charged to its caller, with the
+// bytes asked for, and matched by its delete; std::bad_alloc still reaches the caller, and the
+// thread's next allocation is recorded.
+TEST(Native, OperatorNewIsChargedToItsCallerNotToLibstdcxx) {
+  auto session = start_session();
+  ASSERT_NE(session, nullptr);
+  void* single = native_new(40);
+  void* array = native_new_array(70);
+  void* aligned = native_new_aligned(96);
+  void* nothrow = native_new_nothrow(24);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(aligned) % 64, 0u);
+  NativeSnapshot live = session->snapshot();
+  expect_row(only_site_in(live, "native_new"), 1, 40, 0, 0);
+  expect_row(only_site_in(live, "native_new_array"), 1, 70, 0, 0);
+  expect_row(only_site_in(live, "native_new_aligned"), 1, 96, 0, 0);
+  expect_row(only_site_in(live, "native_new_nothrow"), 1, 24, 0, 0);
+  for (const char* inside : {"_Znwm", "_Znam", "_ZnwmSt11align_val_t", "_ZnwmRKSt9nothrow_t"})
+    EXPECT_TRUE(sites_in(live, inside).empty()) << inside;
+  EXPECT_EQ(native_new_fails(), 1);
+  void* after = native_new(16);
+  native_delete(single);
+  native_delete_array(array);
+  native_delete_aligned(aligned);
+  native_delete(nothrow);
+  native_delete(after);
+  NativeSnapshot freed = session->snapshot();
+  expect_row(only_site_in(freed, "native_new"), 2, 56, 2, 56);
+  expect_row(only_site_in(freed, "native_new_array"), 1, 70, 1, 70);
+  expect_row(only_site_in(freed, "native_new_aligned"), 1, 96, 1, 96);
+  expect_row(only_site_in(freed, "native_new_nothrow"), 1, 24, 1, 24);
+  EXPECT_EQ(freed.totals.unknown_frees, 0u);
+}
+
 TEST(Native, AlignedAllocIsHookedOnceWhenItIsMemalign) {
   auto session = start_session();
   ASSERT_NE(session, nullptr);
   const char* names[] = {"malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
-                         "aligned_alloc", "memalign", "valloc", "pvalloc"};
+                         "aligned_alloc", "memalign", "valloc", "pvalloc",
+                         // libstdc++'s operator new family, which this test program links
+                         "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
+                         "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
+                         "_ZnamSt11align_val_tRKSt9nothrow_t"};
   ASSERT_EQ(session->hooked().size(), std::size(names));
   for (const HookedAllocator& hooked : session->hooked()) {
     EXPECT_EQ(hooked.address, reinterpret_cast<uintptr_t>(::dlsym(RTLD_DEFAULT, hooked.name.c_str())));
