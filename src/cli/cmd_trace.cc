@@ -23,6 +23,7 @@
 #include "attach/recorded_process.h"
 #include "attach/unexported_functions.h"
 #include "cli/command.h"
+#include "core/elf/demangle.h"
 #include "core/util/scoped_fd.h"
 #include "core/util/whole_lines.h"
 #include "trace/capture_plan.h"
@@ -48,6 +49,7 @@ struct TraceOptions {
   bool json = false;
   bool ruby_caller = false;
   bool verbose = false;
+  bool demangle = false;
   std::string output;
   std::string duration;
   size_t string_limit = 32;
@@ -142,7 +144,9 @@ class TracePrinter {
     for (const std::string& problem : readout.problems) fmt::print(stderr, "memprof: {}\n", problem);
     // A function seen through the GOT only came with a problem line that says why.
     for (const trace::ReadoutFunction& function : readout.functions) {
-      functions_[function.id] = {function.name, function.object, prototypes_.find(function.name)};
+      // Prototypes are found by the symbol; -C shows the C++ name.
+      functions_[function.id] = {options_.demangle ? elf::demangle(function.name) : function.name, function.object,
+                                 prototypes_.find(function.name)};
       traced_names_.insert(function.name);
       matched_names_.insert(function.name);
     }
@@ -496,6 +500,7 @@ MEMPROF_COMMAND(
       sub.add_option("-o,--output", options->output, "Write the trace to FILE instead of stdout")->check(not_empty());
       sub.add_option("--duration", options->duration, "Stop after this long (30s, 2m); default: until Ctrl-C");
       sub.add_flag("--json", options->json, "One JSON object per call instead of ltrace's lines");
+      sub.add_flag("-C,--demangle", options->demangle, "Show C++ function names demangled, as ltrace -C");
       sub.add_flag("-v,--verbose", options->verbose,
                    "Say why for each function traced only through the GOT or not at all (without it, an "
                    "object with more than 3 of a kind gets one line naming them)");

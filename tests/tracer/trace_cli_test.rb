@@ -573,6 +573,20 @@ class TraceCliTest < Minitest::Test
                      "write a glob (*, ?, [...])\n"], [status.exitstatus, err]
   end
 
+  # -C as ltrace's: C++ names demangled in the lines and the summary (memprof itself is the C++
+  # program traced: its --version allocates with operator new).
+  def test_demangle_shows_cpp_names
+    cli = ENV.fetch("MEMPROF_CLI")
+    out, err, status = memprof("trace", "-C", "-c", "-x", "_Znwm", "--", cli, "--version")
+    assert status.success?, err
+    calls = summary_calls(out.lines.map { |line| line.sub("operator new(unsigned long)", "operator_new") })
+    assert_operator calls.fetch("operator_new"), :>, 0, out
+    refute_includes out, "_Znwm"
+    out, err, status = memprof("trace", "-c", "-x", "_Znwm", "--", cli, "--version")
+    assert status.success?, err
+    assert_operator summary_calls(out.lines).fetch("_Znwm"), :>, 0, out
+  end
+
   def test_a_target_that_exits_while_traced_ends_the_trace_cleanly
     target = c_target
     trace = start_trace(target.pid, "-c", "-x", "traced_add")
