@@ -15,7 +15,6 @@
 #include <utility>
 
 #include "core/util/path_name.h"
-
 #include "native/engine.h"
 #include "native/recording_window.h"
 
@@ -38,7 +37,7 @@ struct Originals {
   decltype(&::mmap) mmap;  // --mmap
   decltype(&::munmap) munmap;
   decltype(&::mremap) mremap;
-  // libstdc++'s operator new family, by mangled name (see hooked_new).
+  // libstdc++'s operator new family, by mangled name (see new_block).
   void* (*new_single)(size_t);                                                  // _Znwm
   void* (*new_array)(size_t);                                                   // _Znam
   void* (*new_single_nothrow)(size_t, const std::nothrow_t&) noexcept;          // _ZnwmRKSt9nothrow_t

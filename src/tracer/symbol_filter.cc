@@ -76,8 +76,12 @@ Result<SymbolFilter> SymbolFilter::parse(std::string_view expression) {
         return err("'{}' is a regular expression, which memprof does not take: write a glob (*, ?, [...])", library);
       rule.library = std::string(library);
     }
-    for (const std::string& glob : {rule.symbol, rule.library})
-      if (std::string problem = malformed_glob(glob); !problem.empty()) return err("'{}': {}", glob, problem);
+    for (const std::string& glob : {rule.symbol, rule.library}) {
+      if (std::string problem = malformed_glob(glob); !problem.empty()) {
+        if (glob == expression) return err("{}", problem);  // the caller quotes the expression
+        return err("'{}': {}", glob, problem);
+      }
+    }
     // A chain that starts by removing removes from everything, as in ltrace.
     if (filter.rules_.empty() && !rule.add) filter.rules_.push_back({true, "*", ""});
     filter.rules_.push_back(std::move(rule));

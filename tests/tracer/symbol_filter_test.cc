@@ -77,7 +77,8 @@ TEST(SymbolFilter, WhatMemprofDoesNotTakeGetsOneLineThatSaysWhy) {
   EXPECT_EQ(error_of("malloc@/libc.*/"),
             "'/libc.*/' is a regular expression, which memprof does not take: write a glob (*, ?, [...])");
   EXPECT_EQ(error_of("malloc@"), "'malloc@' names no library after '@'");
-  EXPECT_EQ(error_of("[a"), "'[a': a '[' that no ']' closes (write \\[ for a bracket itself)");
+  EXPECT_EQ(error_of("[a"), "a '[' that no ']' closes (write \\[ for a bracket itself)");
+  EXPECT_EQ(error_of("malloc+[a"), "'[a': a '[' that no ']' closes (write \\[ for a bracket itself)");
   // A library name with a '-' or '+' in it, cut by ltrace's syntax.
   EXPECT_NE(error_of("*@libruby-3.1.so*").find("the rule '-3.1.so*' names no function"), std::string::npos);
   EXPECT_NE(error_of("*@libstdc++.so.6").find("an empty rule"), std::string::npos);
