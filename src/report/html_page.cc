@@ -398,6 +398,8 @@ by its top.</p>
 <div class="scroll"><table id="top-retained"></table></div>
 
 <h2>Biggest objects</h2>
+<p class="muted">Live objects: garbage the GC had not swept yet (total minus reachable above) is
+not listed, unless the dump has no readable ROOT lines to tell it apart.</p>
 <div class="scroll"><table id="biggest"></table></div>
 
 <h2>Kept alive only by machine_context</h2>
