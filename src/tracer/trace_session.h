@@ -2,12 +2,12 @@
 // them, the watch on dlopen that traces matching functions of objects loaded later, and the
 // reader that drains the threads' rings (trampoline.h does the tracing itself).
 //
-// Functions are found by glob over the dynamic symbol tables of the loaded objects (defined
-// functions, IFUNCs resolved as the loader does) and hooked at their entry, so every caller is
-// seen: calls from other objects through the GOT, calls inside the defining object, calls
-// through pointers from dlsym (a Ruby C extension's methods). A function whose entry cannot be
-// patched (too short, a branch into its first bytes) is traced through the GOT slots of the
-// objects that import it instead, and the reply says so.
+// Functions are found by the -x filters (symbol_filter.h) over the dynamic symbol tables of the
+// loaded objects (defined functions, IFUNCs resolved as the loader does) and hooked at their
+// entry, so every caller is seen: calls from other objects through the GOT, calls inside the
+// defining object, calls through pointers from dlsym (a Ruby C extension's methods). A function
+// whose entry cannot be patched (too short, a branch into its first bytes) is traced through the
+// GOT slots of the objects that import it instead, and the reply says so.
 #pragma once
 
 #include <cstdint>
