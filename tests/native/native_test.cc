@@ -374,6 +374,24 @@ TEST(Native, OperatorNewIsChargedToItsCallerNotToLibstdcxx) {
   EXPECT_EQ(freed.totals.unknown_frees, 0u);
 }
 
+// With stacks, a block of operator new starts at new's caller and goes on with that caller's
+// callers: the frames of new and of its hook are not in the stack.
+TEST(Native, StacksOfOperatorNewStartAtItsCaller) {
+  auto session = start_session({.attribution = {.stack_depth = 4}});
+  ASSERT_NE(session, nullptr);
+  void* single = native_new(40);
+  void* aligned = native_new_aligned(96);
+  NativeSnapshot live = session->snapshot();
+  for (const char* function : {"native_new", "native_new_aligned"}) {
+    SiteRow row = only_site_in(live, function);
+    ASSERT_GE(row.frames.size(), 2u) << function;  // the caller was found in the backtrace
+    EXPECT_EQ(row.frames[0], row.return_address);
+    for (uintptr_t frame : row.frames) EXPECT_EQ(symbol_at(frame).rfind("_Zn", 0), std::string::npos) << function;
+  }
+  native_delete(single);
+  native_delete_aligned(aligned);
+}
+
 TEST(Native, AlignedAllocIsHookedOnceWhenItIsMemalign) {
   auto session = start_session();
   ASSERT_NE(session, nullptr);
