@@ -250,10 +250,11 @@ class TracePrinter {
   uint64_t earlier_dropped_ = 0, earlier_untraced_ = 0;
 };
 
-// Patterns that match no function of any program of the process (traced, or said to be
-// untraceable); `events`: the event patterns (ruby:gc) too, which are traced under their own name.
-std::vector<std::string> unmatched_patterns(const TraceOptions& options, const TracePrinter& printer, bool events) {
-  std::vector<std::string> unmatched;
+// The indexes in options.symbols of the patterns that match no function of any program of the
+// process (traced, or said to be untraceable); `events`: the event patterns (ruby:gc) too, which
+// are traced under their own name.
+std::vector<size_t> unmatched_patterns(const TraceOptions& options, const TracePrinter& printer, bool events) {
+  std::vector<size_t> unmatched;
   for (size_t i = 0; i < options.symbols.size(); ++i) {
     const std::string& pattern = options.symbols[i];
     const auto& filter = options.filters[i];
@@ -261,7 +262,7 @@ std::vector<std::string> unmatched_patterns(const TraceOptions& options, const T
     bool matched = std::any_of(printer.matched_names().begin(), printer.matched_names().end(), [&](const std::string& name) {
       return filter ? filter->may_select(name) : name == pattern;
     });
-    if (!matched) unmatched.push_back(pattern);
+    if (!matched) unmatched.push_back(i);
   }
   return unmatched;
 }
@@ -276,12 +277,12 @@ std::string libraries_named(const TraceOptions& options) {
 }
 
 // "; defined without being exported (...): foo (app), ..." when the process's objects define
-// functions matching `pattern` that trace cannot hook by name.
-std::string unexported_note(pid_t pid, const std::string& pattern) {
+// functions matching `filter`, a single glob, that trace cannot hook by name.
+std::string unexported_note(pid_t pid, const tracer::SymbolFilter& filter) {
   constexpr size_t kShown = 3;
-  auto filter = tracer::SymbolFilter::parse(pattern);
-  if (!filter.ok() || !filter->plain_glob()) return "";  // names a library, or more than one glob
-  std::vector<std::string> functions = attach::unexported_functions(pid, *filter->plain_glob(), kShown + 1);
+  std::optional<std::string> glob = filter.plain_glob();
+  if (!glob) return "";  // names a library, or more than one glob
+  std::vector<std::string> functions = attach::unexported_functions(pid, *glob, kShown + 1);
   if (functions.empty()) return "";
   const bool more = functions.size() > kShown;
   if (more) functions.pop_back();
@@ -344,14 +345,16 @@ int run_trace(TraceOptions options) {
   // process is told at once (ruby:gc in one without Ruby is refused).
   auto warn_unmatched = [&](const TracePrinter& printer, bool at_end) {
     if (at_end != process.launched()) return;
-    for (const std::string& pattern : unmatched_patterns(options, printer, at_end)) {
-      if (tracer::is_event_pattern(pattern))
+    for (size_t i : unmatched_patterns(options, printer, at_end)) {
+      const std::string& pattern = options.symbols[i];
+      const auto& filter = options.filters[i];  // none for an event
+      if (!filter)
         fmt::print(stderr, "memprof: no program of the command ran a supported Ruby: {} recorded nothing\n", pattern);
       else
         fmt::print(stderr, "memprof: {} a function matching '{}'{}{}{}\n",
                    at_end ? "no program of the command defined" : "no loaded object exports", pattern,
                    libraries_named(options), at_end ? "" : " (objects loaded later are watched)",
-                   at_end ? "" : unexported_note(pid, pattern));
+                   at_end ? "" : unexported_note(pid, *filter));
     }
   };
   // `ending`: the process has ended or is exiting, and what it writes as it exits (stdio's
