@@ -243,7 +243,8 @@ module NativeBench
 
     case tool
     when "memprof"
-      report = result[:stdout].lines.reverse.find { |l| l.start_with?('{"seconds"') }
+      # The report of a launched command is on stderr (older builds: stdout, after its output).
+      report = (result[:stderr].lines + result[:stdout].lines).reverse.find { |l| l.start_with?('{"seconds"') }
       return [nil, "memprof printed no report"] unless report
 
       totals = JSON.parse(report).fetch("totals")

@@ -99,7 +99,7 @@ tools = [
            command: ->(_d) { [target, calls.to_s] }, seen: ->(_d, _r) { { calls: nil } }),
   Tool.new(name: "memprof -c", label: "memprof trace -c (counts)",
            command: ->(_d) { [memprof, "trace", "-c", "-x", "bench_work", "--", target, calls.to_s] },
-           seen: ->(_d, r) { { calls: count_table(r[:stdout]) } }),
+           seen: ->(_d, r) { { calls: count_table(r[:stderr]) } }),  # a launched command: on stderr
   # -ttT with the prototype: a line per call with the string copied, timestamps and durations.
   # The CLI reads the agent's ring while the target runs; what it cannot keep up with is counted
   # ("N calls were counted but not shown") and reported here, not hidden.

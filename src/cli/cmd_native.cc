@@ -34,7 +34,7 @@ struct NativeOptions {
   bool no_gc = false;
   bool track_mmap = false;
   bool json = false;
-  std::string output;  // the report; empty: stdout
+  std::string output;  // the report; empty: stderr for a launched command, stdout with -p
   std::string pprof_path;
   std::string collapsed_path;
   std::string flame_graph_path;
@@ -219,8 +219,12 @@ int run_native(const NativeOptions& options) {
     if (Status written = report::write_output_file(options.output, {reinterpret_cast<const unsigned char*>(text.data()), text.size()});
         !written.ok())
       return fail(written.message());
-  } else if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
-    return fail(fmt::format("writing the report: {}", std::strerror(errno)));
+  } else {
+    // A launched command's stdout is its own (`native -- gzip -c f > f.gz` must still make a
+    // gzip file): the report then goes to stderr.
+    std::FILE* stream = process.launched() ? stderr : stdout;
+    if (std::fwrite(text.data(), 1, text.size(), stream) != text.size() || std::fflush(stream) != 0)
+      return fail(fmt::format("writing the report: {}", std::strerror(errno)));
   }
   return process.wait();
 }
@@ -257,7 +261,8 @@ MEMPROF_COMMAND(
           ->check(CLI::IsMember({"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}));
       sub.add_flag("--json", options->json, "Every call site with its counts, as JSON");
       sub.add_option("-o,--output", options->output,
-                     "Write the report to FILE instead of stdout (the command's own output stays apart)")
+                     "Write the report to FILE, - for stdout (default: stderr when memprof runs the "
+                     "command, whose stdout stays its own; stdout with -p)")
           ->check(not_empty());
       sub.add_option("command", options->command, "Command to start and track (after --)");
       sub.footer(

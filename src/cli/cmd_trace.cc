@@ -329,7 +329,8 @@ int run_trace(TraceOptions options) {
     fmt::print(stderr, "memprof: -s {}: strings are shown up to {} characters (what a call's record holds)\n",
                options.string_limit, trace::kLongestStringLimit);
   ScopedFd file;  // close-on-exec: not the traced program's
-  if (!options.output.empty()) {
+  const bool to_stdout = options.output == "-";
+  if (!options.output.empty() && !to_stdout) {
     file.reset(::open(options.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
     if (!file.valid()) return fail(fmt::format("cannot write {}: {}", options.output, std::strerror(errno)));
   }
@@ -410,7 +411,10 @@ int run_trace(TraceOptions options) {
   // A reader that goes away (`| head`) makes writes fail with EPIPE: the trace then stops
   // properly instead of the CLI dying with its hooks left in the process.
   ::signal(SIGPIPE, SIG_IGN);
-  TracePrinter printer(options, *prototypes, file.valid() ? file.get() : STDOUT_FILENO);
+  // A launched command's stdout is its own (`trace -- gzip -c f > f.gz` must still make a gzip
+  // file): the trace then goes to stderr, as ltrace's does.
+  const int report_fd = file.valid() ? file.get() : process.launched() && !to_stdout ? STDERR_FILENO : STDOUT_FILENO;
+  TracePrinter printer(options, *prototypes, report_fd);
   auto started = [&] {
     // Hooking thousands of functions of a busy process takes seconds and cannot be cut short.
     attach::InterruptionNotice notice("memprof: the trace stops as soon as its functions are hooked\n");
@@ -500,7 +504,10 @@ MEMPROF_COMMAND(
       sub.add_flag("-T", options->durations, "Time spent in each call");
       sub.add_flag("-c", options->summary, "Count calls and time per function; print a table at the end");
       add_count_option(sub, "-s", options->string_limit, "String characters shown (default 32, at most 46)");
-      sub.add_option("-o,--output", options->output, "Write the trace to FILE instead of stdout")->check(not_empty());
+      sub.add_option("-o,--output", options->output,
+                     "Write the trace to FILE, - for stdout (default: stderr when memprof runs the command, "
+                     "whose stdout stays its own; stdout with -p)")
+          ->check(not_empty());
       sub.add_option("--duration", options->duration, "Stop after this long (30s, 2m); default: until Ctrl-C");
       sub.add_flag("--json", options->json, "One JSON object per call instead of ltrace's lines");
       sub.add_flag("-C,--demangle", options->demangle, "Show C++ function names demangled, as ltrace -C");

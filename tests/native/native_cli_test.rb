@@ -75,8 +75,8 @@ class NativeCliTest < Minitest::Test
     program = File.join(BUILD, "native_new_leaks")
     out, err, status = memprof("native", "--", program)
     assert status.success?, err
-    assert_includes out, "leaked\n"
-    leaked = section(out.lines.map(&:chomp), "Live at the end (leaked), by call site")
+    assert_equal "leaked\n", out  # the program's output alone: the report is on stderr
+    leaked = section(err.lines.map(&:chomp), "Live at the end (leaked), by call site")
     assert_equal [30_000, 300], row(leaked, /\Aleak_nodes\(int\)\+0x\h+ \(native_new_leaks\)\z/)[0]
     assert_equal [3200, 50], row(leaked, /\Aleak_arrays\(int\)\+0x\h+ \(native_new_leaks\)\z/)[0]
     # The 32-byte string objects at their `new`; their 201-byte buffers from std::string's
@@ -87,7 +87,7 @@ class NativeCliTest < Minitest::Test
     assert_includes strings.map(&:first), [6400, 200]
     assert_equal [46_600, 400], (strings + buffers).map(&:first).transpose.map(&:sum), leaked.inspect
     refute leaked.any? { |_, name| name.start_with?("operator new", "_Znwm", "_Znam") }, leaked.inspect
-    libraries = section(out.lines.map(&:chomp), "Live at the end (leaked), by library")
+    libraries = section(err.lines.map(&:chomp), "Live at the end (leaked), by library")
     in_program = [30_000 + 3200, 300 + 50].zip(strings.map(&:first).transpose.map(&:sum)).map(&:sum)
     assert_equal in_program, row(libraries, /\Anative_new_leaks\z/)[0]
   end
@@ -142,12 +142,15 @@ class NativeCliTest < Minitest::Test
     Process.kill(:KILL, child) if child
   end
 
+  # The report goes to stderr: the command's stdout is its own, byte for byte (before: `native --
+  # gzip -c f > f.gz` appended the report to the gzip file). -o - asks for stdout.
   def test_launch_mode_and_json
     out, err, status = memprof("native", "--json", "--", TARGET, "once", 50, 1000)
     assert status.success?, err
-    report = JSON.parse(out.lines.reject { |line| line.start_with?("leaked") }.join)
+    assert_equal "leaked 50\n", out
+    report = JSON.parse(err.lines.grep_v(/\Amemprof: /).join)
     site = report["sites"].find { |s| s["site"].start_with?("native_leak+") }
-    assert site, out
+    assert site, err
     assert_equal "libnative_allocating.so", site["library"]
     # The fixtures are built with debug information: the call's source line, from DWARF.
     source = File.expand_path("fixtures/allocating.c", __dir__)
@@ -155,6 +158,11 @@ class NativeCliTest < Minitest::Test
     assert_equal "#{source}:#{line}", site["source"]
     assert_equal [50, 50_000, 50, 50_000], site.values_at("allocations", "allocated_bytes", "live_blocks", "live_bytes")
     assert_match(/memprof: process \d+ exited with status 0/, err)
+    out, err, status = memprof("native", "--json", "-o", "-", "--", TARGET, "once", 50, 1000)
+    assert status.success?, err
+    assert_equal [50, 50_000], JSON.parse(out.lines.grep_v(/\Aleaked /).join)["sites"]
+      .find { |s| s["site"].start_with?("native_leak+") }.values_at("live_blocks", "live_bytes")
+    assert_empty err.lines.grep_v(/\Amemprof: /), err
   end
 
   # -o keeps the report apart from the command's own output (--json mixed them, and there was
@@ -189,8 +197,8 @@ class NativeCliTest < Minitest::Test
     assert_match(/^memprof: process \d+ replaced its program \(exec\): tracking the malloc family in the new one$/, err)
     assert_match(/memprof: process \d+ exited with status 0/, err)
     refute_match(/warning/, err)
-    leaked = section(out.lines.map(&:chomp), "Live at the end (leaked), by call site")
-    assert_equal [60_000, 30], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0], out
+    leaked = section(err.lines.map(&:chomp), "Live at the end (leaked), by call site")
+    assert_equal [60_000, 30], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0], err
   end
 
   # A program the agent cannot be preloaded into: the report is the old program's, and says so.
@@ -201,8 +209,8 @@ class NativeCliTest < Minitest::Test
     assert status.success?, err
     assert_match(/memprof: warning: process \d+ replaced its program \(exec\): the program is statically linked: memprof's agent cannot be preloaded into it; the report is the old program's last snapshot/, err)
     assert_match(/memprof: process \d+ exited with status 0/, err)  # the new program, waited for
-    leaked = section(out.lines.map(&:chomp), "Live at the end (leaked), by call site")
-    assert_equal [50_000, 50], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0], out
+    leaked = section(err.lines.map(&:chomp), "Live at the end (leaked), by call site")
+    assert_equal [50_000, 50], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0], err
   end
 
   def test_errors_are_one_line_and_exit_non_zero

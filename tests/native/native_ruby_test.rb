@@ -134,7 +134,8 @@ class NativeRubyTest < Minitest::Test
     out, err, status = memprof("native", "--json", "--stack", 12, "--", RbConfig.ruby, APP,
                                self.class.extension_dir, "threads 8 50 100", "leak2 3 10")
     assert status.success?, err
-    report = json_report(out.lines.map(&:chomp))
+    assert_equal "done threads\ndone leak2\n", out  # the program's own output: the report is on stderr
+    report = json_report(err.lines.map(&:chomp).grep_v(/\Amemprof: /))
     assert_equal({ "#{line_of('first')} leaky_leak" => [40_000, 400],
                    "#{line_of('second')} leaky_leak" => [30, 3] },
                  leaky_rows(report))

@@ -90,9 +90,9 @@ class TraceCliTest < Minitest::Test
   # Before: the trace ended with the wrapper, and the 300 calls of the program it ran were not
   # counted (earlier still: "Connection reset by peer", exit 1, nothing counted).
   def test_a_command_that_replaces_its_program_is_traced_in_the_new_one_too
-    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500, "self", "once", 300)
+    _, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500, "self", "once", 300)
     assert status.success?, err
-    assert_equal 800, summary_calls(out.lines)["traced_add"], out
+    assert_equal 800, summary_calls(err.lines)["traced_add"], err
     assert_match(/^memprof: process \d+ replaced its program \(exec\): tracing 1 function in the new one$/, err)
   end
 
@@ -124,9 +124,9 @@ class TraceCliTest < Minitest::Test
   # Before: 3 usleeps of the program were counted as 9 or 10, and the one waiting in exit() as
   # "1 traced call had not returned".
   def test_the_agents_waits_on_the_programs_thread_are_not_counted
-    out, err, status = memprof("trace", "-c", *SLEEPS.flat_map { |name| ["-x", name] }, "--", TARGET, "sleeps", 3)
+    _, err, status = memprof("trace", "-c", *SLEEPS.flat_map { |name| ["-x", name] }, "--", TARGET, "sleeps", 3)
     assert status.success?, err
-    assert_equal SLEEPS.to_h { |name| [name, 3] }, summary_calls(out.lines), out
+    assert_equal SLEEPS.to_h { |name| [name, 3] }, summary_calls(err.lines), err
     refute_match(/had not returned/, err)
 
     target = c_target
@@ -188,30 +188,31 @@ class TraceCliTest < Minitest::Test
   # which patterns no program had. Before: "no loaded object defines a function matching
   # 'traced_add'" for the wrapper, of a function the program it ran was traced in.
   def test_patterns_a_launched_command_never_had_are_said_at_its_end
-    out, err, status = memprof("trace", "-c", "-x", "traced_add", "-x", "memprof_no_such_function", "--",
+    _, err, status = memprof("trace", "-c", "-x", "traced_add", "-x", "memprof_no_such_function", "--",
                                "sh", "-c", 'exec "$0" once 5', TARGET)
     assert status.success?, err
-    assert_equal 5, summary_calls(out.lines)["traced_add"], out
+    assert_equal 5, summary_calls(err.lines)["traced_add"], err
     refute_match(/traced_add'/, err)
     assert_match(/^memprof: no program of the command defined a function matching 'memprof_no_such_function'$/, err)
   end
 
-  # What the command writes as it exits (stdio's buffer) comes before -c's table, as with ltrace.
-  # Before: the table, then the command's line.
+  # What the command writes as it exits (stdio's buffer) comes before -c's table, as with ltrace
+  # (both on one terminal here). Before: the table, then the command's line.
   def test_the_summary_follows_what_the_command_wrote_at_its_exit
-    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "buffered", 5)
-    assert status.success?, err
-    assert_equal "sum 10", out.lines.first&.chomp, out
-    assert_equal 5, summary_calls(out.lines)["traced_add"], out
+    both, status = Open3.capture2e(MEMPROF, *%W[trace -c -x traced_add -- #{TARGET} buffered 5])
+    assert status.success?, both
+    lines = both.lines.grep_v(/^memprof: /)
+    assert_equal "sum 10", lines.first&.chomp, both
+    assert_equal 5, summary_calls(lines)["traced_add"], both
   end
 
   # -l narrows where functions are looked for, and the warning says so (it named only the
   # pattern, as if no object at all had the function). An empty -x is refused.
   def test_a_pattern_no_object_named_by_l_defines_names_the_objects_searched
-    out, err, status = memprof("trace", "-c", "-x", "traced_add", "-l", "libnosuch*.so", "-l", "other.so", "--",
+    _, err, status = memprof("trace", "-c", "-x", "traced_add", "-l", "libnosuch*.so", "-l", "other.so", "--",
                                TARGET, "once", 5)
     assert status.success?, err
-    assert_nil summary_calls(out.lines)["traced_add"], out
+    assert_nil summary_calls(err.lines)["traced_add"], err
     assert_match(/^memprof: no program of the command defined a function matching 'traced_add' in an object named by -l 'libnosuch\*\.so' or 'other\.so'$/, err)
     _, err, status = memprof("trace", "-x", "", "--", TARGET, "once", 5)
     assert_equal [1, "memprof: -x needs a function name or a glob, not an empty string\n"], [status.exitstatus, err]
@@ -233,21 +234,21 @@ class TraceCliTest < Minitest::Test
   # every call before it is counted, whether the new program is followed or not. Before: the
   # calls of the last 10 ms (all 500 here, most runs) went with the old program.
   def test_the_calls_made_just_before_an_exec_are_counted
-    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec_now", 500, "self", "once", 300)
+    _, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec_now", 500, "self", "once", 300)
     assert status.success?, err
-    assert_equal 800, summary_calls(out.lines)["traced_add"], out + err
-    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec_now", 500, ENV.fetch("STATIC_PROGRAM"))
+    assert_equal 800, summary_calls(err.lines)["traced_add"], err
+    _, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec_now", 500, ENV.fetch("STATIC_PROGRAM"))
     assert status.success?, err
-    assert_equal 500, summary_calls(out.lines)["traced_add"], out + err
+    assert_equal 500, summary_calls(err.lines)["traced_add"], err
     assert_match(/^memprof: process \d+ replaced its program \(exec\): the program is statically linked/, err)
   end
 
   # A program the agent cannot be preloaded into: the calls made before the exec are kept, and
   # the line says why the new program is not traced.
   def test_a_command_that_execs_a_static_program_keeps_the_calls_made_before_the_exec
-    out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500, ENV.fetch("STATIC_PROGRAM"))
+    _, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "exec", 500, ENV.fetch("STATIC_PROGRAM"))
     assert status.success?, err
-    assert_equal 500, summary_calls(out.lines)["traced_add"], out
+    assert_equal 500, summary_calls(err.lines)["traced_add"], err
     assert_match(/^memprof: process \d+ replaced its program \(exec\): the program is statically linked: memprof's agent cannot be preloaded into it; the trace ended with the old one$/,
                  err)
   end
@@ -357,14 +358,14 @@ class TraceCliTest < Minitest::Test
     assert_equal before, target.wait_for(/\Abytes /, from: count)
   end
 
-  # `memprof trace -- server | head`: the launched command is not left to run on as an orphan
+  # `memprof trace -o - -- server | head`: the launched command is not left to run on as an orphan
   # when the reader goes away; memprof waits for it and returns its status, as after Ctrl-C.
   def test_a_reader_that_goes_away_leaves_a_launched_command_waited_for
     reader, writer = IO.pipe
     err_path = File.join(@tmpdir, "trace-stderr.txt")
     # 5,000 lines fill the pipe: memprof's write meets the closed reader. Then the fixture
     # waits 300 ms and becomes a shell that exits 5 a second later.
-    trace = Process.spawn(MEMPROF, "trace", "-x", "traced_add", "--", TARGET, "exec", "5000",
+    trace = Process.spawn(MEMPROF, "trace", "-o", "-", "-x", "traced_add", "--", TARGET, "exec", "5000",
                           "/bin/sh", "-c", "sleep 1; exit 5", out: writer, err: err_path)
     writer.close
     Timeout.timeout(PATIENCE) { nil until reader.gets.include?("traced_add") }  # after the fixture's "sum"
@@ -466,7 +467,7 @@ class TraceCliTest < Minitest::Test
     assert status.success?, err
     calls = Integer(out[/^calls (\d+)$/, 1])
     assert_equal 80_000, calls, out
-    assert_equal calls, summary_calls(out.lines)["traced_late"], out
+    assert_equal calls, summary_calls(err.lines)["traced_late"], err
   end
 
   # traced_late_short cannot be traced: that was said again at each of the loop's ~1,000 loads.
@@ -531,11 +532,17 @@ class TraceCliTest < Minitest::Test
     assert_alive target
   end
 
+  # The trace goes to stderr, as ltrace's: the command's stdout is its own, byte for byte (before:
+  # `trace -- gzip -c f > f.gz` appended the table to the gzip file). -o - asks for stdout.
   def test_launch_mode_traces_from_the_first_call_and_returns_the_exit_status
     out, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "once", 1000)
     assert status.success?, err
+    assert_equal 1000, summary_calls(err.lines)["traced_add"], err
+    assert_equal "sum 499500\n", out
+    out, err, status = memprof("trace", "-c", "-o", "-", "-x", "traced_add", "--", TARGET, "once", 1000)
+    assert status.success?, err
     assert_equal 1000, summary_calls(out.lines)["traced_add"], out
-    assert_includes out, "sum 499500"
+    assert_nil summary_calls(err.lines)["traced_add"], err
     assert_match(/memprof: process \d+ exited with status 0/, err)
     _, err, status = memprof("trace", "-x", "traced_add", "--", "/bin/sh", "-c", "exit 3")
     assert_equal 3, status.exitstatus, err
@@ -552,14 +559,14 @@ class TraceCliTest < Minitest::Test
   # ltrace's filter expressions: -e malloc+free as ltrace users type it, and -x rules that
   # pick functions by the library defining them.
   def test_ltrace_filter_expressions_pick_the_functions
-    out, err, status = memprof("trace", "-c", "-e", "traced_add+traced_length", "--", TARGET, "once", 10)
+    _, err, status = memprof("trace", "-c", "-e", "traced_add+traced_length", "--", TARGET, "once", 10)
     assert status.success?, err
     assert_includes err, "memprof: tracing 2 functions in process"
-    assert_equal({ "traced_add" => 10 }, summary_calls(out.lines), out)
-    out, err, status = memprof("trace", "-c", "-x", "traced_*@libtracer_traced.so-traced_[b-z]*", "--", TARGET, "once", 7)
+    assert_equal({ "traced_add" => 10 }, summary_calls(err.lines), err)
+    _, err, status = memprof("trace", "-c", "-x", "traced_*@libtracer_traced.so-traced_[b-z]*", "--", TARGET, "once", 7)
     assert status.success?, err
     assert_match(/memprof: tracing 1 function in process/, err)  # traced_add alone
-    assert_equal({ "traced_add" => 7 }, summary_calls(out.lines), out)
+    assert_equal({ "traced_add" => 7 }, summary_calls(err.lines), err)
     _, err, status = memprof("trace", "-x", "traced_add@libc.so*", "--", TARGET, "once", 1)
     assert status.success?, err
     assert_includes err, "memprof: no program of the command defined a function matching 'traced_add@libc.so*'\n"
@@ -577,14 +584,14 @@ class TraceCliTest < Minitest::Test
   # program traced: its --version allocates with operator new).
   def test_demangle_shows_cpp_names
     cli = ENV.fetch("MEMPROF_CLI")
-    out, err, status = memprof("trace", "-C", "-c", "-x", "_Znwm", "--", cli, "--version")
+    _, err, status = memprof("trace", "-C", "-c", "-x", "_Znwm", "--", cli, "--version")
     assert status.success?, err
-    calls = summary_calls(out.lines.map { |line| line.sub("operator new(unsigned long)", "operator_new") })
-    assert_operator calls.fetch("operator_new"), :>, 0, out
-    refute_includes out, "_Znwm"
-    out, err, status = memprof("trace", "-c", "-x", "_Znwm", "--", cli, "--version")
+    calls = summary_calls(err.lines.map { |line| line.sub("operator new(unsigned long)", "operator_new") })
+    assert_operator calls.fetch("operator_new"), :>, 0, err
+    refute_includes err, "_Znwm"
+    _, err, status = memprof("trace", "-c", "-x", "_Znwm", "--", cli, "--version")
     assert status.success?, err
-    assert_operator summary_calls(out.lines).fetch("_Znwm"), :>, 0, out
+    assert_operator summary_calls(err.lines).fetch("_Znwm"), :>, 0, err
   end
 
   def test_a_target_that_exits_while_traced_ends_the_trace_cleanly
@@ -709,7 +716,7 @@ class TraceCliTest < Minitest::Test
       assert status.success?, "#{command.first}: #{err}"
       count = Integer(out[/^gc_count (\d+)$/, 1])
       assert_operator count, :>=, 3, out
-      assert_equal (1..count).to_a, gc_starts(out), "#{command.first}: #{out}"
+      assert_equal (1..count).to_a, gc_starts(err), "#{command.first}: #{err}"
       assert_match(/^memprof: process \d+ exited with status 0$/, err)  # 139 when the trace's end crashed it
     end
     _, err, status = memprof("trace", "-x", "ruby:gc", "-x", "traced_add", "--", "sh", "-c", "true")
@@ -724,14 +731,14 @@ class TraceCliTest < Minitest::Test
     script = File.join(@tmpdir, "caller.rb")
     File.write(script, "ENV['MEMPROF_PROBE']\n$stdout.write(\"x\\n\"); $stdout.flush\n")
     RUBIES.each do |ruby|
-      out, err, status = memprof("trace", "-x", "getenv", "-x", "write", "--ruby-caller", "--", ruby, script)
+      _, err, status = memprof("trace", "-x", "getenv", "-x", "write", "--ruby-caller", "--", ruby, script)
       assert status.success?, "#{ruby}: #{err}"
-      assert_match(/^\[\d+\] #{Regexp.escape(script)}:1: getenv@libc\.so\.6\("MEMPROF_PROBE"\) += nil$/, out, ruby)
-      assert_match(/^\[\d+\] \(without the GVL\): write@libc\.so\.6\(1, "x\\n", 2\) += 2$/, out, ruby)
+      assert_match(/^\[\d+\] #{Regexp.escape(script)}:1: getenv@libc\.so\.6\("MEMPROF_PROBE"\) += nil$/, err, ruby)
+      assert_match(/^\[\d+\] \(without the GVL\): write@libc\.so\.6\(1, "x\\n", 2\) += 2$/, err, ruby)
     end
-    out, err, status = memprof("trace", "-x", "getenv", "-x", "write", "--ruby-caller", "--json", "--", RbConfig.ruby, script)
+    _, err, status = memprof("trace", "-x", "getenv", "-x", "write", "--ruby-caller", "--json", "--", RbConfig.ruby, script)
     assert status.success?, err
-    calls = out.lines.filter_map { |line| JSON.parse(line) if line.start_with?("{") }
+    calls = err.lines.filter_map { |line| JSON.parse(line) if line.start_with?("{") }
     assert_equal ["#{script}:1"], calls.select { |c| c["arguments"] == '"MEMPROF_PROBE"' }.map { |c| c["ruby_caller"] }
     assert_equal ["(without the GVL)"], calls.select { |c| c["arguments"] == '1, "x\\n", 2' }.map { |c| c["ruby_caller"] }
   end
@@ -749,18 +756,19 @@ class TraceCliTest < Minitest::Test
   # An exec that replaces the program never returns: its call is shown as ltrace shows it
   # (before: no line at all). One that fails returns, and is shown once, with its result.
   def test_an_exec_that_replaces_the_program_is_shown_unfinished
-    out, err, status = memprof("trace", "-x", "execv", "--", TARGET, "exec", 1, "/bin/true")
+    _, err, status = memprof("trace", "-x", "execv", "--", TARGET, "exec", 1, "/bin/true")
     assert status.success?, err
-    assert_match(/^\[\d+\] execv@libc\.so\.6\("\/bin\/true", 0x\h+ <unfinished \.\.\.>$/, out)
-    out, err, status = memprof("trace", "--json", "-x", "execv", "--", TARGET, "exec", 1, "/bin/true")
+    assert_match(/^\[\d+\] execv@libc\.so\.6\("\/bin\/true", 0x\h+ <unfinished \.\.\.>$/, err)
+    _, err, status = memprof("trace", "--json", "-x", "execv", "--", TARGET, "exec", 1, "/bin/true")
     assert status.success?, err
-    call = JSON.parse(out.lines.grep(/"function":"execv"/).first)
+    call = JSON.parse(err.lines.grep(/"function":"execv"/).first)
     assert_equal [nil, nil, true, false], call.values_at("return", "seconds", "unfinished", "unwound")
-    out, err, status = memprof("trace", "-x", "execv", "--", TARGET, "exec", 1, "/nonexistent")
+    _, err, status = memprof("trace", "-x", "execv", "--", TARGET, "exec", 1, "/nonexistent")
     assert_equal 127, status.exitstatus, err
     # One line, returned (ltrace pads the call to 48 columns: one space or more before "=").
-    assert_equal 1, out.lines.grep(/execv/).size, out
-    assert_match(/\A\[\d+\] execv@libc\.so\.6\("\/nonexistent", 0x\h+\) += -1\z/, out.lines.grep(/execv/).first.chomp)
+    calls = err.lines.grep(/^\[\d+\] execv/)
+    assert_equal 1, calls.size, err
+    assert_match(/\A\[\d+\] execv@libc\.so\.6\("\/nonexistent", 0x\h+\) += -1\z/, calls.first.chomp)
   end
 
   # A function whose prototype returns a string (getenv, setlocale, strerror) shows it, as
@@ -769,12 +777,12 @@ class TraceCliTest < Minitest::Test
     script = File.join(@tmpdir, "env.rb")
     File.write(script, "ENV['MEMPROF_PROBE']; ENV['MEMPROF_LONG']; ENV['MEMPROF_ABSENT']\n")
     long = "x" * 60
-    out, err, status = memprof("trace", "-x", "getenv", "--", RbConfig.ruby, script,
-                               prefix: ["env", "MEMPROF_PROBE=a value\\with a backslash", "MEMPROF_LONG=#{long}"])
+    _, err, status = memprof("trace", "-x", "getenv", "--", RbConfig.ruby, script,
+                             prefix: ["env", "MEMPROF_PROBE=a value\\with a backslash", "MEMPROF_LONG=#{long}"])
     assert status.success?, err
-    assert_match(/^\[\d+\] getenv@libc\.so\.6\("MEMPROF_PROBE"\) += "a value\\\\with a backslash"$/, out)
-    assert_match(/^\[\d+\] getenv@libc\.so\.6\("MEMPROF_LONG"\) += "#{"x" * 32}"\.\.\.$/, out)
-    assert_match(/^\[\d+\] getenv@libc\.so\.6\("MEMPROF_ABSENT"\) += nil$/, out)
+    assert_match(/^\[\d+\] getenv@libc\.so\.6\("MEMPROF_PROBE"\) += "a value\\\\with a backslash"$/, err)
+    assert_match(/^\[\d+\] getenv@libc\.so\.6\("MEMPROF_LONG"\) += "#{"x" * 32}"\.\.\.$/, err)
+    assert_match(/^\[\d+\] getenv@libc\.so\.6\("MEMPROF_ABSENT"\) += nil$/, err)
   end
 
   # A Ruby worker forked while its master's collections are traced: the worker's copy of the
