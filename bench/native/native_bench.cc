@@ -1,10 +1,11 @@
 // The native engine's cost, in this process: ns per malloc+free pair of 16..256 bytes (and per
-// operator new+delete pair of 64) without a session and with one (every block recorded and removed, its site counted), one thread and two;
+// operator new+delete and strdup+free pair of 64) without a session and with one (every block recorded and removed, its site counted), one thread and two;
 // and the engine's memory per live block with 1M blocks live. Run: build/bench/native/native_bench
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,24 @@ void BM_NewDelete_Tracked(benchmark::State& state) {
   new_delete_loop(state);
 }
 BENCHMARK(BM_NewDelete_Tracked)->Arg(64);
+
+// strdup + free: the malloc inside libc is charged to strdup's caller, found by unwinding
+// (libunwind when it is installed, else glibc's backtrace).
+void strdup_free_loop(benchmark::State& state) {
+  const std::string text(static_cast<size_t>(state.range(0)) - 1, 'x');
+  for (auto _ : state) {
+    char* copy = ::strdup(text.c_str());
+    benchmark::DoNotOptimize(copy);
+    std::free(copy);
+  }
+}
+void BM_StrdupFree_Untracked(benchmark::State& state) { strdup_free_loop(state); }
+BENCHMARK(BM_StrdupFree_Untracked)->Arg(64);
+void BM_StrdupFree_Tracked(benchmark::State& state) {
+  auto session = must_start();
+  strdup_free_loop(state);
+}
+BENCHMARK(BM_StrdupFree_Tracked)->Arg(64);
 
 // With stacks of N frames (--stack N): libunwind walks the benchmark's own ~10 frames.
 void BM_MallocFree_TrackedWithStack(benchmark::State& state) {

@@ -1,5 +1,7 @@
 #include "native/engine.h"
 
+#include <algorithm>
+
 namespace memprof::native {
 
 Result<std::unique_ptr<Engine>> Engine::create(const Attribution& attribution) {
@@ -10,7 +12,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const Attribution& attribution) {
   if (attribution.stack_depth > 1) {
     MEMPROF_TRY(unwinder, StackUnwinder::open());
     engine->unwinder_ = unwinder;
+  } else if (auto unwinder = StackUnwinder::open_any(); unwinder.ok()) {
+    engine->unwinder_ = *unwinder;  // for the allocations made inside the runtime only
   }
+  engine->runtime_ = RuntimeCode::find();
   if (attribution.ruby_location != nullptr) {
     MEMPROF_TRY(files, RubyFileTable::create());
     engine->ruby_files_ = std::move(files);
@@ -20,14 +25,33 @@ Result<std::unique_ptr<Engine>> Engine::create(const Attribution& attribution) {
   return engine;
 }
 
+uint32_t Engine::frames_of(uintptr_t caller, uintptr_t* out) const noexcept {
+  const bool in_runtime = runtime_.contains(caller);
+  if (!unwinder_ || (attribution_.stack_depth == 1 && !in_runtime)) {
+    out[0] = caller;
+    return 1;
+  }
+  // Inside the runtime: the stack asked for starts at the first frame outside it. A few runtime
+  // frames first (strdup: 1, asprintf: 3); more only when they were all the runtime's, so that
+  // the walk seldom goes further up than the site (into code without unwind tables, a JIT's).
+  uintptr_t frames[StackUnwinder::kMaxFrames];
+  uint32_t depth = 0;
+  uint32_t first = 0;
+  for (uint32_t runtime_frames : {in_runtime ? 4u : 0u, StackUnwinder::kMaxFrames - kMaxStackDepth}) {
+    const uint32_t wanted = attribution_.stack_depth + runtime_frames;
+    depth = unwinder_->capture(caller, frames, wanted);
+    for (first = 0; in_runtime && first < depth && runtime_.contains(frames[first]);) ++first;
+    if (first < depth || depth < wanted) break;
+  }
+  if (first == depth) first = 0;  // runtime frames all the way (its own threads): they are the site
+  depth = std::min(depth - first, attribution_.stack_depth);
+  std::copy_n(frames + first, depth, out);
+  return depth;
+}
+
 uint32_t Engine::site_of(ThreadHookState& thread, uintptr_t caller) noexcept {
   SiteKey key;
-  if (unwinder_) {
-    key.depth = unwinder_->capture(caller, key.frames, attribution_.stack_depth);
-  } else {
-    key.frames[0] = caller;
-    key.depth = 1;
-  }
+  key.depth = frames_of(caller, key.frames);
   const char* path;
   uint32_t line;
   if (ruby_files_ && attribution_.ruby_location(&path, &line)) {

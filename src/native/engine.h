@@ -15,6 +15,8 @@
 // - blocks allocated by the engine's own work (ScopedInternal) go to site 0, never reported.
 // - a site is the allocator's caller, the stack above it up to the attribution's depth and the
 //   Ruby line of the thread (site_key.h); sites differing in any of them are counted apart.
+//   A caller inside the C/C++ runtime (strdup's malloc) gives way to the first frame outside it
+//   (runtime_code.h), found by unwinding (libunwind, or glibc's backtrace).
 //
 // Every method runs inside a hook, inside a recording window: no malloc, no throw.
 #pragma once
@@ -30,6 +32,7 @@
 #include "native/peak_tracker.h"
 #include "native/recording_window.h"
 #include "native/ruby_file_table.h"
+#include "native/runtime_code.h"
 #include "native/stack_unwinder.h"
 
 namespace memprof::native {
@@ -71,9 +74,12 @@ class Engine {
   Engine() = default;
   void account_release(const BlockRecord& record, bool temporary) noexcept;
   uint32_t site_of(ThreadHookState& thread, uintptr_t caller) noexcept;
+  // The site's frames into `out` (kMaxStackDepth of room); returns how many.
+  uint32_t frames_of(uintptr_t caller, uintptr_t* out) const noexcept;
 
   Attribution attribution_;
-  std::optional<StackUnwinder> unwinder_;        // when stack_depth > 1
+  std::optional<StackUnwinder> unwinder_;        // libunwind when stack_depth > 1; else any, if one works
+  RuntimeCode runtime_;
   std::unique_ptr<RubyFileTable> ruby_files_;    // when there is a Ruby location source
   BlockTable blocks_;
   std::unique_ptr<CallSiteTable> sites_;

@@ -1,11 +1,10 @@
 #include "native/stack_unwinder.h"
 
 #include <dlfcn.h>
+#include <execinfo.h>
 
 #include <algorithm>
 #include <mutex>
-
-#include "native/site_key.h"
 
 namespace memprof::native {
 namespace {
@@ -35,10 +34,19 @@ Result<StackUnwinder> StackUnwinder::open() {
   return StackUnwinder(reinterpret_cast<Backtrace>(backtrace));
 }
 
+Result<StackUnwinder> StackUnwinder::open_any() {
+  auto unwinder = open();
+  if (!unwinder.ok()) unwinder = StackUnwinder(&::backtrace);
+  // The first call loads and sets up the unwinder (glibc's dlopens libgcc_s): not in a hook.
+  void* frames[4];
+  if (unwinder->backtrace_(frames, 4) <= 0) return err("native: no stack unwinder works in this process");
+  return unwinder;
+}
+
 uint32_t StackUnwinder::capture(uintptr_t caller, uintptr_t* frames, uint32_t max_depth) const noexcept {
   frames[0] = caller;
-  void* buffer[kMaxStackDepth + kOwnFramesAtMost];
-  int count = backtrace_(buffer, static_cast<int>(std::min(max_depth, kMaxStackDepth)) + kOwnFramesAtMost);
+  void* buffer[kMaxFrames + kOwnFramesAtMost];
+  int count = backtrace_(buffer, static_cast<int>(std::min(max_depth, kMaxFrames)) + kOwnFramesAtMost);
   for (int i = 0; i < count && i < kOwnFramesAtMost + 1; ++i) {
     if (reinterpret_cast<uintptr_t>(buffer[i]) != caller) continue;
     uint32_t depth = std::min<uint32_t>(static_cast<uint32_t>(count - i), max_depth);

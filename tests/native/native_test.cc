@@ -313,22 +313,72 @@ TEST(Native, AllocationsOfALibraryLoadedAfterTheStartAreSeen) {
   expect_row(only_site_in(session->snapshot(), "native_late_malloc"), 1, 333, 1, 333);
 }
 
-// libc's own call: strdup calls malloc inside libc (no PLT, no GOT), and the entry hook sees it,
-// charged to strdup.
-TEST(Native, AllocationsInsideLibcItselfAreSeen) {
+// The object file defining `address` ("" when none).
+std::string object_at(uintptr_t address) {
+  Dl_info info;
+  if (::dladdr(reinterpret_cast<void*>(address), &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+// Sites inside the C runtime (libc, ld.so, libstdc++) that allocated since the start.
+std::vector<SiteRow> runtime_sites(const NativeSnapshot& snapshot) {
+  std::vector<SiteRow> found;
+  for (const SiteRow& row : snapshot.sites) {
+    std::string object = object_at(row.return_address);
+    if (object.find("libc.so") != std::string::npos || object.find("ld-linux") != std::string::npos ||
+        object.find("libstdc++") != std::string::npos)
+      found.push_back(row);
+  }
+  return found;
+}
+
+// libc's own calls: strdup calls malloc inside libc (no PLT, no GOT), asprintf a malloc and a
+// realloc, fopen a malloc for its FILE. The entry hooks see them, and each block is charged to
+// the function that called libc, not to libc (before: to strdup+0x1a, "by library" libc.so.6).
+TEST(Native, AllocationsInsideTheCRuntimeAreChargedToTheirCaller) {
   auto session = start_session();
   ASSERT_NE(session, nullptr);
   char* copy = native_strdup("twelve bytes");
   ASSERT_NE(copy, nullptr);
+  char* text = native_asprintf("number", 12345);  // "number 12345": 13 bytes
+  ASSERT_NE(text, nullptr);
+  void* file = native_fopen("/dev/null");
+  ASSERT_NE(file, nullptr);
   NativeSnapshot snapshot = session->snapshot();
-  std::vector<SiteRow> in_strdup;
-  for (const SiteRow& row : snapshot.sites) {
-    std::string symbol = symbol_at(row.return_address);
-    if (symbol == "strdup" || symbol == "__strdup") in_strdup.push_back(row);
+  EXPECT_TRUE(runtime_sites(snapshot).empty()) << symbol_at(runtime_sites(snapshot).front().return_address);
+  expect_row(only_site_in(snapshot, "native_strdup"), 1, 13, 0, 0);
+  // asprintf's steps inside libc (its first buffer, the realloc to the length) are its caller's;
+  // what stays is the string.
+  uint64_t live_blocks = 0, live_bytes = 0;
+  for (const SiteRow& row : sites_in(snapshot, "native_asprintf")) {
+    live_blocks += row.live_blocks;
+    live_bytes += row.live_bytes;
   }
-  ASSERT_EQ(in_strdup.size(), 1u);
-  expect_row(in_strdup.front(), 1, 13, 0, 0);
-  EXPECT_TRUE(sites_in(snapshot, "native_strdup").empty());
+  EXPECT_EQ(live_blocks, 1u);
+  EXPECT_EQ(live_bytes, 13u);
+  SiteRow opened = only_site_in(snapshot, "native_fopen");
+  EXPECT_EQ(opened.live_blocks, 1u);
+  EXPECT_GT(opened.live_bytes, 0u);
+  native_fclose(file);  // libc frees the FILE: the block is gone from its caller's site
+  EXPECT_EQ(only_site_in(session->snapshot(), "native_fopen").live_blocks, 0u);
+  native_free(copy);
+  native_free(text);
+}
+
+// With stacks, the stack of a block made inside libc starts at libc's caller too.
+TEST(Native, StacksOfRuntimeAllocationsStartAtTheirCaller) {
+  NativeOptions options;
+  options.attribution.stack_depth = 4;
+  auto session = start_session(options);
+  ASSERT_NE(session, nullptr);
+  char* copy = native_strdup("twelve bytes");
+  ASSERT_NE(copy, nullptr);
+  NativeSnapshot snapshot = session->snapshot();
+  SiteRow row = only_site_in(snapshot, "native_strdup");
+  ASSERT_GE(row.frames.size(), 2u);
+  EXPECT_EQ(symbol_at(row.frames[0]), "native_strdup");
+  EXPECT_NE(object_at(row.frames[1]).find("native_tests"), std::string::npos) << object_at(row.frames[1]);
+  EXPECT_TRUE(runtime_sites(snapshot).empty());
   native_free(copy);
 }
 
