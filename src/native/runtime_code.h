@@ -20,7 +20,6 @@ class RuntimeCode {
       if (address - ranges_[i].start < ranges_[i].size) return true;
     return false;
   }
-  bool empty() const noexcept { return count_ == 0; }
 
  private:
   struct Range {
