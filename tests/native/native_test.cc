@@ -367,9 +367,7 @@ TEST(Native, AllocationsInsideTheCRuntimeAreChargedToTheirCaller) {
 
 // With stacks, the stack of a block made inside libc starts at libc's caller too.
 TEST(Native, StacksOfRuntimeAllocationsStartAtTheirCaller) {
-  NativeOptions options;
-  options.attribution.stack_depth = 4;
-  auto session = start_session(options);
+  auto session = start_session({.attribution = {.stack_depth = 4}});
   ASSERT_NE(session, nullptr);
   char* copy = native_strdup("twelve bytes");
   ASSERT_NE(copy, nullptr);
