@@ -53,7 +53,7 @@ std::vector<PathEntry> collapse_runs(const Heap& heap, const std::vector<ObjectI
 std::vector<ObjectId> retainers_of(const Graph& graph, ObjectId target) {
   std::vector<ObjectId> retainers;
   for (ObjectId from : graph.predecessors(target)) {
-    if (from != graph.super_root) retainers.push_back(from);
+    if (from != graph.super_root && from != target) retainers.push_back(from);  // self: not a retainer
   }
   std::sort(retainers.begin(), retainers.end());
   retainers.erase(std::unique(retainers.begin(), retainers.end()), retainers.end());

@@ -27,7 +27,8 @@ struct PathEntry {
 // `path` with its runs of more than 6 objects of one class collapsed (see above); as is with `full`.
 std::vector<PathEntry> collapse_runs(const Heap& heap, const std::vector<ObjectId>& path, bool full);
 
-// The objects of `graph` that reference `target`, each once, in id order (the super-root left out).
+// The objects of `graph` that reference `target`, each once, in id order (the super-root and
+// `target` itself left out: an IO references itself).
 std::vector<ObjectId> retainers_of(const Graph& graph, ObjectId target);
 
 struct QueryOptions {

@@ -20,6 +20,7 @@ using testing::expect_golden;
 using testing::fixture_address;
 using testing::fixture_path;
 using testing::object_line;
+using testing::root_line;
 using testing::read_file;
 using testing::run_memprof;
 using testing::unzstd;
@@ -160,6 +161,24 @@ TEST(Cli, ShowPrintsAStringsValueAndASymbolsName) {
   CommandResult bare = run_memprof("show " + path + " 0x40");
   EXPECT_NE(bare.out.find("\n  memsize 1 byte, retains 0 bytes (0 B)\n"), std::string::npos) << bare.out;
   EXPECT_NE(bare.out.find("\n  flags: none\n"), std::string::npos) << bare.out;
+}
+
+// An object's reference to itself (every IO's dump line has one) does not retain it: before, a
+// File was listed among its own retainers, "retained by 1 root kind and 3 objects" for 2.
+TEST(Cli, AnObjectIsNotItsOwnRetainer) {
+  memprof::testing::TempDir dir;
+  const std::string path = dir.file("self.json");
+  memprof::testing::write_file(path, root_line("vm", {0x10}) +
+                                         object_line(0x10, "FILE", 0, {0x10, 0x20}, 240) +
+                                         object_line(0x20, "DATA", 0, {}, 64) +
+                                         object_line(0x30, "OBJECT", 0, {0x20}, 40));
+  CommandResult r = run_memprof("retainers " + path + " 0x10");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("retained by 1 root kind and 0 objects\n"), std::string::npos) << r.out;
+  CommandResult mutex = run_memprof("retainers " + path + " 0x20");
+  EXPECT_NE(mutex.out.find("retained by 0 root kinds and 2 objects\n"), std::string::npos) << mutex.out;
+  CommandResult json = run_memprof("retainers --json " + path + " 0x10");
+  EXPECT_NE(json.out.find(R"("retainers":[])"), std::string::npos) << json.out;
 }
 
 TEST(Cli, RetainersGolden) {
