@@ -46,10 +46,23 @@ struct Originals {
   void* (*new_array_aligned)(size_t, std::align_val_t);                         // _ZnamSt11align_val_t
   void* (*new_single_aligned_nothrow)(size_t, std::align_val_t, const std::nothrow_t&) noexcept;
   void* (*new_array_aligned_nothrow)(size_t, std::align_val_t, const std::nothrow_t&) noexcept;
+  // Ruby's allocator API, what a C extension's ALLOC, ALLOC_N, ZALLOC_N and REALLOC_N call (see
+  // ruby_block).
+  void* (*ruby_xmalloc)(size_t);
+  void* (*ruby_xmalloc2)(size_t, size_t);
+  void* (*ruby_xcalloc)(size_t, size_t);
+  void* (*ruby_xrealloc)(void*, size_t);
+  void* (*ruby_xrealloc2)(void*, size_t, size_t);
 };
 Originals g_original;
 
 uintptr_t address_of(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer); }
+
+// count * size, or UINT64_MAX when it overflows (the call then fails).
+uint64_t product(size_t count, size_t size) {
+  size_t bytes;
+  return __builtin_mul_overflow(count, size, &bytes) ? UINT64_MAX : bytes;
+}
 
 // Records a block the original just returned, if a session is running.
 void record_allocation(ThreadHookState& thread, void* block, uint64_t size, uintptr_t caller) {
@@ -68,11 +81,12 @@ void record_allocation(ThreadHookState& thread, void* block, uint64_t size, uint
 // The first allocation operator new makes is its block: it takes new's caller and size, once
 // (the size asked for: libstdc++ rounds an aligned one up to its alignment). Taken before the
 // original runs, so that a failed malloc inside new leaves nothing for the next allocation (the
-// exception object new then throws is its own block).
-void take_new_request(ThreadHookState& thread, uintptr_t& caller, uint64_t& size) {
-  if (thread.new_caller == 0) return;
-  caller = std::exchange(thread.new_caller, 0);
-  size = thread.new_size;
+// exception object new then throws is its own block). A request of Ruby's allocator is taken
+// only by an allocation of its exact size (`bytes`, what this allocator call asks for).
+void take_request(ThreadHookState& thread, uintptr_t& caller, uint64_t& size, uint64_t bytes) {
+  if (thread.request_caller == 0 || (thread.request_exact && thread.request_size != bytes)) return;
+  caller = std::exchange(thread.request_caller, 0);
+  size = thread.request_size;
 }
 
 void* hooked_malloc(size_t size) noexcept {
@@ -81,7 +95,7 @@ void* hooked_malloc(size_t size) noexcept {
   if (thread.in_hook) return g_original.malloc(size);
   thread.in_hook = true;
   uint64_t recorded = size;
-  take_new_request(thread, caller, recorded);
+  take_request(thread, caller, recorded, size);
   void* block = g_original.malloc(size);
   record_allocation(thread, block, recorded, caller);
   thread.in_hook = false;
@@ -89,12 +103,14 @@ void* hooked_malloc(size_t size) noexcept {
 }
 
 void* hooked_calloc(size_t count, size_t size) noexcept {
-  const uintptr_t caller = MEMPROF_CALLER;
+  uintptr_t caller = MEMPROF_CALLER;
   ThreadHookState& thread = t_hook_state;
   if (thread.in_hook) return g_original.calloc(count, size);
   thread.in_hook = true;
+  uint64_t recorded = product(count, size);
+  take_request(thread, caller, recorded, recorded);
   void* block = g_original.calloc(count, size);
-  record_allocation(thread, block, uint64_t{count} * size, caller);  // no overflow if it succeeded
+  record_allocation(thread, block, recorded, caller);  // no overflow if it succeeded
   thread.in_hook = false;
   return block;
 }
@@ -118,19 +134,19 @@ void* resize(ThreadHookState& thread, void* old_block, uint64_t requested, uintp
 }
 
 void* hooked_realloc(void* old_block, size_t size) noexcept {
-  const uintptr_t caller = MEMPROF_CALLER;
+  uintptr_t caller = MEMPROF_CALLER;
   ThreadHookState& thread = t_hook_state;
   if (thread.in_hook) return g_original.realloc(old_block, size);
-  return resize(thread, old_block, size, caller, [&] { return g_original.realloc(old_block, size); });
+  uint64_t recorded = size;
+  take_request(thread, caller, recorded, size);  // ruby_xrealloc's
+  return resize(thread, old_block, recorded, caller, [&] { return g_original.realloc(old_block, size); });
 }
 
 void* hooked_reallocarray(void* old_block, size_t count, size_t size) noexcept {
   const uintptr_t caller = MEMPROF_CALLER;
   ThreadHookState& thread = t_hook_state;
   if (thread.in_hook) return g_original.reallocarray(old_block, count, size);
-  size_t bytes;
-  uint64_t requested = __builtin_mul_overflow(count, size, &bytes) ? UINT64_MAX : bytes;
-  return resize(thread, old_block, requested, caller,
+  return resize(thread, old_block, product(count, size), caller,
                 [&] { return g_original.reallocarray(old_block, count, size); });
 }
 
@@ -154,7 +170,7 @@ int hooked_posix_memalign(void** out, size_t alignment, size_t size) noexcept {
   if (thread.in_hook) return g_original.posix_memalign(out, alignment, size);
   thread.in_hook = true;
   uint64_t recorded = size;
-  take_new_request(thread, caller, recorded);
+  take_request(thread, caller, recorded, size);
   int result = g_original.posix_memalign(out, alignment, size);
   if (result == 0) record_allocation(thread, *out, recorded, caller);
   thread.in_hook = false;
@@ -168,7 +184,7 @@ void* aligned(uintptr_t caller, size_t size, Args... args) {
   if (thread.in_hook) return (g_original.*Original)(args...);
   thread.in_hook = true;
   uint64_t recorded = size;
-  take_new_request(thread, caller, recorded);
+  take_request(thread, caller, recorded, size);
   void* block = (g_original.*Original)(args...);
   record_allocation(thread, block, recorded, caller);
   thread.in_hook = false;
@@ -195,17 +211,19 @@ void* hooked_pvalloc(size_t size) noexcept { return aligned<&Originals::pvalloc>
 template <auto Original, typename... Args>
 void* new_block(uintptr_t caller, size_t size, Args... args) {
   ThreadHookState& thread = t_hook_state;
-  if (thread.in_hook || thread.new_caller != 0) return (g_original.*Original)(size, args...);
-  thread.new_caller = caller;
-  thread.new_size = size;
+  if (thread.in_hook || (thread.request_caller != 0 && !thread.request_exact))
+    return (g_original.*Original)(size, args...);
+  thread.request_caller = caller;
+  thread.request_size = size;
+  thread.request_exact = false;
   void* block;
   try {
     block = (g_original.*Original)(size, args...);
   } catch (...) {
-    thread.new_caller = 0;
+    thread.request_caller = 0;
     throw;
   }
-  thread.new_caller = 0;  // when the block came from no hooked allocator
+  thread.request_caller = 0;  // when the block came from no hooked allocator
   return block;
 }
 
@@ -228,6 +246,40 @@ void* hooked_new_single_aligned_nothrow(size_t size, std::align_val_t alignment,
 }
 void* hooked_new_array_aligned_nothrow(size_t size, std::align_val_t alignment, const std::nothrow_t& tag) noexcept {
   return new_block<&Originals::new_array_aligned_nothrow>(MEMPROF_CALLER, size, alignment, tag);
+}
+
+// Ruby's allocator (ruby_xmalloc & co) calls malloc from inside libruby: every block a C
+// extension makes with ALLOC_N, ZALLOC_N or REALLOC_N was charged to Ruby's allocator
+// (`rb_gc_impl_malloc+0x4b (libruby.so.3.4)`), whichever extension asked. Hooked at their
+// entry, these hand their caller and the bytes asked for to the allocation they make, as
+// operator new does, but only an allocation of exactly those bytes takes it: a Ruby exception
+// (a longjmp past the end of this function) or GC.stress's collection before the malloc must not
+// give the caller a block of another size. Ruby asks malloc for 1 byte when given 0. Each call
+// sets its own request: one left by an exception is replaced, never kept.
+template <auto Original, typename... Args>
+void* ruby_block(uintptr_t caller, uint64_t size, Args... args) {
+  ThreadHookState& thread = t_hook_state;
+  if (thread.in_hook) return (g_original.*Original)(args...);
+  thread.request_caller = caller;
+  thread.request_size = std::max<uint64_t>(size, 1);
+  thread.request_exact = true;
+  void* block = (g_original.*Original)(args...);
+  thread.request_caller = 0;
+  return block;
+}
+
+void* hooked_ruby_xmalloc(size_t size) { return ruby_block<&Originals::ruby_xmalloc>(MEMPROF_CALLER, size, size); }
+void* hooked_ruby_xmalloc2(size_t count, size_t size) {
+  return ruby_block<&Originals::ruby_xmalloc2>(MEMPROF_CALLER, product(count, size), count, size);
+}
+void* hooked_ruby_xcalloc(size_t count, size_t size) {
+  return ruby_block<&Originals::ruby_xcalloc>(MEMPROF_CALLER, product(count, size), count, size);
+}
+void* hooked_ruby_xrealloc(void* block, size_t size) {
+  return ruby_block<&Originals::ruby_xrealloc>(MEMPROF_CALLER, size, block, size);
+}
+void* hooked_ruby_xrealloc2(void* block, size_t count, size_t size) {
+  return ruby_block<&Originals::ruby_xrealloc2>(MEMPROF_CALLER, product(count, size), block, count, size);
 }
 
 // --mmap: anonymous mappings only (a file mapping is the file's pages, not the program's
@@ -276,12 +328,16 @@ void* hooked_mremap(void* old_address, size_t old_size, size_t new_size, int fla
   return region == nullptr ? MAP_FAILED : region;
 }
 
+// Where a hooked function comes from: the C library (or a preloaded allocator), libstdc++ (the
+// operator new family, hooked only when libstdc++ defines it) or Ruby (hooked when defined).
+enum class Family { kLibc, kLibstdcxx, kRuby };
+
 struct HookSpec {
   const char* name;
   void* replacement;
   void** original;
   bool required;
-  bool libstdcxx = false;  // hooked only when libstdc++ defines it (the operator new family)
+  Family family = Family::kLibc;
 };
 
 // glibc declares the allocators with attributes (malloc, alloc_size) that a function pointer type
@@ -300,7 +356,15 @@ struct HookSpec {
     static_assert(std::is_same_v<decltype(g_original.field), decltype(&hooked_##field)>,     \
                   "the replacement for " mangled " must have exactly its type");              \
     return HookSpec{mangled, reinterpret_cast<void*>(&hooked_##field),                       \
-                    reinterpret_cast<void**>(&g_original.field), false, true};                \
+                    reinterpret_cast<void**>(&g_original.field), false, Family::kLibstdcxx};  \
+  }())
+
+#define MEMPROF_RUBY_HOOK(function)                                                          \
+  ([] {                                                                                      \
+    static_assert(std::is_same_v<decltype(g_original.function), decltype(&hooked_##function)>, \
+                  "the replacement for " #function " must have exactly its type");           \
+    return HookSpec{#function, reinterpret_cast<void*>(&hooked_##function),                  \
+                    reinterpret_cast<void**>(&g_original.function), false, Family::kRuby};   \
   }())
 
 // The file name of the object defining `address` ("" when unknown).
@@ -334,6 +398,11 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
       MEMPROF_NEW_HOOK(new_array_aligned, "_ZnamSt11align_val_t"),
       MEMPROF_NEW_HOOK(new_single_aligned_nothrow, "_ZnwmSt11align_val_tRKSt9nothrow_t"),
       MEMPROF_NEW_HOOK(new_array_aligned_nothrow, "_ZnamSt11align_val_tRKSt9nothrow_t"),
+      MEMPROF_RUBY_HOOK(ruby_xmalloc),
+      MEMPROF_RUBY_HOOK(ruby_xmalloc2),
+      MEMPROF_RUBY_HOOK(ruby_xcalloc),
+      MEMPROF_RUBY_HOOK(ruby_xrealloc),
+      MEMPROF_RUBY_HOOK(ruby_xrealloc2),
   });
   // The functions found, each hooked once: an alias (same address) is served by the hook of
   // the name before it.
@@ -347,7 +416,7 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
   std::string_view other_new;  // the object defining operator new, when it is not libstdc++
   for (const HookSpec& spec : specs) {
     void* target = ::dlsym(RTLD_DEFAULT, spec.name);
-    if (target != nullptr && spec.libstdcxx) {
+    if (target != nullptr && spec.family == Family::kLibstdcxx) {
       // A replacement operator new (tcmalloc's, the program's own) comes with a delete that
       // need not call free: hooking new alone would show every such block as leaked.
       if (std::string_view object = object_file_name(target); !object.starts_with("libstdc++")) {
@@ -355,7 +424,7 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
         continue;
       }
     }
-    if (target == nullptr && spec.libstdcxx) continue;  // no C++ in the process
+    if (target == nullptr && spec.family != Family::kLibc) continue;  // no C++, no Ruby in the process
     if (target == nullptr) {
       if (spec.required) return err("native: {} not found", spec.name);
       problems.push_back(fmt::format("{}: not found, not tracked", spec.name));
@@ -393,7 +462,11 @@ Result<std::unique_ptr<AllocatorHooks>> AllocatorHooks::install(std::vector<std:
       hooked.alias_of = earlier->name;
     } else if (const auto& hook = installed[*function.request]; !hook.ok()) {
       if (spec.required) return err("native: cannot hook {}: {}", spec.name, hook.message());
-      problems.push_back(fmt::format("{}: not tracked ({})", spec.name, hook.message()));
+      problems.push_back(spec.family == Family::kLibc
+                             ? fmt::format("{}: not tracked ({})", spec.name, hook.message())
+                             : fmt::format("{}: not hooked ({}): its blocks are charged to the allocator call "
+                                           "inside it",
+                                           spec.name, hook.message()));
       continue;
     }
     hooks->hooked_.push_back(std::move(hooked));

@@ -42,10 +42,12 @@ struct ThreadHookState {
   bool in_hook;   // inside a hook: nested allocator calls go straight to the original
   bool internal;  // the engine's own work (start, snapshot, stop): recorded apart, never reported
   LastRubyFile last_ruby_file;
-  // Inside operator new (allocator_hooks.cc): its caller and the bytes asked for, which the
-  // allocation it makes takes (and clears) in place of its own.
-  uintptr_t new_caller;
-  uint64_t new_size;
+  // Inside operator new or Ruby's ruby_xmalloc & co (allocator_hooks.cc): their caller and the
+  // bytes asked for, which the allocation they make takes (and clears) in place of its own.
+  // request_exact: only an allocation of request_size bytes takes it (Ruby's).
+  uintptr_t request_caller;
+  uint64_t request_size;
+  bool request_exact;
 };
 extern thread_local ThreadHookState t_hook_state __attribute__((tls_model("initial-exec")));
 

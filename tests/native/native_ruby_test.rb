@@ -68,6 +68,19 @@ class NativeRubyTest < Minitest::Test
     run_job(target, "release", /\Adone release/) # blocks tracked then released are freed as usual
   end
 
+  # A C extension's blocks from Ruby's allocator (ALLOC_N, ZALLOC_N, xmalloc and REALLOC_N) are
+  # charged to the extension's function, as its mallocs are. Before: to Ruby's allocator inside
+  # libruby (rb_gc_impl_malloc, objspace_xmalloc0), and "by library" said libruby.
+  def test_blocks_from_rubys_allocator_are_charged_to_the_extension_that_asked
+    target = leaky_app
+    native = start_recording("native", "-p", target.pid, "--json", ready: "memprof: tracking the malloc family")
+    run_job(target, "xleak 40 300", /\Adone xleak\z/)
+    report = json_report(stop_recording(native))
+    assert_equal({ "#{line_of('xleak')} leaky_xleak" => [(40 * 300) + (3 * 300), 42] }, leaky_rows(report))
+    run_job(target, "xrelease", /\Adone xrelease\z/)
+    assert_alive target
+  end
+
   # --no-ruby-lines: the two lines' leaks are one site, with no Ruby line (the flag had no test).
   def test_no_ruby_lines_merges_the_lines_of_one_call_site
     target = leaky_app

@@ -22,6 +22,7 @@
 
 #include "fixtures/allocating.h"
 #include "fixtures/allocating_cxx.h"
+#include "fixtures/ruby_like.h"
 #include "core/hook/thread_parking.h"
 #include "native/call_site_table.h"
 #include "native/native_session.h"
@@ -380,6 +381,49 @@ TEST(Native, StacksOfRuntimeAllocationsStartAtTheirCaller) {
   native_free(copy);
 }
 
+// Ruby's allocator API (ruby_xmalloc & co, stand-ins in ruby_like.c) calls malloc inside Ruby:
+// its blocks are charged to the extension that called it, with the bytes it asked for.
+TEST(Native, BlocksOfRubysAllocatorAreChargedToItsCaller) {
+  auto session = start_session();
+  ASSERT_NE(session, nullptr);
+  void* array = extension_xmalloc2(10, 30);
+  void* zeroed = extension_xcalloc(4, 25);
+  void* empty = extension_xmalloc(0);  // Ruby asks malloc for 1 byte
+  void* grown = extension_xrealloc2(extension_xmalloc(8), 2, 50);
+  NativeSnapshot live = session->snapshot();
+  expect_row(only_site_in(live, "extension_xmalloc2"), 1, 300, 0, 0);
+  expect_row(only_site_in(live, "extension_xcalloc"), 1, 100, 0, 0);
+  expect_row(only_site_in(live, "extension_xmalloc"), 2, 1 + 8, 1, 8);  // the 8 bytes, realloc'd away
+  expect_row(only_site_in(live, "extension_xrealloc2"), 1, 100, 0, 0);
+  for (const char* inside : {"ruby_xmalloc", "ruby_xmalloc2", "ruby_xcalloc", "ruby_xrealloc2"})
+    EXPECT_TRUE(sites_in(live, inside).empty()) << inside;
+  for (void* block : {array, zeroed, empty, grown}) native_free(block);
+}
+
+// A Ruby exception raised inside the allocator before its malloc (a longjmp past the hook's end)
+// leaves the caller's request behind: an allocation of another size does not take it, and the
+// next call of Ruby's allocator replaces it.
+TEST(Native, ARubyExceptionLeavesNoRequestForOtherBlocks) {
+  auto session = start_session();
+  ASSERT_NE(session, nullptr);
+  ruby_like_failing_size = 777;
+  volatile bool raised = false;
+  if (setjmp(ruby_like_rescue) == 0)
+    extension_xmalloc(777);
+  else
+    raised = true;
+  ruby_like_failing_size = SIZE_MAX;
+  ASSERT_TRUE(raised);
+  void* plain = native_malloc(64);
+  void* ruby = extension_xmalloc2(3, 7);
+  NativeSnapshot live = session->snapshot();
+  expect_row(only_site_in(live, "native_malloc"), 1, 64, 0, 0);
+  expect_row(only_site_in(live, "extension_xmalloc2"), 1, 21, 0, 0);
+  EXPECT_TRUE(sites_in(live, "extension_xmalloc").empty());
+  native_free(plain);
+  native_free(ruby);
+}
+
 TEST(Native, OnlyOneSessionAtATime) {
   auto session = start_session();
   ASSERT_NE(session, nullptr);
@@ -448,7 +492,9 @@ TEST(Native, AlignedAllocIsHookedOnceWhenItIsMemalign) {
                          // libstdc++'s operator new family, which this test program links
                          "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
                          "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t",
-                         "_ZnamSt11align_val_tRKSt9nothrow_t"};
+                         "_ZnamSt11align_val_tRKSt9nothrow_t",
+                         // the stand-ins for Ruby's allocator API it links (fixtures/ruby_like.c)
+                         "ruby_xmalloc", "ruby_xmalloc2", "ruby_xcalloc", "ruby_xrealloc", "ruby_xrealloc2"};
   ASSERT_EQ(session->hooked().size(), std::size(names));
   for (const HookedAllocator& hooked : session->hooked()) {
     EXPECT_EQ(hooked.address, reinterpret_cast<uintptr_t>(::dlsym(RTLD_DEFAULT, hooked.name.c_str())));
