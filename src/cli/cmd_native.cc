@@ -4,6 +4,7 @@
 // (library, symbol+offset) and prints what is still live, what was allocated, and the peak.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -86,6 +87,11 @@ Status write_profiles(const NativeOptions& options, const native::NativeSnapshot
   if (!options.flame_graph_path.empty())
     MEMPROF_TRY_STATUS(profile::write_flame_graph_html(options.flame_graph_path, stacks, value));
   return ok_status();
+}
+
+// Whether a Ruby line was recorded: the process ran Ruby (unknown with --no-ruby-lines).
+bool ran_ruby(const native::NativeSnapshot& snapshot) {
+  return std::ranges::any_of(snapshot.sites, [](const native::SiteRow& row) { return row.ruby_file != 0; });
 }
 
 int run_native(const NativeOptions& options) {
@@ -205,6 +211,13 @@ int run_native(const NativeOptions& options) {
                "memprof: warning: process {} ended without exit() (_exit or a signal): the report is its "
                "last snapshot, taken {:.1f} s before memprof saw it end; what came after it is missing\n",
                pid, std::chrono::duration<double>(std::chrono::steady_clock::now() - last_taken).count());
+  } else if (exiting && !options.no_gc && ran_ruby(last.snapshot)) {
+    // Ruby collects nothing on its way out, and its exit() is too late for one (the VM is gone).
+    fmt::print(stderr,
+               "memprof: process {} ended by itself, with no garbage collection before the readout: live blocks "
+               "include those of Ruby objects that were garbage at its exit (a GC.start at its end, or stopping it "
+               "with Ctrl-C or --duration, leaves them out)\n",
+               pid);
   }
   attach::NativeReportOptions report{options.top,
                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),

@@ -151,6 +151,9 @@ class NativeRubyTest < Minitest::Test
                                self.class.extension_dir, "threads 8 50 100", "leak2 3 10")
     assert status.success?, err
     assert_equal "done threads\ndone leak2\n", out  # the program's own output: the report is on stderr
+    # It ended by itself: no collection came before the readout, and a line says so.
+    assert_match(/^memprof: process \d+ ended by itself, with no garbage collection before the readout: live blocks include those of Ruby objects that were garbage at its exit/,
+                 err)
     report = json_report(err.lines.map(&:chomp).grep_v(/\Amemprof: /))
     assert_equal({ "#{line_of('first')} leaky_leak" => [40_000, 400],
                    "#{line_of('second')} leaky_leak" => [30, 3] },
