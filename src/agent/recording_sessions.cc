@@ -232,7 +232,28 @@ Result<std::string> RecordingSessions::native_gc() {
       kRubyTimeout);
 }
 
+void RecordingSessions::arrange_collection_at_exit() {
+  if (!collect_at_exit_ || collection_at_exit_arranged_ || ruby_ == nullptr || vm_end_watch_ == nullptr ||
+      !ruby_->vm_ready() || exiting())
+    return;
+  collection_at_exit_arranged_ = true;
+  // Without it (a Ruby busy in C code past the wait), the CLI says that nothing was collected.
+  (void)ruby_->run(
+      [](const RubyApi& api) -> Result<std::string> {
+        native::ScopedInternal internal;  // the end proc's record is Ruby's block, made for memprof
+        MEMPROF_TRY_STATUS(register_collection_at_exit(api));
+        return std::string();
+      },
+      std::chrono::milliseconds(1000));
+}
+
+std::string RecordingSessions::native_snapshot_reply(const std::vector<std::string>& problems) const {
+  return native::encode_snapshot(native_->snapshot(), problems, exiting(),
+                                 collect_at_exit_ ? collection_at_exit_ms() : -1);
+}
+
 void RecordingSessions::end_native() {
+  set_collection_at_exit(false);
   native_.reset();
   drop_unused_vm_end_watch();
   drop_unused_exec_watch();
@@ -288,7 +309,10 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
   note_started();
   problems.insert(problems.end(), native_->problems().begin(), native_->problems().end());
   watch_exec(problems);
-  return native::encode_snapshot(native_->snapshot(), problems, exiting());
+  collect_at_exit_ = request.gc_at_exit && options.attribution.ruby_location != nullptr;
+  collection_at_exit_arranged_ = false;
+  set_collection_at_exit(collect_at_exit_);  // arranged by the next read, outside the hook change
+  return native_snapshot_reply(problems);
 }
 
 Result<std::string> RecordingSessions::native_read(const std::string& body) {
@@ -297,18 +321,23 @@ Result<std::string> RecordingSessions::native_read(const std::string& body) {
   // process in exit() waits for the CLI's stop no longer than a reply takes.
   unsigned wait_ms = 0;
   if (body.starts_with("wait_ms ")) wait_ms = std::min<unsigned>(std::strtoul(body.c_str() + 8, nullptr, 10), 5000);
-  for (unsigned waited = 0; waited < wait_ms && !exiting() && !exec_waiting(); waited += 5)
+  // A launched Ruby boots while the CLI's first read waits: the collection at its end is
+  // arranged as soon as its VM is up, not at the end of the wait (a short program is over by then).
+  for (unsigned waited = 0; waited < wait_ms && !exiting() && !exec_waiting(); waited += 5) {
+    arrange_collection_at_exit();
     sleep_without_libc(std::chrono::milliseconds(5));
+  }
+  arrange_collection_at_exit();
   // No HookChange, as trace_read: the snapshot reads lock-free tables.
   (void)read_with_exec_release();
-  return native::encode_snapshot(native_->snapshot(), {}, exiting());
+  return native_snapshot_reply({});
 }
 
 Result<std::string> RecordingSessions::native_stop() {
   hook::HookChange change;
   if (native_ == nullptr) return err("not tracked by memprof native");
   (void)read_with_exec_release();
-  std::string last = native::encode_snapshot(native_->snapshot(), {}, exiting());
+  std::string last = native_snapshot_reply({});
   end_native();
   return last;
 }

@@ -62,6 +62,12 @@ class RecordingSessions {
   Result<std::string> native_stop();
   // A full collection in a Ruby process before the last readout (collect_garbage, ruby_calls.h).
   Result<std::string> native_gc();
+  // The collection at a Ruby process's end (register_collection_at_exit, ruby_calls.h): by a job
+  // once the VM runs and the VM's end is watched (a launched Ruby boots after the session's
+  // start: a later read does it). Tried once per session.
+  void arrange_collection_at_exit();
+  // A snapshot for the CLI, with the collection at the end when one ran.
+  std::string native_snapshot_reply(const std::vector<std::string>& problems) const;
   void end_native();
   // Ruby lines (ruby_caller.h) are read only while the VM's end is watched; the watch goes with
   // the last session.
@@ -81,6 +87,8 @@ class RecordingSessions {
   std::unique_ptr<tracer::TraceSession> trace_;
   std::unique_ptr<RubyGcEvents> gc_events_;  // memprof trace -x ruby:gc
   std::unique_ptr<native::NativeSession> native_;
+  bool collect_at_exit_ = false;             // the session asked for a collection at the end
+  bool collection_at_exit_arranged_ = false;  // tried for this session
   std::chrono::steady_clock::time_point last_trace_read_;
   std::chrono::steady_clock::time_point last_native_read_;
 };

@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+
+#include "native/recording_window.h"
 
 namespace memprof::agent {
 
@@ -161,6 +164,48 @@ RubyValue call_gc(RubyValue) {
 }
 
 }  // namespace
+
+namespace {
+
+std::atomic<bool> g_collection_at_exit_registered{false};
+std::atomic<bool> g_collection_at_exit_wanted{false};
+std::atomic<int64_t> g_collection_at_exit_us{-1};
+
+void collect_at_exit(RubyValue) {
+  if (!g_collection_at_exit_wanted.load(std::memory_order_acquire)) return;
+  native::ScopedInternal internal;  // the collection's own blocks (its mark stack) are memprof's
+  const auto start = std::chrono::steady_clock::now();
+  g_api->gc();
+  const auto took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+  g_collection_at_exit_us.store(took.count(), std::memory_order_release);
+}
+
+RubyValue call_set_end_proc(RubyValue) {
+  g_api->set_end_proc(&collect_at_exit, 0);
+  return 0;
+}
+
+}  // namespace
+
+Status register_collection_at_exit(const RubyApi& api) {
+  if (api.set_end_proc == nullptr || api.gc == nullptr) return err("this Ruby exports no rb_set_end_proc or rb_gc");
+  if (g_collection_at_exit_registered.load(std::memory_order_acquire)) return ok_status();
+  g_api = &api;
+  int state = 0;
+  api.protect(call_set_end_proc, 0, &state);
+  if (state != 0) return take_exception(api, "registering the collection at exit");
+  g_collection_at_exit_registered.store(true, std::memory_order_release);
+  return ok_status();
+}
+
+void set_collection_at_exit(bool wanted) noexcept {
+  g_collection_at_exit_wanted.store(wanted, std::memory_order_release);
+}
+
+double collection_at_exit_ms() noexcept {
+  const int64_t us = g_collection_at_exit_us.load(std::memory_order_acquire);
+  return us < 0 ? -1.0 : static_cast<double>(us) / 1000.0;
+}
 
 Result<std::string> collect_garbage(const RubyApi& api) {
   if (api.gc == nullptr || api.gc_count == nullptr) return err("this Ruby exports no rb_gc");

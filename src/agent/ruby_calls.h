@@ -46,6 +46,17 @@ Status clean_up_after_child(const RubyApi& api, const std::string& command, pid_
 // {"ruby": true, "collections": N (0 or 1), "ms": TIME}
 Result<std::string> collect_garbage(const RubyApi& api);
 
+// A full collection when the Ruby process ends by itself, for `memprof native`'s last readout:
+// an end proc (rb_set_end_proc), which Ruby runs on the main thread after the app's at_exit
+// blocks, while the VM still lives (exit() comes after the VM is gone: too late for one). End
+// procs cannot be removed (the agent's code stays mapped): registered once per process, it
+// collects only while set_collection_at_exit(true) (a native session that asks for it; a forked
+// child ends the copied session, which sets it false). Call the registration from a job.
+Status register_collection_at_exit(const RubyApi& api);
+void set_collection_at_exit(bool wanted) noexcept;
+// How long the collection at the end took, in ms; negative while none ran.
+double collection_at_exit_ms() noexcept;
+
 // Set while the agent forks for a handler: the child must not start an agent (agent.cc).
 bool forking_for_handler();
 

@@ -46,6 +46,7 @@ std::optional<RubyApi> find_ruby_api() {
   resolve(api.object_class, "rb_cObject");
   resolve(api.gc, "rb_gc");
   resolve(api.gc_count, "rb_gc_count");
+  resolve(api.set_end_proc, "rb_set_end_proc");
   bool has_jobs = (api.job_preregister != nullptr && api.job_trigger != nullptr) ||
                   api.job_register_one != nullptr;
   if (api.api_version == nullptr || !has_jobs || api.thread_atfork == nullptr ||

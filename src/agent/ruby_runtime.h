@@ -60,6 +60,8 @@ struct RubyApi {
   // A full collection and the collections so far (`memprof native`'s last readout); optional.
   void (*gc)() = nullptr;
   size_t (*gc_count)() = nullptr;
+  // An end proc (rb_set_end_proc): the collection at a Ruby process's end; optional.
+  void (*set_end_proc)(void (*func)(RubyValue), RubyValue data) = nullptr;
   // rb_cObject: set during Ruby's boot, after the VM and the main thread exist (Ruby 3.3 no
   // longer exports ruby_current_vm_ptr).
   const RubyValue* object_class = nullptr;

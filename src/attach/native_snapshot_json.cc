@@ -57,6 +57,7 @@ Result<NativeSnapshotView> parse_native_snapshot(std::string_view json) {
       root["ruby_files"].get(ruby_files) || root["sites"].get(sites))
     return err("{}", kMalformed);
   MEMPROF_TRY_STATUS(read_totals(totals, out.snapshot.totals));
+  if (double ms = 0; root["exit_gc_ms"].get(ms) == simdjson::SUCCESS) out.exit_gc_ms = ms;
   for (simdjson::dom::element problem : problems) {
     std::string_view text;
     if (problem.get(text) == simdjson::SUCCESS) out.problems.emplace_back(text);

@@ -13,6 +13,7 @@ namespace memprof::attach {
 
 struct NativeSnapshotView {
   bool exiting = false;
+  double exit_gc_ms = -1;  // the collection at a Ruby process's end; negative: none ran
   std::vector<std::string> problems;
   native::NativeSnapshot snapshot;
 };

@@ -108,7 +108,7 @@ int run_native(const NativeOptions& options) {
 
   attach::Interruption interruption;
   ::signal(SIGPIPE, SIG_IGN);
-  native::NativeRequest request{options.stack_depth, !options.no_ruby_lines, options.track_mmap};
+  native::NativeRequest request{options.stack_depth, !options.no_ruby_lines, options.track_mmap, !options.no_gc};
   const std::string encoded_request = native::encode_native_request(request);
   auto started = attach::recording_request(pid, "native-start", encoded_request);
   if (!started.ok()) {
@@ -211,8 +211,13 @@ int run_native(const NativeOptions& options) {
                "memprof: warning: process {} ended without exit() (_exit or a signal): the report is its "
                "last snapshot, taken {:.1f} s before memprof saw it end; what came after it is missing\n",
                pid, std::chrono::duration<double>(std::chrono::steady_clock::now() - last_taken).count());
+  } else if (exiting && last.exit_gc_ms >= 0) {
+    fmt::print(stderr,
+               "memprof: a full garbage collection in process {} took {:.1f} ms at its end (after its at_exit "
+               "blocks), so that blocks of unreachable Ruby objects are not counted as live (--no-gc skips it)\n",
+               pid, last.exit_gc_ms);
   } else if (exiting && !options.no_gc && ran_ruby(last.snapshot)) {
-    // Ruby collects nothing on its way out, and its exit() is too late for one (the VM is gone).
+    // The collection at the end did not run (exit!, or Ruby was never free to arrange it).
     fmt::print(stderr,
                "memprof: process {} ended by itself, with no garbage collection before the readout: live blocks "
                "include those of Ruby objects that were garbage at its exit (a GC.start at its end, or stopping it "

@@ -10,8 +10,8 @@
 namespace memprof::native {
 
 std::string encode_native_request(const NativeRequest& request) {
-  return fmt::format("stack_depth {}\nruby_lines {}\nmmap {}\n", request.stack_depth, request.ruby_lines ? 1 : 0,
-                     request.track_mmap ? 1 : 0);
+  return fmt::format("stack_depth {}\nruby_lines {}\nmmap {}\ngc_at_exit {}\n", request.stack_depth,
+                     request.ruby_lines ? 1 : 0, request.track_mmap ? 1 : 0, request.gc_at_exit ? 1 : 0);
 }
 
 Result<NativeRequest> decode_native_request(std::string_view body) {
@@ -26,6 +26,8 @@ Result<NativeRequest> decode_native_request(std::string_view body) {
       request.ruby_lines = value != "0";
     } else if (key == "mmap") {
       request.track_mmap = value != "0";
+    } else if (key == "gc_at_exit") {
+      request.gc_at_exit = value != "0";
     } else {
       return err("malformed native request line '{}'", line);
     }
@@ -34,8 +36,11 @@ Result<NativeRequest> decode_native_request(std::string_view body) {
   return request;
 }
 
-std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<std::string>& problems, bool exiting) {
-  std::string out = fmt::format("{{\"exiting\":{},\"problems\":[", exiting);
+std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<std::string>& problems, bool exiting,
+                            double exit_gc_ms) {
+  std::string out = fmt::format("{{\"exiting\":{},", exiting);
+  if (exit_gc_ms >= 0) out += fmt::format("\"exit_gc_ms\":{:.1f},", exit_gc_ms);
+  out += "\"problems\":[";
   for (size_t i = 0; i < problems.size(); ++i) out += (i ? "," : "") + json_quoted(problems[i]);
   const NativeTotals& t = snapshot.totals;
   out += fmt::format(

@@ -259,6 +259,21 @@ TEST(NativeSnapshotJson, RubyFileNamesThatAreNotUtf8AreKept) {
   EXPECT_EQ(view->snapshot.sites[0].frames, (std::vector<uintptr_t>{0x1000, 0x2000}));
 }
 
+// The collection at a Ruby process's end: asked for in the request, its time in the snapshot
+// (absent while none ran), both read back as written.
+TEST(NativeSnapshotJson, TheCollectionAtTheEndGoesBothWays) {
+  native::NativeRequest request{.stack_depth = 4, .ruby_lines = true, .track_mmap = false, .gc_at_exit = true};
+  auto decoded = native::decode_native_request(native::encode_native_request(request));
+  ASSERT_TRUE(decoded.ok()) << decoded.message();
+  EXPECT_TRUE(decoded->gc_at_exit);
+  EXPECT_EQ(decoded->stack_depth, 4u);
+  EXPECT_FALSE(native::decode_native_request("stack_depth 1\n")->gc_at_exit);  // an older CLI's
+  auto collected = parse_native_snapshot(native::encode_snapshot({}, {}, true, 12.5));
+  ASSERT_TRUE(collected.ok()) << collected.message();
+  EXPECT_DOUBLE_EQ(collected->exit_gc_ms, 12.5);
+  EXPECT_LT(parse_native_snapshot(native::encode_snapshot({}, {}, true))->exit_gc_ms, 0);
+}
+
 TEST(Duration, UnitsFromMillisecondsToHours) {
   using std::chrono::milliseconds;
   EXPECT_EQ(*parse_duration("500ms"), milliseconds(500));

@@ -103,6 +103,26 @@ class NativeRubyTest < Minitest::Test
     assert_equal({ "(without the GVL) malloc_blocks" => [40_000, 20] }, leaky_rows(report))
   end
 
+  # A launched Ruby that ends by itself is collected at its end (an end proc after its at_exit
+  # blocks; its exit() comes after the VM is gone): the garbage Strings' buffers are not live at
+  # the end, the kept ones' are. Before: every String's buffer was live at the end.
+  def test_a_launched_ruby_is_collected_at_its_end
+    buffers = 50 * 4096
+    { [] => 0...4096, ["--no-gc"] => buffers...(buffers + 4096) }.each do |flags, garbage_bytes|
+      _, err, status = memprof("native", "--json", *flags, "--", RbConfig.ruby, APP, self.class.extension_dir,
+                               "strings 50 4096")
+      assert status.success?, err
+      report = json_report(err.lines.map(&:chomp).grep_v(/\Amemprof: /))
+      live = report["sites"].select { |site| site["ruby"] }
+                            .group_by { |site| File.basename(site["ruby"]) }
+                            .transform_values { |sites| sites.sum { |site| site["live_bytes"] } }
+      assert_includes buffers...(buffers + 4096), live[line_of("kept")], "#{flags}: #{live}"
+      assert_includes garbage_bytes, live.fetch(line_of("garbage"), 0), "#{flags}: #{live}"
+      collected = /^memprof: a full garbage collection in process \d+ took [\d.]+ ms at its end/
+      flags.empty? ? assert_match(collected, err) : refute_match(collected, err)
+    end
+  end
+
   # In a Ruby process, the blocks of objects that are garbage at the stop are freed by the full
   # collection memprof runs before its last readout: only the kept Strings' buffers are live at
   # the end, where before every String's was (--no-gc still shows them so). Bytes, not blocks:
@@ -151,9 +171,8 @@ class NativeRubyTest < Minitest::Test
                                self.class.extension_dir, "threads 8 50 100", "leak2 3 10")
     assert status.success?, err
     assert_equal "done threads\ndone leak2\n", out  # the program's own output: the report is on stderr
-    # It ended by itself: no collection came before the readout, and a line says so.
-    assert_match(/^memprof: process \d+ ended by itself, with no garbage collection before the readout: live blocks include those of Ruby objects that were garbage at its exit/,
-                 err)
+    # It ended by itself: collected at its end, which a line says.
+    assert_match(/^memprof: a full garbage collection in process \d+ took [\d.]+ ms at its end/, err)
     report = json_report(err.lines.map(&:chomp).grep_v(/\Amemprof: /))
     assert_equal({ "#{line_of('first')} leaky_leak" => [40_000, 400],
                    "#{line_of('second')} leaky_leak" => [30, 3] },
