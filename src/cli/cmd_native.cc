@@ -108,7 +108,10 @@ int run_native(const NativeOptions& options) {
 
   attach::Interruption interruption;
   ::signal(SIGPIPE, SIG_IGN);
-  native::NativeRequest request{options.stack_depth, !options.no_ruby_lines, options.track_mmap, !options.no_gc};
+  // The collection at a Ruby's end only in a command memprof runs: an end proc stays in the
+  // process (doing nothing) after the session, which a running app need not carry.
+  native::NativeRequest request{options.stack_depth, !options.no_ruby_lines, options.track_mmap,
+                                !options.no_gc && process.launched()};
   const std::string encoded_request = native::encode_native_request(request);
   auto started = attach::recording_request(pid, "native-start", encoded_request);
   if (!started.ok()) {
