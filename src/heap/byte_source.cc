@@ -4,7 +4,6 @@
 #include <lzma.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 #include <zstd.h>
 
 #include <cerrno>
@@ -12,10 +11,20 @@
 #include <cstring>
 #include <vector>
 
+#include "core/util/runtime_library.h"
 #include "core/util/scoped_fd.h"
+#include "core/util/zlib_library.h"
 
 namespace memprof::heap {
 namespace {
+
+// The decompressors' functions, from their libraries opened when a dump compressed so is read
+// (core/util/runtime_library.h; zlib's: core/util/zlib_library.h).
+#define MEMPROF_ZSTD_FUNCTIONS(X) \
+  X(ZSTD_createDCtx) X(ZSTD_freeDCtx) X(ZSTD_decompressStream) X(ZSTD_isError) X(ZSTD_getErrorName)
+MEMPROF_RUNTIME_LIBRARY(ZstdLibrary, "libzstd.so.1", MEMPROF_ZSTD_FUNCTIONS);
+#define MEMPROF_LZMA_FUNCTIONS(X) X(lzma_stream_decoder) X(lzma_code) X(lzma_end)
+MEMPROF_RUNTIME_LIBRARY(LzmaLibrary, "liblzma.so.5", MEMPROF_LZMA_FUNCTIONS);
 
 constexpr size_t kCompressedChunk = 1 << 20;
 
@@ -134,10 +143,10 @@ class CompressedInput {
 
 class GzipSource final : public ByteSource {
  public:
-  explicit GzipSource(HeadThenRaw input)
-      : ByteSource(Compression::kGzip, input.size_hint()), input_(std::move(input)) {}
+  GzipSource(const ZlibLibrary& zlib, HeadThenRaw input)
+      : ByteSource(Compression::kGzip, input.size_hint()), zlib_(zlib), input_(std::move(input)) {}
   ~GzipSource() override {
-    if (initialized_) inflateEnd(&stream_);
+    if (initialized_) zlib_.inflateEnd(&stream_);
   }
   GzipSource(const GzipSource&) = delete;
   GzipSource& operator=(const GzipSource&) = delete;
@@ -145,7 +154,7 @@ class GzipSource final : public ByteSource {
   Status init() {
     std::memset(&stream_, 0, sizeof stream_);
     // 15 + 16: gzip wrapper only (the magic said so), largest window.
-    if (inflateInit2(&stream_, 15 + 16) != Z_OK) return err("{}: cannot start gzip decoder", input_.name());
+    if (inflate_init2(zlib_, &stream_, 15 + 16) != Z_OK) return err("{}: cannot start gzip decoder", input_.name());
     initialized_ = true;
     return ok_status();
   }
@@ -164,13 +173,13 @@ class GzipSource final : public ByteSource {
           MEMPROF_TRY_STATUS(skip_to_end());
           return size_t{capacity - stream_.avail_out};
         }
-        if (inflateReset(&stream_) != Z_OK) return err("{}: corrupt gzip stream", input_.name());
+        if (zlib_.inflateReset(&stream_) != Z_OK) return err("{}: corrupt gzip stream", input_.name());
         member_ended_ = false;
       }
       if (in.empty()) return err("{}: truncated gzip stream", input_.name());
       stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
       stream_.avail_in = static_cast<uInt>(in.size());
-      int rc = inflate(&stream_, Z_NO_FLUSH);
+      int rc = zlib_.inflate(&stream_, Z_NO_FLUSH);
       input_.consume(in.size() - stream_.avail_in);
       if (rc == Z_STREAM_END) {
         member_ended_ = true;
@@ -199,6 +208,7 @@ class GzipSource final : public ByteSource {
     }
   }
 
+  const ZlibLibrary& zlib_;
   CompressedInput input_;
   z_stream stream_{};
   bool initialized_ = false;
@@ -207,9 +217,12 @@ class GzipSource final : public ByteSource {
 
 class ZstdSource final : public ByteSource {
  public:
-  explicit ZstdSource(HeadThenRaw input)
-      : ByteSource(Compression::kZstd, input.size_hint()), input_(std::move(input)), context_(ZSTD_createDCtx()) {}
-  ~ZstdSource() override { ZSTD_freeDCtx(context_); }
+  ZstdSource(const ZstdLibrary& zstd, HeadThenRaw input)
+      : ByteSource(Compression::kZstd, input.size_hint()),
+        zstd_(zstd),
+        input_(std::move(input)),
+        context_(zstd.ZSTD_createDCtx()) {}
+  ~ZstdSource() override { zstd_.ZSTD_freeDCtx(context_); }
   ZstdSource(const ZstdSource&) = delete;
   ZstdSource& operator=(const ZstdSource&) = delete;
 
@@ -228,10 +241,10 @@ class ZstdSource final : public ByteSource {
         break;
       }
       ZSTD_inBuffer in{pending.data(), pending.size(), 0};
-      size_t rc = ZSTD_decompressStream(context_, &out, &in);
+      size_t rc = zstd_.ZSTD_decompressStream(context_, &out, &in);
       input_.consume(in.pos);
-      if (ZSTD_isError(rc)) {
-        return err("{}: corrupt zstd stream ({})", input_.name(), ZSTD_getErrorName(rc));
+      if (zstd_.ZSTD_isError(rc)) {
+        return err("{}: corrupt zstd stream ({})", input_.name(), zstd_.ZSTD_getErrorName(rc));
       }
       frame_done_ = rc == 0;
     }
@@ -239,6 +252,7 @@ class ZstdSource final : public ByteSource {
   }
 
  private:
+  const ZstdLibrary& zstd_;
   CompressedInput input_;
   ZSTD_DCtx* context_;
   bool frame_done_ = true;
@@ -246,16 +260,16 @@ class ZstdSource final : public ByteSource {
 
 class XzSource final : public ByteSource {
  public:
-  explicit XzSource(HeadThenRaw input)
-      : ByteSource(Compression::kXz, input.size_hint()), input_(std::move(input)) {}
-  ~XzSource() override { lzma_end(&stream_); }
+  XzSource(const LzmaLibrary& lzma, HeadThenRaw input)
+      : ByteSource(Compression::kXz, input.size_hint()), lzma_(lzma), input_(std::move(input)) {}
+  ~XzSource() override { lzma_.lzma_end(&stream_); }
   XzSource(const XzSource&) = delete;
   XzSource& operator=(const XzSource&) = delete;
 
   Status init() {
     // The decoder allocates the dictionary the stream declares: xz -9 needs 65 MB, a forged
     // header could ask for 1.5 GB. Concatenated streams (xz a >> b) form one, as gzip members do.
-    if (lzma_stream_decoder(&stream_, kMemoryLimit, LZMA_CONCATENATED) != LZMA_OK) {
+    if (lzma_.lzma_stream_decoder(&stream_, kMemoryLimit, LZMA_CONCATENATED) != LZMA_OK) {
       return err("{}: cannot start xz decoder", input_.name());
     }
     return ok_status();
@@ -270,7 +284,7 @@ class XzSource final : public ByteSource {
       stream_.next_in = reinterpret_cast<const uint8_t*>(in.data());
       stream_.avail_in = in.size();
       // LZMA_FINISH once the input is all in: the decoder then says whether the stream ended.
-      const lzma_ret rc = lzma_code(&stream_, input_.ended() ? LZMA_FINISH : LZMA_RUN);
+      const lzma_ret rc = lzma_.lzma_code(&stream_, input_.ended() ? LZMA_FINISH : LZMA_RUN);
       input_.consume(in.size() - stream_.avail_in);
       if (rc == LZMA_STREAM_END) {
         ended_ = true;
@@ -296,15 +310,19 @@ class XzSource final : public ByteSource {
 
   static constexpr uint64_t kMemoryLimit = uint64_t{256} << 20;
 
+  const LzmaLibrary& lzma_;
   CompressedInput input_;
   lzma_stream stream_ = LZMA_STREAM_INIT;
   bool ended_ = false;
 };
 
-// A decoder over `input`, started (its library state allocated) or the reason it could not be.
-template <class Decoder>
-Result<std::unique_ptr<ByteSource>> start(HeadThenRaw input) {
-  auto source = std::make_unique<Decoder>(std::move(input));
+// A decoder over `input`, started (its library opened, its state allocated) or the reason it
+// could not be.
+template <class Decoder, class Library>
+Result<std::unique_ptr<ByteSource>> start(const Result<Library>& library, std::string_view format,
+                                          HeadThenRaw input) {
+  if (!library) return err("{}: {}-compressed, and {}", input.name(), format, library.message());
+  auto source = std::make_unique<Decoder>(*library, std::move(input));
   MEMPROF_TRY_STATUS(source->init());
   return std::unique_ptr<ByteSource>(std::move(source));
 }
@@ -317,9 +335,9 @@ Result<std::unique_ptr<ByteSource>> make_source(RawInput raw) {
       {reinterpret_cast<const unsigned char*>(head.data()), head.size()});
   HeadThenRaw input(std::move(head), std::move(raw));
   switch (compression) {
-    case Compression::kGzip: return start<GzipSource>(std::move(input));
-    case Compression::kZstd: return start<ZstdSource>(std::move(input));
-    case Compression::kXz: return start<XzSource>(std::move(input));
+    case Compression::kGzip: return start<GzipSource>(ZlibLibrary::get(), "gzip", std::move(input));
+    case Compression::kZstd: return start<ZstdSource>(ZstdLibrary::get(), "zstd", std::move(input));
+    case Compression::kXz: return start<XzSource>(LzmaLibrary::get(), "xz", std::move(input));
     case Compression::kBzip2:
       return err("{}: bzip2-compressed; memprof reads plain, gzip, zstd and xz dumps "
                  "(bzip2 -dk {} writes the plain one)",

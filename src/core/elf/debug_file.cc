@@ -1,9 +1,9 @@
 // Separate debug file lookup by build-id and .gnu_debuglink.
 #include "core/elf/debug_file.h"
 
-#include <zlib.h>
-
 #include <filesystem>
+
+#include "core/util/zlib_library.h"
 
 namespace memprof::elf {
 
@@ -24,18 +24,20 @@ bool build_id_matches(const std::string& candidate, const std::string& build_id)
 
 bool crc_matches(const std::string& candidate, uint32_t crc) {
   auto mapped = MappedFile::open(candidate);
-  return mapped && debuglink_crc(mapped->bytes()) == crc;
+  return mapped && debuglink_crc(mapped->bytes()) == crc;  // never without zlib
 }
 
 }  // namespace
 
-uint32_t debuglink_crc(Bytes bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+std::optional<uint32_t> debuglink_crc(Bytes bytes) {
+  const Result<ZlibLibrary>& zlib = ZlibLibrary::get();
+  if (!zlib) return std::nullopt;
+  uLong crc = zlib->crc32(0L, Z_NULL, 0);
   // zlib takes uInt lengths: feed large files in chunks.
   constexpr size_t kChunk = 1u << 30;
   for (size_t offset = 0; offset < bytes.size(); offset += kChunk) {
     size_t length = std::min(kChunk, bytes.size() - offset);
-    crc = crc32(crc, bytes.data() + offset, static_cast<uInt>(length));
+    crc = zlib->crc32(crc, bytes.data() + offset, static_cast<uInt>(length));
   }
   return static_cast<uint32_t>(crc);
 }

@@ -23,7 +23,7 @@ struct DebugSearchPath {
 Result<std::optional<std::string>> find_debug_file(const ElfFile& file, const std::string& path,
                                                    const DebugSearchPath& search = {});
 
-// CRC-32 as used by .gnu_debuglink (the zlib polynomial).
-uint32_t debuglink_crc(Bytes bytes);
+// CRC-32 as used by .gnu_debuglink (zlib's), or nothing when libz.so.1 cannot be opened.
+std::optional<uint32_t> debuglink_crc(Bytes bytes);
 
 }  // namespace memprof::elf
