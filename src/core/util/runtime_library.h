@@ -1,10 +1,10 @@
 // A shared library opened when a command first needs it instead of linked into memprof.
 //
-// Every linked library is mapped and relocated at each start of memprof, used or not: on the
-// VMs we measure each one costs 0.1-0.2 ms of page faults and system calls, and the libraries
-// only some commands need (libdw and what it loads for source lines, libpng for heapmap, the
-// decompressors for compressed dumps) made up a seventh of `memprof analyze`'s run on a small
-// dump. Opened here, they are still Debian's shared libraries, updated with the system.
+// Every linked library is mapped and relocated at each start of memprof, used or not. The ones
+// only some commands need (libdw and the libraries it loads, for source lines; libpng, for
+// heapmap; zlib, zstd and xz, for compressed files) cost 1.2 of the 7 ms that `memprof --version`
+// took on the VMs we measure (docs/heap.md, "twelfth pass"). Opened here, they are still
+// Debian's shared libraries, updated with the system.
 //
 //   #define ZSTD_FUNCTIONS(X) X(ZSTD_createDCtx) X(ZSTD_freeDCtx)
 //   MEMPROF_RUNTIME_LIBRARY(ZstdLibrary, "libzstd.so.1", ZSTD_FUNCTIONS);
