@@ -19,16 +19,16 @@ namespace {
   X(dwfl_begin) X(dwfl_end) X(dwfl_report_begin) X(dwfl_report_end) X(dwfl_linux_proc_report) \
   X(dwfl_linux_proc_find_elf) X(dwfl_standard_find_debuginfo) X(dwfl_addrmodule)              \
   X(dwfl_module_getsrc) X(dwfl_lineinfo)
-MEMPROF_RUNTIME_LIBRARY(Libdw, "libdw.so.1", MEMPROF_DW_FUNCTIONS);
+MEMPROF_RUNTIME_LIBRARY(DwLibrary, "libdw.so.1", MEMPROF_DW_FUNCTIONS);
 
 }  // namespace
 
 std::map<uint64_t, SourceLine> source_lines_of(pid_t pid, const std::vector<uint64_t>& return_addresses) {
   std::map<uint64_t, SourceLine> out;
   if (return_addresses.empty()) return out;
-  const Result<Libdw>& libdw = Libdw::get();
+  const Result<DwLibrary>& libdw = DwLibrary::get();
   if (!libdw) return out;  // no libdw1 installed: the sites keep their function+offset names
-  const Libdw& dw = *libdw;
+  const DwLibrary& dw = *libdw;
   const Dwfl_Callbacks callbacks = {
       .find_elf = dw.dwfl_linux_proc_find_elf,
       .find_debuginfo = dw.dwfl_standard_find_debuginfo,

@@ -20,18 +20,18 @@ namespace {
   X(png_set_longjmp_fn) X(png_longjmp) X(png_error) X(png_get_error_ptr) X(png_get_io_ptr)         \
   X(png_set_write_fn) X(png_set_filter) X(png_set_IHDR) X(png_write_info) X(png_write_row)         \
   X(png_write_end)
-MEMPROF_RUNTIME_LIBRARY(Libpng, "libpng16.so.16", MEMPROF_PNG_FUNCTIONS);
+MEMPROF_RUNTIME_LIBRARY(PngLibrary, "libpng16.so.16", MEMPROF_PNG_FUNCTIONS);
 
 // libpng reports errors by longjmp. Everything between setjmp and a possible longjmp lives in
 // this struct or in plain C locals, so no C++ destructor is ever skipped.
 struct EncodeState {
-  const Libpng* png;
+  const PngLibrary* png;
   std::vector<uint8_t>* out;
   char message[256];
 };
 
 void on_error(png_structp png, png_const_charp message) {
-  auto* state = static_cast<EncodeState*>(Libpng::get()->png_get_error_ptr(png));
+  auto* state = static_cast<EncodeState*>(PngLibrary::get()->png_get_error_ptr(png));
   std::snprintf(state->message, sizeof(state->message), "%s", message);
   state->png->png_longjmp(png, 1);
 }
@@ -39,7 +39,7 @@ void on_error(png_structp png, png_const_charp message) {
 void on_warning(png_structp, png_const_charp) {}
 
 void on_write(png_structp png, png_bytep data, png_size_t length) {
-  auto* state = static_cast<EncodeState*>(Libpng::get()->png_get_io_ptr(png));
+  auto* state = static_cast<EncodeState*>(PngLibrary::get()->png_get_io_ptr(png));
   bool failed = false;
   try {
     state->out->insert(state->out->end(), data, data + length);
@@ -54,7 +54,7 @@ void on_flush(png_structp) {}
 
 // Returns false with state->message set when libpng failed.
 bool encode_rows(const Image& image, EncodeState* state) {
-  const Libpng& lib = *state->png;
+  const PngLibrary& lib = *state->png;
   png_structp png = lib.png_create_write_struct(PNG_LIBPNG_VER_STRING, state, on_error, on_warning);
   if (png == nullptr) {
     std::snprintf(state->message, sizeof(state->message), "cannot create PNG writer");
@@ -93,7 +93,7 @@ Result<std::vector<uint8_t>> encode_png(const Image& image) {
   if (image.width() <= 0 || image.height() <= 0) {
     return err("cannot encode an empty {}x{} image as PNG", image.width(), image.height());
   }
-  const Result<Libpng>& png = Libpng::get();
+  const Result<PngLibrary>& png = PngLibrary::get();
   if (!png) return err("PNG encoding needs libpng: {}", png.message());
   std::vector<uint8_t> out;
   EncodeState state{&*png, &out, {}};

@@ -24,7 +24,8 @@ bool build_id_matches(const std::string& candidate, const std::string& build_id)
 
 bool crc_matches(const std::string& candidate, uint32_t crc) {
   auto mapped = MappedFile::open(candidate);
-  return mapped && debuglink_crc(mapped->bytes()) == crc;  // never without zlib
+  // Without zlib no CRC is known and no candidate matches (a build-id needs none).
+  return mapped && debuglink_crc(mapped->bytes()) == crc;
 }
 
 }  // namespace
