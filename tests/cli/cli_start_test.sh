@@ -2,7 +2,7 @@
 # What memprof loads when it starts: the libraries only some commands need (libdw and what it
 # loads, libpng, zlib, zstd, xz) are opened when a command needs them (core/util/runtime_library.h),
 # not at every start, where each cost 0.1-0.2 ms. A plain dump is analyzed without any of them;
-# a compressed one, or a heap map, opens its own.
+# a compressed one, or a heap map, opens its own; without it, that command fails in one line.
 # Usage: cli_start_test.sh PATH/TO/memprof PLAIN.json COMPRESSED.json.zst GZIPPED.json.gz
 set -u
 memprof=$1 plain=$2 zstd=$3 gzip=$4
@@ -34,6 +34,24 @@ if [ "$(head -c 4 "$out/map.png" | od -An -c | tr -d ' ')" != "211PNG" ]; then
   failures=$((failures + 1))
 fi
 rm -rf "$out"
+
+# Without the library a command needs, that command says so in one line; the others still run.
+# (A private mount namespace hides libzstd behind an empty file: root only.)
+zstd_library=$(ldconfig -p | sed -n 's/^[[:space:]]*libzstd\.so\.1 (libc6,x86-64) => //p' | head -1)
+if [ -n "$zstd_library" ] && unshare -m true 2>/dev/null; then
+  got=$(unshare -m sh -c 'mount --bind /dev/null "$1" && shift && "$@" 2>&1 >/dev/null; echo "exit $?"' hide \
+        "$zstd_library" "$memprof" analyze "$zstd" | tr '\n' ' ')
+  want="memprof: $zstd: zstd-compressed, and cannot open libzstd.so.1 ($zstd_library: file too short) exit 1 "
+  if [ "$got" != "$want" ]; then
+    echo "FAIL zstd dump without libzstd: [$got], want [$want]"
+    failures=$((failures + 1))
+  fi
+  if ! unshare -m sh -c 'mount --bind /dev/null "$1" && shift && "$@"' hide "$zstd_library" \
+       "$memprof" analyze "$plain" >/dev/null 2>&1; then
+    echo "FAIL plain dump without libzstd"
+    failures=$((failures + 1))
+  fi
+fi
 
 echo "$failures failed"
 [ "$failures" -eq 0 ]
