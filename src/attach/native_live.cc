@@ -50,7 +50,8 @@ LiveSnapshot live_snapshot_of(const native::NativeSnapshot& snapshot, const proc
     bool has_line = site.ruby_file != 0 && site.ruby_file < snapshot.ruby_files.size();
     std::string file = has_line ? snapshot.ruby_files[site.ruby_file] : "(no Ruby line)";
     int line = has_line ? static_cast<int>(site.ruby_line) : -1;
-    const std::string& call_site = names(site.return_address).site;
+    // Short C++ names (rows of instantiations alike at one offset are summed: "<...>" says so).
+    const std::string& call_site = names(site.return_address).label;
     auto [it, fresh] = groups.try_emplace({file, line, call_site}, LiveGroup{file, line, call_site, 0, 0});
     it->second.count += site.live_blocks;
     it->second.bytes += site.live_bytes;

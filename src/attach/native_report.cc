@@ -25,50 +25,77 @@ void add_counts(SiteRow& sum, const SiteRow& row) {
   sum.peak_live_bytes += row.peak_live_bytes;
 }
 
-// Sites summed by a text key (library, call site, ...), the `top` with the most `value`
-// first; groups where it is 0 are left out.
-struct Group {
+// What sums sites into one row of a table (a library, a call site, ...), and what the row shows.
+struct GroupName {
   std::string key;
+  std::string label;
+};
+
+// Sites summed by a key, the `top` with the most `value` first; groups where it is 0 are left
+// out.
+struct Group {
+  std::string label;
   SiteRow sum;
 };
-std::vector<Group> top_groups(const std::vector<SiteRow>& sites, const std::function<std::string(const SiteRow&)>& key,
+std::vector<Group> top_groups(const std::vector<SiteRow>& sites, const std::function<GroupName(const SiteRow&)>& name_of,
                               uint64_t SiteRow::*value, size_t top) {
-  std::map<std::string, SiteRow> sums;
-  for (const SiteRow& site : sites) add_counts(sums[key(site)], site);
+  std::map<std::string, Group> sums;
+  for (const SiteRow& site : sites) {
+    GroupName name = name_of(site);
+    auto [it, fresh] = sums.try_emplace(std::move(name.key));
+    if (fresh) it->second.label = std::move(name.label);
+    add_counts(it->second.sum, site);
+  }
   std::vector<Group> groups;
-  for (auto& [name, sum] : sums)
-    if (sum.*value > 0) groups.push_back({name, sum});
+  for (auto& [key, group] : sums)
+    if (group.sum.*value > 0) groups.push_back(std::move(group));
   std::stable_sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) { return a.sum.*value > b.sum.*value; });
   if (groups.size() > top) groups.resize(top);
   return groups;
 }
 
+// Rows by call site: two functions whose short names are alike stay two rows.
+auto call_site_of(FrameNamer& names) {
+  return [&names](const SiteRow& site) {
+    const SiteName& name = names(site.return_address);
+    return GroupName{name.site, name.label};
+  };
+}
+
 // The stack of a site, one frame per line under its first, indented to the key column.
 std::string stack_text(const SiteRow& site, FrameNamer& names, std::string_view indent) {
   std::string out;
-  for (size_t i = 1; i < site.frames.size(); ++i) out += fmt::format("{}  <- {}\n", indent, names(site.frames[i]).site);
+  for (size_t i = 1; i < site.frames.size(); ++i) out += fmt::format("{}  <- {}\n", indent, names(site.frames[i]).label);
   return out;
 }
 
 }  // namespace
 
-SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address) {
-  if (return_address == 0) return {"(other sites: the site table was full)", "?", ""};
+SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address, bool full_names) {
+  auto unnamed = [](std::string site, std::string library) {
+    std::string label = site;
+    return SiteName{std::move(site), std::move(label), std::move(library), "", {}};
+  };
+  if (return_address == 0) return unnamed("(other sites: the site table was full)", "?");
   auto found = symbols.lookup(return_address);
-  if (!found || found->object == nullptr) return {fmt::format("{:#x}", return_address), "?", ""};
+  if (!found || found->object == nullptr) return unnamed(fmt::format("{:#x}", return_address), "?");
   std::string library(file_name_of(found->object->object.path));
   if (found->symbol == nullptr)
-    return {fmt::format("{:#x} ({}+{:#x})", return_address, library, found->offset), library, ""};
-  // C++ names demangled for reading (leak_nodes(int)+0x49); `function` keeps the symbol, which
-  // pprof shows demangled itself.
-  return {fmt::format("{}+{:#x} ({})", elf::demangle(found->symbol->name), found->offset, library), library,
-          std::string(found->symbol->name)};
+    return unnamed(fmt::format("{:#x} ({}+{:#x})", return_address, library, found->offset), library);
+  // C++ names demangled for reading (leak_nodes(int)+0x49), and short in tables: a libstdc++
+  // template's name alone is hundreds of characters. `function` keeps the symbol, which pprof
+  // shows demangled itself.
+  const std::string demangled = elf::demangle(found->symbol->name);
+  const bool cxx = demangled != found->symbol->name;
+  auto site_of = [&](std::string_view function) { return fmt::format("{}+{:#x} ({})", function, found->offset, library); };
+  return {site_of(demangled), cxx && !full_names ? site_of(elf::short_function_name(demangled)) : site_of(demangled),
+          library, std::string(found->symbol->name), {}};
 }
 
 const SiteName& FrameNamer::operator()(uint64_t address) {
   auto [it, fresh] = names_.try_emplace(address);
   if (!fresh) return it->second;
-  it->second = name_site(symbols_, address);
+  it->second = name_site(symbols_, address, full_names_);
   if (sources_ != nullptr)
     if (auto source = sources_->find(address); source != sources_->end()) it->second.source = source->second;
   return it->second;
@@ -86,25 +113,29 @@ namespace {
 std::string leaked_tables(const native::NativeSnapshot& snapshot, FrameNamer& names,
                           const NativeReportOptions& options) {
   const std::vector<SiteRow>& sites = snapshot.sites;
-  auto library = [&](const SiteRow& site) { return names(site.return_address).library; };
-  auto call_site = [&](const SiteRow& site) { return names(site.return_address).site; };
+  auto library = [&](const SiteRow& site) {
+    const std::string& name = names(site.return_address).library;
+    return GroupName{name, name};
+  };
   std::string out = "\nLive at the end (leaked), by library\n      bytes     blocks  library\n";
   for (const Group& group : top_groups(sites, library, &SiteRow::live_bytes, options.top))
-    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
+    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.label);
 
   out += "\nLive at the end (leaked), by call site\n      bytes     blocks  call site\n";
-  for (const Group& group : top_groups(sites, call_site, &SiteRow::live_bytes, options.top))
-    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
+  for (const Group& group : top_groups(sites, call_site_of(names), &SiteRow::live_bytes, options.top))
+    out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.label);
 
   if (std::any_of(sites.begin(), sites.end(), [](const SiteRow& site) { return site.ruby_file != 0; })) {
     // The Ruby line running when the allocator was called, and the call site it reached.
     auto ruby_line = [&](const SiteRow& site) {
       std::string line = ruby_line_of(snapshot, site);
-      return fmt::format("{}  {}", line.empty() ? "(no Ruby line)" : line, call_site(site));
+      if (line.empty()) line = "(no Ruby line)";
+      const SiteName& name = names(site.return_address);
+      return GroupName{fmt::format("{}  {}", line, name.site), fmt::format("{}  {}", line, name.label)};
     };
     out += "\nLive at the end (leaked), by Ruby line\n      bytes     blocks  Ruby line  call site\n";
     for (const Group& group : top_groups(sites, ruby_line, &SiteRow::live_bytes, options.top))
-      out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.key);
+      out += fmt::format("{:>11} {:>10}  {}\n", group.sum.live_bytes, group.sum.live_blocks, group.label);
   }
 
   if (std::none_of(sites.begin(), sites.end(), [](const SiteRow& site) { return site.frames.size() > 1; }))
@@ -118,7 +149,7 @@ std::string leaked_tables(const native::NativeSnapshot& snapshot, FrameNamer& na
   out += "\nLive at the end (leaked), by stack\n      bytes     blocks  stack (allocator's caller first)\n";
   for (const SiteRow* site : stacks) {
     std::string line = ruby_line_of(snapshot, *site);
-    out += fmt::format("{:>11} {:>10}  {}\n", site->live_bytes, site->live_blocks, call_site(*site));
+    out += fmt::format("{:>11} {:>10}  {}\n", site->live_bytes, site->live_blocks, names(site->return_address).label);
     out += stack_text(*site, names, std::string(23, ' '));
     if (!line.empty()) out += fmt::format("{:23}  <- Ruby {}\n", "", line);
   }
@@ -145,19 +176,18 @@ std::string native_report_text(const NativeSnapshotView& view, const proc::Symbo
   // Empty tables say nothing a user can act on: one line says why there are none.
   if (t.allocations == 0) return out;
 
-  FrameNamer names(symbols);
+  FrameNamer names(symbols, nullptr, options.full_names);
   if (t.live_blocks == 0) out += "\nNothing allocated during the session was live at its end.\n";
   else out += leaked_tables(snapshot, names, options);
 
-  auto call_site = [&](const SiteRow& site) { return names(site.return_address).site; };
   out += "\nAllocated, by call site\n      bytes     blocks  temporary  call site\n";
-  for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::allocated_bytes, options.top))
+  for (const Group& group : top_groups(snapshot.sites, call_site_of(names), &SiteRow::allocated_bytes, options.top))
     out += fmt::format("{:>11} {:>10} {:>10}  {}\n", group.sum.allocated_bytes, group.sum.allocations,
-                       group.sum.temporaries, group.key);
+                       group.sum.temporaries, group.label);
 
   out += fmt::format("\nLive at the peak ({}), by call site\n      bytes  call site\n", bytes_text(t.peak_live_bytes));
-  for (const Group& group : top_groups(snapshot.sites, call_site, &SiteRow::peak_live_bytes, options.top))
-    out += fmt::format("{:>11}  {}\n", group.sum.peak_live_bytes, group.key);
+  for (const Group& group : top_groups(snapshot.sites, call_site_of(names), &SiteRow::peak_live_bytes, options.top))
+    out += fmt::format("{:>11}  {}\n", group.sum.peak_live_bytes, group.label);
   return out;
 }
 

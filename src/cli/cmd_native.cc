@@ -35,6 +35,7 @@ struct NativeOptions {
   bool no_gc = false;
   bool track_mmap = false;
   bool json = false;
+  bool full_names = false;
   std::string output;  // the report; empty: stderr for a launched command, stdout with -p
   std::string pprof_path;
   std::string collapsed_path;
@@ -229,7 +230,7 @@ int run_native(const NativeOptions& options) {
   }
   attach::NativeReportOptions report{options.top,
                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                                     &namer.sources()};
+                                     &namer.sources(), options.full_names};
   if (Status written = write_profiles(options, last.snapshot, namer, pid, report.seconds); !written.ok())
     return fail(written.message());
   std::string text = options.json ? attach::native_report_json(last, namer.index(), report)
@@ -281,6 +282,9 @@ MEMPROF_COMMAND(
                      "inuse_objects, alloc_space, alloc_objects")
           ->check(CLI::IsMember({"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}));
       sub.add_flag("--json", options->json, "Every call site with its counts, as JSON");
+      sub.add_flag("--full-names", options->full_names,
+                   "C++ functions with their parameters and template arguments in the tables (default: "
+                   "short, std::vector<...>::_M_realloc_insert<...>; --json has them in full)");
       sub.add_option("-o,--output", options->output,
                      "Write the report to FILE, - for stdout (default: stderr when memprof runs the "
                      "command, whose stdout stays its own; stdout with -p)")

@@ -266,5 +266,55 @@ TEST(Demangle, CppNamesOnly) {
   EXPECT_EQ(demangle(""), "");
 }
 
+// The names as libstdc++'s demangler writes them, from real symbols.
+std::string short_name_of(std::string_view mangled) { return short_function_name(demangle(mangled)); }
+
+TEST(ShortFunctionName, DropsParametersReturnTypesAndTemplateArguments) {
+  // void std::vector<std::string*, std::allocator<std::string*> >::_M_realloc_insert<std::string*>(
+  //   __gnu_cxx::__normal_iterator<...>, std::string*&&): 430 characters.
+  EXPECT_EQ(short_name_of("_ZNSt6vectorIPNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS6_EE17_M_realloc_"
+                          "insertIJS6_EEEvN9__gnu_cxx17__normal_iteratorIPS6_S8_EEDpOT_"),
+            "std::vector<...>::_M_realloc_insert<...>");
+  EXPECT_EQ(short_name_of("_Z4makeI5MoneyESt6vectorIT_SaIS2_EES2_"), "make<...>");  // a template's return type
+  EXPECT_EQ(short_name_of("_ZN3foo3barEv"), "foo::bar");
+  EXPECT_EQ(short_name_of("_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4sizeEv"),
+            "std::__cxx11::basic_string<...>::size");
+  EXPECT_EQ(short_name_of("_ZN12_GLOBAL__N_16helperEi"), "(anonymous namespace)::helper");
+  EXPECT_EQ(short_name_of("_Z6taggedB5cxx11v"), "tagged[abi:cxx11]");
+  EXPECT_EQ(short_name_of("_ZN7DerivedD2Ev"), "Derived::~Derived");
+  EXPECT_EQ(short_function_name("Foo::~Foo() [clone .cold]"), "Foo::~Foo");
+}
+
+TEST(ShortFunctionName, KeepsWhatNamesTheFunction) {
+  // Lambdas keep their number; the function they are in loses its parameters.
+  EXPECT_EQ(short_name_of("_ZZ3usevENKUliE_clEi"), "use::{lambda(int)#1}::operator()");
+  EXPECT_EQ(short_name_of("_ZNSt17_Function_handlerIFiiEZ3usevEUliE_E9_M_invokeERKSt9_Any_dataOi"),
+            "std::_Function_handler<...>::_M_invoke");
+  // Operators: their '<' and '(' are not a template's or a parameter list's.
+  EXPECT_EQ(short_name_of("_ZNK5MoneyltERKS_"), "Money::operator<");
+  EXPECT_EQ(short_name_of("_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_ES5_PKc"), "std::operator<< <...>");
+  EXPECT_EQ(short_name_of("_ZNKSt4lessIiEclERKiS2_"), "std::less<...>::operator()");
+  EXPECT_EQ(short_name_of("_ZN3FooptEv"), "Foo::operator->");
+  EXPECT_EQ(short_name_of("_ZN3FoossERKS_"), "Foo::operator<=>");
+  EXPECT_EQ(short_name_of("_ZnamRKSt9nothrow_t"), "operator new[]");
+  EXPECT_EQ(short_name_of("_ZdlPv"), "operator delete");
+  EXPECT_EQ(short_name_of("_Zli3_kmy"), "operator\"\" _km");
+  // A conversion operator's type is its name, spaces and all.
+  EXPECT_EQ(short_name_of("_ZNK5MoneycvmEv"), "Money::operator unsigned long");
+  EXPECT_EQ(short_name_of("_ZNK5MoneycvSt6vectorIiSaIiEEEv"), "Money::operator std::vector<...>");
+  // What a special name is about stays in front of it; a data name keeps its spaces.
+  EXPECT_EQ(short_name_of("_ZThn8_N7Derived1gEv"), "non-virtual thunk to Derived::g");
+  EXPECT_EQ(short_name_of("_ZGVZ3foovE1x"), "guard variable for foo::x");
+  EXPECT_EQ(short_name_of("_ZTIh"), "typeinfo for unsigned char");
+}
+
+TEST(ShortFunctionName, LeavesOtherNamesAlone) {
+  EXPECT_EQ(short_function_name("rb_newobj"), "rb_newobj");
+  EXPECT_EQ(short_function_name("leak_objects"), "leak_objects");
+  EXPECT_EQ(short_function_name(""), "");
+  EXPECT_EQ(short_function_name("broken<int"), "broken<int");    // unbalanced: as it is
+  EXPECT_EQ(short_function_name("broken(int"), "broken(int");
+}
+
 }  // namespace
 }  // namespace memprof::elf

@@ -77,18 +77,36 @@ class NativeCliTest < Minitest::Test
     assert status.success?, err
     assert_equal "leaked\n", out  # the program's output alone: the report is on stderr
     leaked = section(err.lines.map(&:chomp), "Live at the end (leaked), by call site")
-    assert_equal [30_000, 300], row(leaked, /\Aleak_nodes\(int\)\+0x\h+ \(native_new_leaks\)\z/)[0]
-    assert_equal [3200, 50], row(leaked, /\Aleak_arrays\(int\)\+0x\h+ \(native_new_leaks\)\z/)[0]
+    assert_equal [30_000, 300], row(leaked, /\Aleak_nodes\+0x\h+ \(native_new_leaks\)\z/)[0]
+    assert_equal [3200, 50], row(leaked, /\Aleak_arrays\+0x\h+ \(native_new_leaks\)\z/)[0]
+    assert_equal [640, 40], row(leaked, /\Aleak_pairs<\.\.\.>\+0x\h+ \(native_new_leaks\)\z/)[0]
     # The 32-byte string objects at their `new`, and their 201-byte buffers where std::string's
     # constructor runs: inlined into leak_strings by GCC 12 at -O1 (another call site of it), or
     # libstdc++'s own code, which gives way to its caller, leak_strings.
-    strings = leaked.select { |_, name| name.start_with?("leak_strings(int)+0x") }
+    strings = leaked.select { |_, name| name.start_with?("leak_strings+0x") }
     assert_includes strings.map(&:first), [6400, 200]
     assert_equal [46_600, 400], strings.map(&:first).transpose.map(&:sum), leaked.inspect
     refute leaked.any? { |_, name| name.start_with?("operator new", "_Znwm", "_Znam") }, leaked.inspect
     # Everything is the program's, stdout's buffer (libc's, made at its first printf) included.
     libraries = section(err.lines.map(&:chomp), "Live at the end (leaked), by library")
-    assert_equal [[[30_000 + 3200 + 46_600 + 4096, 300 + 50 + 400 + 1], "native_new_leaks"]], libraries
+    assert_equal [[[30_000 + 3200 + 46_600 + 640 + 4096, 300 + 50 + 400 + 40 + 1], "native_new_leaks"]], libraries
+  end
+
+  # C++ names are short in the tables (a libstdc++ template's name alone is hundreds of
+  # characters); --full-names and --json have them whole, parameters and template arguments.
+  def test_cxx_names_are_short_in_tables_and_whole_with_full_names_and_in_json
+    program = File.join(BUILD, "native_new_leaks")
+    _, err, status = memprof("native", "--full-names", "--", program)
+    assert status.success?, err
+    leaked = section(err.lines.map(&:chomp), "Live at the end (leaked), by call site")
+    assert_equal [30_000, 300], row(leaked, /\Aleak_nodes\(int\)\+0x\h+ \(native_new_leaks\)\z/)[0]
+    assert_equal [640, 40], row(leaked, /\Avoid leak_pairs<long>\(int\)\+0x\h+ \(native_new_leaks\)\z/)[0]
+
+    _, err, status = memprof("native", "--json", "--", program)
+    assert status.success?, err
+    sites = JSON.parse(err.lines.grep_v(/\Amemprof: /).join)["sites"].select { |site| site["live_blocks"].positive? }
+    pairs = sites.select { |site| site["site"].start_with?("void leak_pairs<long>(int)+0x") }
+    assert_equal [640, 40], pairs.map { |site| [site["live_bytes"], site["live_blocks"]] }.transpose.map(&:sum)
   end
 
   # A C program whose every leak is made inside libc (strdup, asprintf, fopen): each block is
