@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <link.h>
 
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "core/elf/demangle.h"
@@ -266,46 +268,55 @@ TEST(Demangle, CppNamesOnly) {
   EXPECT_EQ(demangle(""), "");
 }
 
-// The names as libstdc++'s demangler writes them, from real symbols.
-std::string short_name_of(std::string_view mangled) { return short_function_name(demangle(mangled)); }
+// Mangled symbols (from real objects, as the symbol tables hold them) and their short names.
+struct ShortNameCase {
+  std::string_view mangled;
+  std::string_view short_name;
+};
+
+void expect_short_names(std::initializer_list<ShortNameCase> cases) {
+  for (const ShortNameCase& c : cases) EXPECT_EQ(short_function_name(demangle(c.mangled)), c.short_name) << c.mangled;
+}
 
 TEST(ShortFunctionName, DropsParametersReturnTypesAndTemplateArguments) {
-  // void std::vector<std::string*, std::allocator<std::string*> >::_M_realloc_insert<std::string*>(
-  //   __gnu_cxx::__normal_iterator<...>, std::string*&&): 430 characters.
-  EXPECT_EQ(short_name_of("_ZNSt6vectorIPNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS6_EE17_M_realloc_"
-                          "insertIJS6_EEEvN9__gnu_cxx17__normal_iteratorIPS6_S8_EEDpOT_"),
-            "std::vector<...>::_M_realloc_insert<...>");
-  EXPECT_EQ(short_name_of("_Z4makeI5MoneyESt6vectorIT_SaIS2_EES2_"), "make<...>");  // a template's return type
-  EXPECT_EQ(short_name_of("_ZN3foo3barEv"), "foo::bar");
-  EXPECT_EQ(short_name_of("_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4sizeEv"),
-            "std::__cxx11::basic_string<...>::size");
-  EXPECT_EQ(short_name_of("_ZN12_GLOBAL__N_16helperEi"), "(anonymous namespace)::helper");
-  EXPECT_EQ(short_name_of("_Z6taggedB5cxx11v"), "tagged[abi:cxx11]");
-  EXPECT_EQ(short_name_of("_ZN7DerivedD2Ev"), "Derived::~Derived");
+  expect_short_names({
+      // void std::vector<std::string*, std::allocator<std::string*> >::_M_realloc_insert<std::string*>(
+      //   __gnu_cxx::__normal_iterator<...>, std::string*&&): 430 characters.
+      {"_ZNSt6vectorIPNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS6_EE17_M_realloc_"
+       "insertIJS6_EEEvN9__gnu_cxx17__normal_iteratorIPS6_S8_EEDpOT_",
+       "std::vector<...>::_M_realloc_insert<...>"},
+      {"_Z4makeI5MoneyESt6vectorIT_SaIS2_EES2_", "make<...>"},  // a template's return type
+      {"_ZN3foo3barEv", "foo::bar"},
+      {"_ZNKSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE4sizeEv", "std::__cxx11::basic_string<...>::size"},
+      {"_ZN12_GLOBAL__N_16helperEi", "(anonymous namespace)::helper"},
+      {"_Z6taggedB5cxx11v", "tagged[abi:cxx11]"},
+      {"_ZN7DerivedD2Ev", "Derived::~Derived"},
+  });
   EXPECT_EQ(short_function_name("Foo::~Foo() [clone .cold]"), "Foo::~Foo");
 }
 
 TEST(ShortFunctionName, KeepsWhatNamesTheFunction) {
-  // Lambdas keep their number; the function they are in loses its parameters.
-  EXPECT_EQ(short_name_of("_ZZ3usevENKUliE_clEi"), "use::{lambda(int)#1}::operator()");
-  EXPECT_EQ(short_name_of("_ZNSt17_Function_handlerIFiiEZ3usevEUliE_E9_M_invokeERKSt9_Any_dataOi"),
-            "std::_Function_handler<...>::_M_invoke");
-  // Operators: their '<' and '(' are not a template's or a parameter list's.
-  EXPECT_EQ(short_name_of("_ZNK5MoneyltERKS_"), "Money::operator<");
-  EXPECT_EQ(short_name_of("_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_ES5_PKc"), "std::operator<< <...>");
-  EXPECT_EQ(short_name_of("_ZNKSt4lessIiEclERKiS2_"), "std::less<...>::operator()");
-  EXPECT_EQ(short_name_of("_ZN3FooptEv"), "Foo::operator->");
-  EXPECT_EQ(short_name_of("_ZN3FoossERKS_"), "Foo::operator<=>");
-  EXPECT_EQ(short_name_of("_ZnamRKSt9nothrow_t"), "operator new[]");
-  EXPECT_EQ(short_name_of("_ZdlPv"), "operator delete");
-  EXPECT_EQ(short_name_of("_Zli3_kmy"), "operator\"\" _km");
-  // A conversion operator's type is its name, spaces and all.
-  EXPECT_EQ(short_name_of("_ZNK5MoneycvmEv"), "Money::operator unsigned long");
-  EXPECT_EQ(short_name_of("_ZNK5MoneycvSt6vectorIiSaIiEEEv"), "Money::operator std::vector<...>");
-  // What a special name is about stays in front of it; a data name keeps its spaces.
-  EXPECT_EQ(short_name_of("_ZThn8_N7Derived1gEv"), "non-virtual thunk to Derived::g");
-  EXPECT_EQ(short_name_of("_ZGVZ3foovE1x"), "guard variable for foo::x");
-  EXPECT_EQ(short_name_of("_ZTIh"), "typeinfo for unsigned char");
+  expect_short_names({
+      // Lambdas keep their number; the function they are in loses its parameters.
+      {"_ZZ3usevENKUliE_clEi", "use::{lambda(int)#1}::operator()"},
+      {"_ZNSt17_Function_handlerIFiiEZ3usevEUliE_E9_M_invokeERKSt9_Any_dataOi", "std::_Function_handler<...>::_M_invoke"},
+      // Operators: their '<' and '(' are not a template's or a parameter list's.
+      {"_ZNK5MoneyltERKS_", "Money::operator<"},
+      {"_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_ES5_PKc", "std::operator<< <...>"},
+      {"_ZNKSt4lessIiEclERKiS2_", "std::less<...>::operator()"},
+      {"_ZN3FooptEv", "Foo::operator->"},
+      {"_ZN3FoossERKS_", "Foo::operator<=>"},
+      {"_ZnamRKSt9nothrow_t", "operator new[]"},
+      {"_ZdlPv", "operator delete"},
+      {"_Zli3_kmy", "operator\"\" _km"},
+      // A conversion operator's type is its name, spaces and all.
+      {"_ZNK5MoneycvmEv", "Money::operator unsigned long"},
+      {"_ZNK5MoneycvSt6vectorIiSaIiEEEv", "Money::operator std::vector<...>"},
+      // What a special name is about stays in front of it; a data name keeps its spaces.
+      {"_ZThn8_N7Derived1gEv", "non-virtual thunk to Derived::g"},
+      {"_ZGVZ3foovE1x", "guard variable for foo::x"},
+      {"_ZTIh", "typeinfo for unsigned char"},
+  });
 }
 
 TEST(ShortFunctionName, LeavesOtherNamesAlone) {
