@@ -15,7 +15,8 @@ class FrameTable {
     auto [it, fresh] = by_address_.try_emplace(address, 0);
     // Address 0 stands for the sites beyond the table: its text says so.
     if (fresh)
-      it->second = add({.function = address == 0 ? name.site : name.function,
+      it->second = add({.function = address == 0 ? name.site : name.short_function,
+                        .system_name = address == 0 ? "" : name.function,
                         .library = name.library,
                         .file = name.source.file,
                         .line = name.source.line,

@@ -74,7 +74,7 @@ std::string stack_text(const SiteRow& site, FrameNamer& names, std::string_view 
 SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address, bool full_names) {
   auto unnamed = [](std::string site, std::string library) {
     std::string label = site;
-    return SiteName{std::move(site), std::move(label), std::move(library), "", {}};
+    return SiteName{std::move(site), std::move(label), std::move(library), "", "", {}};
   };
   if (return_address == 0) return unnamed("(other sites: the site table was full)", "?");
   auto found = symbols.lookup(return_address);
@@ -83,13 +83,12 @@ SiteName name_site(const proc::SymbolIndex& symbols, uint64_t return_address, bo
   if (found->symbol == nullptr)
     return unnamed(fmt::format("{:#x} ({}+{:#x})", return_address, library, found->offset), library);
   // C++ names demangled for reading (leak_nodes(int)+0x49), and short in tables: a libstdc++
-  // template's name alone is hundreds of characters. `function` keeps the symbol, which pprof
-  // shows demangled itself.
+  // template's name alone is hundreds of characters.
   const std::string demangled = elf::demangle(found->symbol->name);
-  const bool cxx = demangled != found->symbol->name;
+  const std::string short_name = demangled != found->symbol->name ? elf::short_function_name(demangled) : demangled;
   auto site_of = [&](std::string_view function) { return fmt::format("{}+{:#x} ({})", function, found->offset, library); };
-  return {site_of(demangled), cxx && !full_names ? site_of(elf::short_function_name(demangled)) : site_of(demangled),
-          library, std::string(found->symbol->name), {}};
+  return {site_of(demangled), site_of(full_names ? demangled : short_name), library, std::string(found->symbol->name),
+          short_name, {}};
 }
 
 const SiteName& FrameNamer::operator()(uint64_t address) {

@@ -20,6 +20,7 @@ struct SiteName {
   std::string label;     // what a text table shows: C++ names short (elf::short_function_name)
   std::string library;   // the object's file name; "?" when no object holds the address
   std::string function;  // the symbol; empty when the object has none there
+  std::string short_function;  // the symbol as read: a C++ name demangled and short
   SourceLine source;     // the call's file:line when debug information said (source_lines.h)
 };
 // `full_names`: the label too has the full C++ name.

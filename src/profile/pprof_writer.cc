@@ -135,12 +135,15 @@ class ProfileEncoder {
   }
 
   uint64_t function_id(const Frame& frame) {
-    auto [id, added] = function_ids_.intern({frame.function, frame.file});
+    // By the symbol: two functions whose shown names are alike (overloads) stay two. pprof keeps
+    // a name that differs from the system name; -symbolize=demangle=full demangles the latter.
+    const std::string& system_name = frame.system_name.empty() ? frame.function : frame.system_name;
+    auto [id, added] = function_ids_.intern({system_name, frame.file});
     if (added) {
       ProtobufWriter message;
       message.uint64_field(proto::kFunctionId, id);
       message.int64_field(proto::kFunctionName, string_id(frame.function));
-      message.int64_field(proto::kFunctionSystemName, string_id(frame.function));
+      message.int64_field(proto::kFunctionSystemName, string_id(system_name));
       message.int64_field(proto::kFunctionFilename, string_id(frame.file));
       out_.message_field(proto::kProfileFunction, message);
     }

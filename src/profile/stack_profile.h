@@ -30,6 +30,7 @@ bool is_bytes(SampleValue value);
 
 struct Frame {
   std::string function;  // symbol name as it should be shown; empty: not symbolized
+  std::string system_name;  // the symbol as linked (a C++ name mangled), when it is not `function`
   std::string library;   // path of the object the address is in; empty: unknown
   std::string file;      // source file; empty: unknown
   uint32_t line = 0;     // 0: unknown

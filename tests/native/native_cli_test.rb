@@ -92,10 +92,17 @@ class NativeCliTest < Minitest::Test
     assert_equal [[[30_000 + 3200 + 46_600 + 640 + 4096, 300 + 50 + 400 + 40 + 1], "native_new_leaks"]], libraries
   end
 
-  # C++ names are short in the tables (a libstdc++ template's name alone is hundreds of
-  # characters); --full-names and --json have them whole, parameters and template arguments.
+  # C++ names are short in the tables and the stacks (a libstdc++ template's name alone is
+  # hundreds of characters); --full-names and --json have them whole, parameters and template
+  # arguments. Before: mangled in --collapsed and --flame-graph (_Z10leak_nodesi).
   def test_cxx_names_are_short_in_tables_and_whole_with_full_names_and_in_json
     program = File.join(BUILD, "native_new_leaks")
+    collapsed = File.join(@tmpdir, "leaks.collapsed")
+    _, err, status = memprof("native", "--collapsed", collapsed, "--", program)
+    assert status.success?, err
+    leaves = File.readlines(collapsed, chomp: true).to_h { |line| line.split(";").last.split(" ") }
+    assert_equal({ "leak_nodes" => "30000", "leak_pairs<...>" => "640" }, leaves.slice("leak_nodes", "leak_pairs<...>"))
+
     _, err, status = memprof("native", "--full-names", "--", program)
     assert status.success?, err
     leaked = section(err.lines.map(&:chomp), "Live at the end (leaked), by call site")

@@ -134,6 +134,31 @@ TEST(Pprof, LocationsAreDeduplicatedAndUnknownFunctionsHaveNoLine) {
   EXPECT_EQ(sample.bytes[1].at(0), std::string("\x01\x02\x03", 3));
 }
 
+// A C++ function: its short name to show, its symbol as the system name (pprof's
+// -symbolize=demangle=full demangles that one). Two symbols alike when short stay two functions.
+TEST(Pprof, FunctionsHaveTheirShownNameAndTheirSymbol) {
+  StackProfile profile = testing::leak_profile();
+  profile.frames[2].function = "leak_pairs<...>";  // leak_it's frame
+  profile.frames[2].system_name = "_Z10leak_pairsIlEvi";
+  Frame other = profile.frames[2];
+  other.system_name = "_Z10leak_pairsIiEvi";
+  other.address += 0x40;
+  profile.frames.push_back(other);
+  profile.samples.push_back({.frames = {static_cast<uint32_t>(profile.frames.size() - 1)}, .alloc_objects = 1});
+  auto message = pprof_message(profile);
+  ASSERT_TRUE(message.ok()) << message.message();
+  Fields fields = parse(*message);
+  const std::vector<std::string>& strings = fields.bytes[6];
+  std::set<std::pair<std::string, std::string>> functions;  // name, system name
+  for (const std::string& function : fields.bytes[5]) {
+    Fields parsed = parse(function);
+    functions.insert({strings.at(parsed.varints[2].at(0)), strings.at(parsed.varints[3].at(0))});
+  }
+  EXPECT_TRUE(functions.contains({"leak_pairs<...>", "_Z10leak_pairsIlEvi"}));
+  EXPECT_TRUE(functions.contains({"leak_pairs<...>", "_Z10leak_pairsIiEvi"}));
+  EXPECT_TRUE(functions.contains({"main", "main"}));  // a C name is its own system name
+}
+
 TEST(Pprof, ListedLibrariesComeFirstWithTheirRanges) {
   StackProfile profile = testing::leak_profile();
   profile.libraries = {{.path = "/usr/lib/libleak.so",
