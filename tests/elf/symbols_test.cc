@@ -306,6 +306,7 @@ TEST(ShortFunctionName, KeepsWhatNamesTheFunction) {
       {"_ZNKSt4lessIiEclERKiS2_", "std::less<...>::operator()"},
       {"_ZN3FooptEv", "Foo::operator->"},
       {"_ZN3FoossERKS_", "Foo::operator<=>"},
+      {"_ZN3FooaSIiEERS_T_", "Foo::operator=<...>"},
       {"_ZnamRKSt9nothrow_t", "operator new[]"},
       {"_ZdlPv", "operator delete"},
       {"_Zli3_kmy", "operator\"\" _km"},

@@ -25,10 +25,10 @@ bool is_identifier_char(char c) {
 }
 
 // What follows "operator" in an operator's name, longest first ("<<=" before "<<" before "<").
-constexpr std::array<std::string_view, 38> kOperatorSymbols = {
+constexpr std::array<std::string_view, 39> kOperatorSymbols = {
     "()", "[]", "<=>", "<<=", ">>=", "->*", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "++", "--",
     "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "->", ",", "<", ">", "+", "-", "*", "/", "%", "&",
-    "|", "^", "~", "!"};
+    "|", "^", "~", "!", "="};
 
 struct OperatorName {
   size_t length = 0;        // 0: no operator's name starts here
