@@ -108,9 +108,9 @@ std::string short_function_name(std::string_view demangled) {
       i += op.length;
       continue;
     }
-    if (demangled.substr(i).starts_with("(anonymous namespace)")) {
-      out += "(anonymous namespace)";
-      i += std::string_view("(anonymous namespace)").size();
+    if (constexpr std::string_view kAnonymous = "(anonymous namespace)"; demangled.substr(i).starts_with(kAnonymous)) {
+      out += kAnonymous;  // its parentheses are no parameter list, its space no return type's
+      i += kAnonymous.size();
       continue;
     }
     const char c = demangled[i];
