@@ -177,11 +177,18 @@ module Memprof
     # Writes a heap dump in ObjectSpace.dump_all's JSON-lines format, with "file" and "line" of
     # allocation on every object memprof tracked, to `target`: a path (String or Pathname),
     # replaced only once the dump is complete, or an IO. Returns `target`.
+    # The objects the call makes itself (its File, its paths, ...) are marked "memprof_own" in
+    # the dump, and `memprof diff` leaves them out.
     def dump_all(target)
-      Output.replace(target, "Memprof.dump_all") do |annotated_path|
-        Output.scratch_file(annotated_path, "raw", "Memprof.dump_all") do |raw|
-          write_annotated_dump(raw, annotated_path)
+      Native.own_objects_begin
+      begin
+        Output.replace(target, "Memprof.dump_all") do |annotated_path|
+          Output.scratch_file(annotated_path, "raw", "Memprof.dump_all") do |raw|
+            write_annotated_dump(raw, annotated_path)
+          end
         end
+      ensure
+        Native.own_objects_end
       end
       target
     end

@@ -14,6 +14,7 @@
 #include "core/util/stack_scrub.h"
 #include "ruby/compaction_watcher.h"
 #include "ruby/coverage_audit.h"
+#include "ruby/dump_own_objects.h"
 #include "ruby/frame_reader.h"
 #include "ruby/readout.h"
 #include "ruby/ruby_headers.h"  // before any other Ruby header (it includes fmt first)
@@ -274,6 +275,16 @@ VALUE native_annotate_dump_file(VALUE, VALUE raw_path, VALUE path, VALUE last_gc
   });
 }
 
+VALUE native_own_objects_begin(VALUE) {
+  memprof::ruby::DumpOwnObjects::instance().begin();
+  return Qnil;
+}
+
+VALUE native_own_objects_end(VALUE) {
+  memprof::ruby::DumpOwnObjects::instance().end();
+  return Qnil;
+}
+
 VALUE native_compaction_window_begin(VALUE) {
   Tracker::instance().begin_compaction_window();
   return Qnil;
@@ -281,6 +292,7 @@ VALUE native_compaction_window_begin(VALUE) {
 
 VALUE native_compaction_window_end(VALUE) {
   Tracker::instance().end_compaction_window();
+  memprof::ruby::DumpOwnObjects::instance().compacted();
   return Qnil;
 }
 
@@ -386,6 +398,8 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "site_of", native_site_of, 1);
   rb_define_module_function(native, "annotate_object_line", native_annotate_object_line, 2);
   rb_define_module_function(native, "annotate_dump_file", native_annotate_dump_file, 3);
+  rb_define_module_function(native, "own_objects_begin", native_own_objects_begin, 0);
+  rb_define_module_function(native, "own_objects_end", native_own_objects_end, 0);
   rb_define_module_function(native, "compaction_window_begin", native_compaction_window_begin, 0);
   rb_define_module_function(native, "compaction_window_end", native_compaction_window_end, 0);
   rb_define_module_function(native, "auto_compaction=", native_set_auto_compaction, 1);

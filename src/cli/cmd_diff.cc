@@ -76,7 +76,8 @@ MEMPROF_COMMAND("diff", "Objects allocated after dump A and still alive in B (an
                       "address, class and site. Objects that cannot be decided (no generation: "
                       "moved by GC.compact on Ruby 3.1, or older than tracing) are counted and "
                       "listed apart. Objects no root reaches (garbage the GC had not swept when "
-                      "the dump was taken) are not alive: left out, and counted. Dumps in the "
+                      "the dump was taken) are not alive: left out, and counted; so are the "
+                      "objects Memprof.dump_all made to write B (marked memprof_own). Dumps in the "
                       "wrong order or from different processes are refused. Sample addresses are "
                       "objects of B.");
                   // "Two or more" to CLI11, which prints a range of 2 to 3 as "x 2" (read: exactly

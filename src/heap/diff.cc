@@ -182,6 +182,16 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
     std::erase_if(fresh, garbage);
     std::erase_if(undecided, garbage);
   }
+  // What Memprof.dump_all made itself to write B (its File, its paths, the call caches of its
+  // first run): marked in B, memprof's and not the app's.
+  auto own = [&](ObjectId id) {
+    if ((b.flags[id] & kFlagMemprofOwn) == 0) return false;
+    ++result.own_count;
+    result.own_memsize += b.memsize[id];
+    return true;
+  };
+  std::erase_if(fresh, own);
+  std::erase_if(undecided, own);
   result.undecided_count = undecided.size();
   for (ObjectId id : undecided) result.undecided_memsize += b.memsize[id];
   std::sort(fresh.begin(), fresh.end());

@@ -85,6 +85,10 @@ struct DiffResult {
   bool garbage_known = false;
   uint64_t garbage_count = 0;
   uint64_t garbage_memsize = 0;
+  // Objects of B that Memprof.dump_all made to write B ("memprof_own"), alive and otherwise new
+  // or undecided: left out like the garbage.
+  uint64_t own_count = 0;
+  uint64_t own_memsize = 0;
   std::vector<DiffRow> rows;            // the kept objects by (location, class), memsize descending
   std::vector<DiffRow> undecided_rows;  // the undecided objects by class, memsize descending
   std::vector<DiffRow> undecided_in_c_rows;  // by (location, class), memsize descending

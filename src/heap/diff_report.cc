@@ -81,6 +81,10 @@ std::string render_diff_text(const DiffReportContext& context, const DiffResult&
     out += fmt::format("unreachable objects of {} counted as alive: its ROOT lines are missing or "
                        "were not all read\n", names.b);
   }
+  if (diff.own_count > 0) {
+    out += fmt::format("left out, made by Memprof.dump_all to write {}: {} (its File, paths, call caches)\n",
+                       names.b, objects_text(diff.own_count, diff.own_memsize));
+  }
   if (diff.generations) {
     out += fmt::format("allocation generations: newest {} in {}, {} in {}", diff.max_generation_a,
                        names.a, diff.max_generation_b, names.b);
@@ -148,6 +152,7 @@ std::string render_diff_json(const DiffReportContext& context, const DiffResult&
     json.key("garbage");
     json.raw("null");
   }
+  json_count(json, "memprof_own", diff.own_count, diff.own_memsize);
   json.flag("generations", diff.generations);
   json.key("max_generation");
   json.begin_object();

@@ -52,6 +52,8 @@ enum ObjectFlag : uint16_t {
   kFlagSingleton = 1u << 10,    // "singleton": a singleton class (CLASS lines).
   kFlagChilled = 1u << 11,      // "chilled" (Ruby 3.4+): a string literal that warns when
                                 // mutated and will be frozen in a later Ruby.
+  kFlagMemprofOwn = 1u << 12,   // "memprof_own" (written by Memprof.dump_all): an object the
+                                // dump's writer made itself (its File, its paths, ...).
 };
 
 // A ROOT line: {"type":"ROOT", "root":"vm", "references":[...]}. Ruby writes one line per root

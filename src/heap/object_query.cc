@@ -198,7 +198,8 @@ std::vector<std::string> flag_names(uint16_t flags) {
       {kFlagWbProtected, "wb_protected"}, {kFlagOld, "old"}, {kFlagUncollectible, "uncollectible"},
       {kFlagMarked, "marked"}, {kFlagMarking, "marking"}, {kFlagPinned, "pinned"},
       {kFlagFrozen, "frozen"}, {kFlagEmbedded, "embedded"}, {kFlagShared, "shared"},
-      {kFlagFstring, "fstring"}, {kFlagSingleton, "singleton"}, {kFlagChilled, "chilled"}};
+      {kFlagFstring, "fstring"}, {kFlagSingleton, "singleton"}, {kFlagChilled, "chilled"},
+      {kFlagMemprofOwn, "memprof_own"}};
   std::vector<std::string> names;
   for (auto [bit, name] : kNames) {
     if (flags & bit) names.emplace_back(name);

@@ -93,6 +93,7 @@ uint16_t top_level_flag_bit(RawKey key) {
   if (eq<"fstring">(key)) return kFlagFstring;
   if (eq<"singleton">(key)) return kFlagSingleton;
   if (eq<"chilled">(key)) return kFlagChilled;
+  if (eq<"memprof_own">(key)) return kFlagMemprofOwn;
   return 0;
 }
 
@@ -135,8 +136,8 @@ std::string_view skip_value(od::value& value, simdjson::error_code error, std::s
   return {};
 }
 
-// frozen, embedded, shared, fstring, singleton, chilled: booleans at the top level. A value of another
-// type is ignored (informational fields must not cost the whole line).
+// frozen, embedded, shared, fstring, singleton, chilled, memprof_own: booleans at the top level.
+// A value of another type is ignored (informational fields must not cost the whole line).
 void read_top_level_flag(od::value& value, RawKey key, uint16_t& flags) {
   uint16_t bit = top_level_flag_bit(key);
   bool set = false;
@@ -391,7 +392,11 @@ std::string_view RecordParser::parse_object(const Line& given, DumpRecord& recor
         }
         break;
       case 'm':
-        if (eq<"memsize">(key)) problem = read_memsize(value, record.memsize, skipped_);
+        if (eq<"memsize">(key)) {
+          problem = read_memsize(value, record.memsize, skipped_);
+        } else {
+          read_top_level_flag(value, key, record.flags);
+        }
         break;
       case 'f':
         if (eq<"flags">(key)) {

@@ -7,6 +7,7 @@
 
 #include "core/util/stack_scrub.h"
 #include "ruby/class_key.h"
+#include "ruby/dump_own_objects.h"
 #include "ruby/heap_liveness.h"
 #include "ruby/tracker.h"
 
@@ -355,19 +356,29 @@ Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::st
   if (!out) return err("{}: cannot open for writing", path);
   // The whole copy holds the lock: no Ruby call happens in it, and another Ractor's record
   // must not rehash the table under the lookups.
-  // memprof's own objects (the File the dump is written through) are left as Ruby wrote them,
-  // as stats leaves them out: a diff of two dumps showed that File as a leak at memprof.rb.
+  // The objects this dump_all call made itself (the File the dump is written through, ...) are
+  // marked as such (dump_own_objects.h), with their generation but not memprof's own sites,
+  // which stats leaves out.
+  DumpOwnObjects& own = DumpOwnObjects::instance();
+  own.dump_written();
   auto counts = tracker.with_tables([&](const track::LiveTable& table,
                                         const track::SiteTable& sites) {
     ShownSites shown(sites);
-    return track::annotate_dump(in, out, [&](uintptr_t address)
-                                             -> std::optional<track::SourceLocation> {
-      auto entry = table.find(address);
-      // (Generations are GC counts kept in 32 bits: compared as distances, which wrap.)
-      if (!entry || static_cast<int32_t>(entry->generation - last_gc) > 0) return std::nullopt;
-      if (!shown(entry->site)) return std::nullopt;
-      return location_of(sites, *entry);
-    });
+    return track::annotate_dump(
+        in, out,
+        [&](uintptr_t address) -> std::optional<track::SourceLocation> {
+          auto entry = table.find(address);
+          // (Generations are GC counts kept in 32 bits: compared as distances, which wrap.)
+          if (!entry || static_cast<int32_t>(entry->generation - last_gc) > 0) return std::nullopt;
+          if (!shown(entry->site)) return std::nullopt;
+          return location_of(sites, *entry);
+        },
+        [&](uintptr_t address) -> std::optional<track::OwnObject> {
+          if (!own.own(address)) return std::nullopt;
+          auto entry = table.find(address);
+          if (!entry || static_cast<int32_t>(entry->generation - last_gc) > 0) return track::OwnObject{};
+          return track::OwnObject{entry->generation};
+        });
   });
   if (!counts.ok()) return err("{}: {}", path, counts.message());
   out.close();

@@ -449,6 +449,39 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # A diff of two dumps with nothing allocated in between listed ~20 objects (9.5 kB) as new: the
+  # second dump's File, its mutex and paths, and the call caches the first dump's code filled
+  # after the first dump was written. Those are marked "memprof_own" and `memprof diff` leaves
+  # them out, so it shows exactly what the program made.
+  def test_a_diff_of_dumps_leaves_out_the_objects_dump_all_made_itself
+    Dir.mktmpdir("memprof-dump") do |dir|
+      dumps = (1..3).map { |i| File.join(dir, "#{i}.json") }
+      run_ruby(<<~RUBY)
+        Memprof.start  # allocation generations: the diff decides every object exactly
+        def make(count) = Array.new(count) { Object.new }
+        make(1)
+        $kept = []
+        #{dumps.inspect}.each_with_index do |dump, i|
+          $kept.concat(make(i == 2 ? 500 : 0))
+          Memprof.dump_all(dump)
+        end
+      RUBY
+      diff = lambda do |a, b|
+        out, status = Open3.capture2e(ENV.fetch("MEMPROF_CLI"), "diff", "--json", a, b)
+        assert status.success?, out
+        JSON.parse(out)
+      end
+      nothing = diff.call(dumps[0], dumps[1])
+      assert_equal({ "count" => 0, "memsize" => 0 }, nothing["new"])
+      assert_operator nothing["memprof_own"]["count"], :>, 0
+      own = File.foreach(dumps[1]).select { |line| line.include?(%("memprof_own":true)) }
+      assert own.any? { |line| line.include?(%("type":"FILE")) }, "the File the dump was written through"
+      leak = diff.call(dumps[1], dumps[2])
+      assert_equal 500, leak["new"]["count"]
+      assert_equal [["Object", 500]], leak["by_location_and_class"].map { |row| [row["class"], row["count"]] }
+    end
+  end
+
   # The user's own path may be a link, a FIFO or a device: the dump is written through the link
   # and into the FIFO, which stay what they were. Before, the finished file was renamed over
   # them (as root, `memprof dump -p PID -o /dev/null` replaced /dev/null with a file).

@@ -9,6 +9,9 @@
 namespace memprof::track {
 namespace {
 
+// Marks an object of the dump's writer (dump_own_objects.h); read by memprof's dump reader.
+constexpr std::string_view kOwnField = R"(, "memprof_own":true)";
+
 // Ruby's allocation fields as ObjectSpace.dump writes them, in this order, before "memsize":
 // `, "file":"F", "line":N[, "method":"M"][, "generation":G]`.
 struct RubyAllocationFields {
@@ -100,6 +103,20 @@ std::optional<std::string> annotated(std::string_view line, const SiteLookup& lo
   return out;
 }
 
+// The line of an object the dump's writer made, with its site if the lookup shows it: its
+// generation (unless written already), marked.
+std::string own_line(std::string_view line, const SiteLookup& lookup, const OwnObject& object) {
+  const std::optional<std::string> sited = annotated(line, lookup);
+  if (sited) line = *sited;
+  std::string out(line.substr(0, line.size() - 1));
+  if (object.generation && line.find("\"generation\":") == std::string_view::npos) {
+    out += fmt::format(", \"generation\":{}", *object.generation);
+  }
+  out += kOwnField;
+  out += '}';
+  return out;
+}
+
 }  // namespace
 
 std::optional<uintptr_t> dump_line_address(std::string_view line) {
@@ -118,13 +135,18 @@ std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup) 
   return out ? std::move(*out) : std::string(line);
 }
 
-Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out,
-                                     const SiteLookup& lookup) {
+Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out, const SiteLookup& lookup,
+                                     const OwnLookup& own) {
   AnnotateCounts counts;
   std::string line;
   while (std::getline(in, line)) {
     ++counts.lines;
-    if (auto changed = annotated(line, lookup)) {
+    const auto address = own ? dump_line_address(line) : std::nullopt;
+    const auto own_object = address && line.ends_with('}') ? own(*address) : std::nullopt;
+    if (own_object) {
+      ++counts.own;
+      out << own_line(line, lookup, *own_object) << '\n';
+    } else if (auto changed = annotated(line, lookup)) {
       ++counts.annotated;
       out << *changed << '\n';
     } else {

@@ -3,7 +3,9 @@
 // {"address":"0x..."; when the lookup knows that address, `, "file":"...", "line":N,
 // "generation":G` is inserted before the closing brace, the fields Ruby's own allocation tracing
 // writes. Where Ruby wrote them already for another file or line (a stale entry of its table:
-// see dump_annotate.cc), memprof's replace them. Every other line is copied unchanged.
+// see dump_annotate.cc), memprof's replace them. The objects the dump's writer made itself get
+// `, "memprof_own":true` too, and their generation when the lookup has no site for them
+// (ruby/dump_own_objects.h). Every other line is copied unchanged.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,13 @@ struct SourceLocation {
 };
 
 using SiteLookup = std::function<std::optional<SourceLocation>(uintptr_t address)>;
+// An object the dump's writer made itself: its allocation generation, when known (a diff needs
+// it to tell the object from a new one in its slot in a later dump, which may not mark it:
+// dump_own_objects.h), written also where the site lookup has no site to write.
+struct OwnObject {
+  std::optional<uint32_t> generation;
+};
+using OwnLookup = std::function<std::optional<OwnObject>(uintptr_t address)>;
 
 // The address of an object line, or nullopt for ROOT/SHAPE lines and anything unparsable.
 std::optional<uintptr_t> dump_line_address(std::string_view line);
@@ -34,11 +43,12 @@ std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup);
 
 struct AnnotateCounts {
   uint64_t lines = 0;
-  uint64_t annotated = 0;
+  uint64_t annotated = 0;  // given a site
+  uint64_t own = 0;        // marked as the writer's own
 };
 
 // Streams `in` to `out`, annotating each line. Fails on a write error.
-Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out,
-                                     const SiteLookup& lookup);
+Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out, const SiteLookup& lookup,
+                                     const OwnLookup& own = nullptr);
 
 }  // namespace memprof::track
