@@ -372,6 +372,17 @@ extern "C" __attribute__((visibility("default"))) int memprof_set_thread_paused(
   return Tracker::set_this_thread_paused(paused != 0) ? 1 : 0;
 }
 
+// For the attach agent's forks (src/agent/ruby_calls.cc), which find it with dlsym: opened
+// (1) in the parent before it forks the child that writes a dump, abandoned (0) in the parent
+// after the fork; the child keeps it open (ruby/dump_own_objects.h).
+extern "C" __attribute__((visibility("default"))) void memprof_dump_window(int open) {
+  if (open != 0) {
+    memprof::ruby::DumpOwnObjects::instance().begin();
+  } else {
+    memprof::ruby::DumpOwnObjects::instance().abandon();
+  }
+}
+
 extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   VALUE memprof = rb_define_module("Memprof");
   g_error_class = rb_const_get(memprof, rb_intern("Error"));

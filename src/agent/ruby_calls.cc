@@ -1,5 +1,6 @@
 #include "agent/ruby_calls.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -241,6 +242,13 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return err("pipe: {}", std::strerror(errno));
   ScopedFd read_end(pipe_fds[0]);
   ScopedFd write_end(pipe_fds[1]);
+  // What the child makes before the handler's Memprof.dump_all (the request, the evaluated
+  // handler) is the dump's own: the window opens here and the child inherits it. The gem's
+  // extension is loaded (the request needed it), so dlsym finds the symbol and allocates no
+  // error message.
+  using DumpWindow = void (*)(int);
+  const auto dump_window = reinterpret_cast<DumpWindow>(dlsym(RTLD_DEFAULT, "memprof_dump_window"));
+  if (dump_window != nullptr) dump_window(1);
   set_memprof_ivar(api, "@agent_request", command);
   g_forking.store(true, std::memory_order_release);
   auto started = std::chrono::steady_clock::now();
@@ -266,6 +274,7 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   }
   g_forking.store(false, std::memory_order_release);
   int saved_errno = errno;
+  if (dump_window != nullptr) dump_window(0);
   // The parent does not need the request any more.
   int state = 0;
   eval_protected(api, "::Memprof.remove_instance_variable(:@agent_request)", &state);

@@ -82,7 +82,7 @@ std::string render_diff_text(const DiffReportContext& context, const DiffResult&
                        "were not all read\n", names.b);
   }
   if (diff.own_count > 0) {
-    out += fmt::format("left out, made by Memprof.dump_all to write {}: {} (its File, paths, call caches)\n",
+    out += fmt::format("left out, made by memprof to write {}: {} (the dump's File, paths, call caches)\n",
                        names.b, objects_text(diff.own_count, diff.own_memsize));
   }
   if (diff.generations) {

@@ -99,6 +99,15 @@ void DumpOwnObjects::end() {
   in_dump_.clear();
 }
 
+void DumpOwnObjects::abandon() {
+  if (depth_ == 0 || --depth_ > 0) return;
+  newobj_->disable();
+  thread_ = Qnil;
+  made_.clear();
+  own_.clear();
+  in_dump_.clear();
+}
+
 void DumpOwnObjects::compacted() {
   made_.clear();
   carried_.clear();

@@ -49,6 +49,11 @@ class DumpOwnObjects {
   bool own(uintptr_t address);
   // The dump_all call returns: stops recording; carries the objects the dump did not hold.
   void end();
+  // Like end(), for a window opened only to be inherited: the attach agent opens one before it
+  // forks the child that writes a dump (so that what the child makes before its dump_all, the
+  // request and the evaluated handler, is the dump's own), and the parent abandons its side,
+  // carrying nothing.
+  void abandon();
   // GC.compact moved objects: the recorded slots may hold others now. Forgets them (a dump
   // written after it marks only what the call makes from here).
   void compacted();

@@ -357,8 +357,8 @@ Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::st
   // The whole copy holds the lock: no Ruby call happens in it, and another Ractor's record
   // must not rehash the table under the lookups.
   // The objects this dump_all call made itself (the File the dump is written through, ...) are
-  // marked as such (dump_own_objects.h), with their generation but not memprof's own sites,
-  // which stats leaves out.
+  // marked as such (dump_own_objects.h); memprof's own sites are not written, as stats leaves
+  // them out.
   DumpOwnObjects& own = DumpOwnObjects::instance();
   own.dump_written();
   auto counts = tracker.with_tables([&](const track::LiveTable& table,
@@ -373,12 +373,7 @@ Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::st
           if (!shown(entry->site)) return std::nullopt;
           return location_of(sites, *entry);
         },
-        [&](uintptr_t address) -> std::optional<track::OwnObject> {
-          if (!own.own(address)) return std::nullopt;
-          auto entry = table.find(address);
-          if (!entry || static_cast<int32_t>(entry->generation - last_gc) > 0) return track::OwnObject{};
-          return track::OwnObject{entry->generation};
-        });
+        [&](uintptr_t address) { return own.own(address); });
   });
   if (!counts.ok()) return err("{}: {}", path, counts.message());
   out.close();

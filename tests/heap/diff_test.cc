@@ -144,16 +144,15 @@ TEST(Diff, GenerationBoundaryIsTheHighestGenerationOfA) {
 
 // Objects Memprof.dump_all made to write B are marked "memprof_own" (a File, a path): new in B,
 // but memprof's, so left out and counted apart; the app's new object stays. An own object of A
-// (generation only, no site: memprof's lines are not written) that B holds unmarked at its
-// address is the same object: old, not new.
+// that B holds unmarked at its address (carried no further) is the same object: old, not new.
 TEST(Diff, LeavesOutTheObjectsTheDumpsWriterMade) {
   const std::string own = R"(, "memprof_own":true)";
   Heap a = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)) +
-                     object_line(0x300, "DATA", 0x10, {}, 72, R"(, "generation":3)" + own));
+                     object_line(0x300, "DATA", 0x10, {}, 72, traced("lib.rb", 9, 3) + own));
   Heap b = load_text(kClasses + object_line(0x100, "OBJECT", 0x10, {}, 40, traced("a.rb", 1, 3)) +
-                     object_line(0x300, "DATA", 0x10, {}, 72, R"(, "generation":3)") +
-                     object_line(0x400, "OBJECT", 0x10, {}, 8432, R"(, "generation":5)" + own) +
-                     object_line(0x500, "STRING", 0x18, {}, 104, R"(, "generation":5)" + own) +
+                     object_line(0x300, "DATA", 0x10, {}, 72, traced("lib.rb", 9, 3)) +
+                     object_line(0x400, "OBJECT", 0x10, {}, 8432, own) +
+                     object_line(0x500, "STRING", 0x18, {}, 104, own) +
                      object_line(0x600, "STRING", 0x18, {}, 24, traced("b.rb", 4, 5)));
   EXPECT_EQ(b.flags[b.find(0x400)] & kFlagMemprofOwn, kFlagMemprofOwn);
   DiffResult d = diff_heaps(a, b, nullptr);

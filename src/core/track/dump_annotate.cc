@@ -103,17 +103,11 @@ std::optional<std::string> annotated(std::string_view line, const SiteLookup& lo
   return out;
 }
 
-// The line of an object the dump's writer made, with its site if the lookup shows it: its
-// generation (unless written already), marked.
-std::string own_line(std::string_view line, const SiteLookup& lookup, const OwnObject& object) {
-  const std::optional<std::string> sited = annotated(line, lookup);
-  if (sited) line = *sited;
-  std::string out(line.substr(0, line.size() - 1));
-  if (object.generation && line.find("\"generation\":") == std::string_view::npos) {
-    out += fmt::format(", \"generation\":{}", *object.generation);
-  }
-  out += kOwnField;
-  out += '}';
+// The line of an object the dump's writer made: annotated like any other (a later dump, which
+// may hold it unmarked, must show the same site and generation), then marked.
+std::string own_line(std::string_view line, const SiteLookup& lookup) {
+  std::string out = annotate_dump_line(line, lookup);
+  out.insert(out.size() - 1, kOwnField);
   return out;
 }
 
@@ -136,16 +130,15 @@ std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup) 
 }
 
 Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out, const SiteLookup& lookup,
-                                     const OwnLookup& own) {
+                                     const OwnObject& own) {
   AnnotateCounts counts;
   std::string line;
   while (std::getline(in, line)) {
     ++counts.lines;
     const auto address = own ? dump_line_address(line) : std::nullopt;
-    const auto own_object = address && line.ends_with('}') ? own(*address) : std::nullopt;
-    if (own_object) {
+    if (address && line.ends_with('}') && own(*address)) {
       ++counts.own;
-      out << own_line(line, lookup, *own_object) << '\n';
+      out << own_line(line, lookup) << '\n';
     } else if (auto changed = annotated(line, lookup)) {
       ++counts.annotated;
       out << *changed << '\n';

@@ -4,8 +4,8 @@
 // "generation":G` is inserted before the closing brace, the fields Ruby's own allocation tracing
 // writes. Where Ruby wrote them already for another file or line (a stale entry of its table:
 // see dump_annotate.cc), memprof's replace them. The objects the dump's writer made itself get
-// `, "memprof_own":true` too, and their generation when the lookup has no site for them
-// (ruby/dump_own_objects.h). Every other line is copied unchanged.
+// `, "memprof_own":true` after that (ruby/dump_own_objects.h). Every other line is copied
+// unchanged.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +27,8 @@ struct SourceLocation {
 };
 
 using SiteLookup = std::function<std::optional<SourceLocation>(uintptr_t address)>;
-// An object the dump's writer made itself: its allocation generation, when known (a diff needs
-// it to tell the object from a new one in its slot in a later dump, which may not mark it:
-// dump_own_objects.h), written also where the site lookup has no site to write.
-struct OwnObject {
-  std::optional<uint32_t> generation;
-};
-using OwnLookup = std::function<std::optional<OwnObject>(uintptr_t address)>;
+// Whether the object at `address` is one the dump's writer made itself.
+using OwnObject = std::function<bool(uintptr_t address)>;
 
 // The address of an object line, or nullopt for ROOT/SHAPE lines and anything unparsable.
 std::optional<uintptr_t> dump_line_address(std::string_view line);
@@ -49,6 +44,6 @@ struct AnnotateCounts {
 
 // Streams `in` to `out`, annotating each line. Fails on a write error.
 Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out, const SiteLookup& lookup,
-                                     const OwnLookup& own = nullptr);
+                                     const OwnObject& own = nullptr);
 
 }  // namespace memprof::track
