@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <tuple>
 
 namespace memprof::track {
 namespace {
@@ -11,6 +12,19 @@ std::optional<SourceLocation> known(uintptr_t address) {
   if (address == 0x7f0000001000) return SourceLocation{"/app/a \"q\".rb", 12, std::nullopt};
   if (address == 0x7f0000003000) return SourceLocation{"/app/b.rb", 3, 41};
   return std::nullopt;
+}
+
+// A whole dump through annotate_dump, with `known`'s sites.
+struct Annotated {
+  AnnotateCounts counts;
+  std::string text;
+};
+Annotated annotated(const std::string& dump, const OwnObject& own = nullptr) {
+  std::istringstream in(dump);
+  std::ostringstream out;
+  auto counts = annotate_dump(in, out, known, own);
+  EXPECT_TRUE(counts.ok()) << counts.message();
+  return {counts.ok() ? *counts : AnnotateCounts{}, out.str()};
 }
 
 TEST(DumpAnnotate, AddressOfObjectLinesOnly) {
@@ -67,16 +81,13 @@ TEST(DumpAnnotate, ReplacesRubysFieldsOfAnOlderObjectInTheSlot) {
 }
 
 TEST(DumpAnnotate, StreamsAndCounts) {
-  std::istringstream in(
+  const Annotated result = annotated(
       "{\"type\":\"ROOT\", \"root\":\"vm\"}\n"
       "{\"address\":\"0x7f0000001000\", \"type\":\"STRING\"}\n"
       "{\"address\":\"0x7f0000002000\", \"type\":\"STRING\"}\n");
-  std::ostringstream out;
-  auto counts = annotate_dump(in, out, known);
-  ASSERT_TRUE(counts.ok()) << counts.message();
-  EXPECT_EQ(counts->lines, 3u);
-  EXPECT_EQ(counts->annotated, 1u);
-  EXPECT_EQ(out.str(),
+  EXPECT_EQ(result.counts.lines, 3u);
+  EXPECT_EQ(result.counts.annotated, 1u);
+  EXPECT_EQ(result.text,
             "{\"type\":\"ROOT\", \"root\":\"vm\"}\n"
             "{\"address\":\"0x7f0000001000\", \"type\":\"STRING\", \"file\":\"/app/a \\\"q\\\".rb\", "
             "\"line\":12}\n"
@@ -86,29 +97,24 @@ TEST(DumpAnnotate, StreamsAndCounts) {
 // The objects the dump's writer made: annotated as any other (with the site the lookup has,
 // 0x...3000, or none, 0x...4000; Ruby's fields kept, 0x...5000), then marked. The others as before.
 TEST(DumpAnnotate, MarksTheWritersOwnObjects) {
-  std::istringstream in(
+  auto own = [](uintptr_t address) {
+    return address == 0x7f0000003000 || address == 0x7f0000004000 || address == 0x7f0000005000;
+  };
+  const Annotated result = annotated(
       "{\"address\":\"0x7f0000001000\", \"type\":\"STRING\"}\n"
       "{\"address\":\"0x7f0000003000\", \"type\":\"DATA\"}\n"
       "{\"address\":\"0x7f0000004000\", \"type\":\"FILE\"}\n"
       "{\"address\":\"0x7f0000005000\", \"type\":\"STRING\", \"file\":\"x.rb\", \"line\":1, \"generation\":7}\n"
-      "{\"type\":\"ROOT\", \"root\":\"vm\"}\n");
-  std::ostringstream out;
-  auto own = [](uintptr_t address) {
-    return address == 0x7f0000003000 || address == 0x7f0000004000 || address == 0x7f0000005000;
-  };
-  auto counts = annotate_dump(in, out, known, own);
-  ASSERT_TRUE(counts.ok()) << counts.message();
-  EXPECT_EQ(counts->lines, 5u);
-  EXPECT_EQ(counts->annotated, 1u);
-  EXPECT_EQ(counts->own, 3u);
-  EXPECT_EQ(out.str(),
-            "{\"address\":\"0x7f0000001000\", \"type\":\"STRING\", \"file\":\"/app/a \\\"q\\\".rb\", \"line\":12}\n"
-            "{\"address\":\"0x7f0000003000\", \"type\":\"DATA\", \"file\":\"/app/b.rb\", \"line\":3, \"generation\":41, "
-            "\"memprof_own\":true}\n"
-            "{\"address\":\"0x7f0000004000\", \"type\":\"FILE\", \"memprof_own\":true}\n"
-            "{\"address\":\"0x7f0000005000\", \"type\":\"STRING\", \"file\":\"x.rb\", \"line\":1, \"generation\":7, "
-            "\"memprof_own\":true}\n"
-            "{\"type\":\"ROOT\", \"root\":\"vm\"}\n");
+      "{\"type\":\"ROOT\", \"root\":\"vm\"}\n",
+      own);
+  EXPECT_EQ(std::tuple(result.counts.lines, result.counts.annotated, result.counts.own), std::tuple(5, 1, 3));
+  const std::string expected = R"({"address":"0x7f0000001000", "type":"STRING", "file":"/app/a \"q\".rb", "line":12}
+{"address":"0x7f0000003000", "type":"DATA", "file":"/app/b.rb", "line":3, "generation":41, "memprof_own":true}
+{"address":"0x7f0000004000", "type":"FILE", "memprof_own":true}
+{"address":"0x7f0000005000", "type":"STRING", "file":"x.rb", "line":1, "generation":7, "memprof_own":true}
+{"type":"ROOT", "root":"vm"}
+)";
+  EXPECT_EQ(result.text, expected);
 }
 
 }  // namespace
