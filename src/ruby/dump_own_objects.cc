@@ -22,7 +22,6 @@ DumpOwnObjects& DumpOwnObjects::instance() {
   return *objects;
 }
 
-
 void DumpOwnObjects::on_new_object(VALUE object, void* self) {
   auto& objects = *static_cast<DumpOwnObjects*>(self);
   if (rb_thread_current() != objects.thread_) {
