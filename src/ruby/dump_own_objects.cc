@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ruby/heap_liveness.h"
+#include "ruby/tracker.h"
 
 namespace memprof::ruby {
 namespace {
@@ -43,6 +44,7 @@ void DumpOwnObjects::begin() {
   own_.clear();
   in_dump_.clear();
   thread_ = rb_thread_current();
+  was_paused_ = Tracker::set_this_thread_paused(true);
   newobj_->enable();
 }
 
@@ -78,6 +80,7 @@ bool DumpOwnObjects::own(uintptr_t address) {
 void DumpOwnObjects::end() {
   if (depth_ == 0 || --depth_ > 0) return;
   newobj_->disable();
+  Tracker::set_this_thread_paused(was_paused_);
   thread_ = Qnil;
   // Some were freed since they were made, and their pages may be gone.
   const track::HeapRanges ranges = collect_heap_ranges();
@@ -101,6 +104,7 @@ void DumpOwnObjects::end() {
 void DumpOwnObjects::abandon() {
   if (depth_ == 0 || --depth_ > 0) return;
   newobj_->disable();
+  Tracker::set_this_thread_paused(was_paused_);
   thread_ = Qnil;
   made_.clear();
   own_.clear();

@@ -20,6 +20,10 @@
 // no window, is held off during a dump, but between two calls it may move an IMEMO of the app
 // into a carried IMEMO's slot.
 //
+// The same window pauses the tracker on the calling thread, as inside every call into the
+// extension: what the dump makes is kept at memprof's internal site, so Memprof.stats after a
+// dump does not list the File's mutex (objspace.rb) that a stale stack word keeps a while.
+//
 // The event slows allocation down for as long as it is on (internal_events.h): the length of a
 // dump_all call.
 #pragma once
@@ -75,6 +79,7 @@ class DumpOwnObjects {
 
   std::unique_ptr<InternalEventHook> newobj_;  // made by the first begin()
   int depth_ = 0;         // dump_all calls in progress
+  bool was_paused_ = false;  // the tracker's pause on thread_ before the outermost begin()
   VALUE thread_ = Qnil;   // the thread in dump_all (a Thread object: always marked)
   std::unordered_set<uintptr_t> made_;  // slots of objects thread_ made since begin() (some freed since)
   std::vector<Carried> carried_;

@@ -482,6 +482,22 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # What a dump makes is memprof's: stats after it listed the File's mutex, which a stale word
+  # of the machine stack kept alive ("1 .../objspace.rb:87:Thread::Mutex" on Ruby 3.1).
+  def test_stats_after_dump_all_list_nothing_the_dump_made
+    Dir.mktmpdir("memprof-dump") do |dir|
+      run_ruby(<<~RUBY) do |_out, err, path|
+        # frozen_string_literal: true
+        Memprof.start
+        $kept = Array.new(3) { Object.new }
+        Memprof.dump_all(#{File.join(dir, "heap.json").inspect})
+        Memprof.stats
+      RUBY
+        assert_equal(["3 #{path}:3:Object", "1 #{path}:3:Array"], err.lines.map(&:strip))
+      end
+    end
+  end
+
   # The user's own path may be a link, a FIFO or a device: the dump is written through the link
   # and into the FIFO, which stay what they were. Before, the finished file was renamed over
   # them (as root, `memprof dump -p PID -o /dev/null` replaced /dev/null with a file).
