@@ -40,9 +40,7 @@ void DumpOwnObjects::begin() {
   if (depth_++ > 0) return;
   // Made on first use (a Ruby object), before recording starts.
   if (!newobj_) newobj_ = std::make_unique<InternalEventHook>(RUBY_INTERNAL_EVENT_NEWOBJ, &DumpOwnObjects::on_new_object, this);
-  made_.clear();
-  own_.clear();
-  in_dump_.clear();
+  forget();
   thread_ = rb_thread_current();
   was_paused_ = Tracker::set_this_thread_paused(true);
   newobj_->enable();
@@ -77,11 +75,31 @@ bool DumpOwnObjects::own(uintptr_t address) {
   return true;
 }
 
-void DumpOwnObjects::end() {
-  if (depth_ == 0 || --depth_ > 0) return;
+bool DumpOwnObjects::close_window() {
+  if (depth_ == 0 || --depth_ > 0) return false;
   newobj_->disable();
   Tracker::set_this_thread_paused(was_paused_);
   thread_ = Qnil;
+  return true;
+}
+
+void DumpOwnObjects::forget() {
+  made_.clear();
+  own_.clear();
+  in_dump_.clear();
+}
+
+void DumpOwnObjects::end() {
+  if (!close_window()) return;
+  if (!made_.empty()) carry_survivors();
+  forget();
+}
+
+void DumpOwnObjects::abandon() {
+  if (close_window()) forget();
+}
+
+void DumpOwnObjects::carry_survivors() {
   // Some were freed since they were made, and their pages may be gone.
   const track::HeapRanges ranges = collect_heap_ranges();
   for (uintptr_t address : made_) {
@@ -96,19 +114,6 @@ void DumpOwnObjects::end() {
     const VALUE object_id = type == RUBY_T_IMEMO ? Qnil : rb_obj_id(static_cast<VALUE>(address));
     carried_.push_back({address, kind_of(address), object_id});
   }
-  made_.clear();
-  own_.clear();
-  in_dump_.clear();
-}
-
-void DumpOwnObjects::abandon() {
-  if (depth_ == 0 || --depth_ > 0) return;
-  newobj_->disable();
-  Tracker::set_this_thread_paused(was_paused_);
-  thread_ = Qnil;
-  made_.clear();
-  own_.clear();
-  in_dump_.clear();
 }
 
 void DumpOwnObjects::compacted() {

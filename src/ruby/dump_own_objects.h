@@ -75,6 +75,11 @@ class DumpOwnObjects {
     VALUE object_id;
   };
   static VALUE kind_of(uintptr_t address);
+  // Ends the outermost window (false inside a nested one): recording stops, the pause goes.
+  bool close_window();
+  // Carries what the call made, still alive, that the dump did not hold.
+  void carry_survivors();
+  void forget();
   static bool still_there(const Carried& object, const track::HeapRanges& ranges);
 
   std::unique_ptr<InternalEventHook> newobj_;  // made by the first begin()

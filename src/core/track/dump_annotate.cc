@@ -77,8 +77,9 @@ std::string location_fields(const SourceLocation& location) {
 }
 
 // The annotated line, or nullopt when it stays as it is.
-std::optional<std::string> annotated(std::string_view line, const SiteLookup& lookup) {
-  auto address = dump_line_address(line);
+// `address`: the line's, as dump_line_address reads it (read once per line by the callers).
+std::optional<std::string> annotated(std::string_view line, std::optional<uintptr_t> address,
+                                     const SiteLookup& lookup) {
   if (!address || !line.ends_with('}')) return std::nullopt;
   auto location = lookup(*address);
   if (!location) return std::nullopt;
@@ -105,8 +106,8 @@ std::optional<std::string> annotated(std::string_view line, const SiteLookup& lo
 
 // The line of an object the dump's writer made: annotated like any other (a later dump, which
 // may hold it unmarked, must show the same site and generation), then marked.
-std::string own_line(std::string_view line, const SiteLookup& lookup) {
-  std::string out = annotate_dump_line(line, lookup);
+std::string own_line(std::string_view line, uintptr_t address, const SiteLookup& lookup) {
+  std::string out = annotated(line, address, lookup).value_or(std::string(line));
   out.insert(out.size() - 1, kOwnField);
   return out;
 }
@@ -125,7 +126,7 @@ std::optional<uintptr_t> dump_line_address(std::string_view line) {
 }
 
 std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup) {
-  auto out = annotated(line, lookup);
+  auto out = annotated(line, dump_line_address(line), lookup);
   return out ? std::move(*out) : std::string(line);
 }
 
@@ -135,11 +136,11 @@ Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out, const 
   std::string line;
   while (std::getline(in, line)) {
     ++counts.lines;
-    const auto address = own ? dump_line_address(line) : std::nullopt;
-    if (address && line.ends_with('}') && own(*address)) {
+    const auto address = dump_line_address(line);
+    if (own && address && line.ends_with('}') && own(*address)) {
       ++counts.own;
-      out << own_line(line, lookup) << '\n';
-    } else if (auto changed = annotated(line, lookup)) {
+      out << own_line(line, *address, lookup) << '\n';
+    } else if (auto changed = annotated(line, address, lookup)) {
       ++counts.annotated;
       out << *changed << '\n';
     } else {
