@@ -47,6 +47,7 @@ end
 # reads no gem specification.)
 require "objspace"
 require_relative "memprof/report"
+require_relative "memprof/child_dump"
 require_relative "memprof/compaction"
 require_relative "memprof/lost_objects"
 require_relative "memprof/output"
@@ -203,26 +204,29 @@ module Memprof
     # How many times dump_all writes the dump again when a compaction moved objects meanwhile.
     DUMP_TRIES = 3
 
-    # GC stays on while the dump is written: other threads run during its writes, and with GC
-    # off their garbage would pile up for the whole dump (gigabytes on a busy app). What a slot
-    # holds changes only through a collection, so the annotation keeps to the objects alive
+    # Written in a child process where other threads would run during the dump's writes
+    # (ChildDump). Written here, GC stays on: other threads may run between its steps (opening
+    # the file, the annotation), and with GC off their garbage would pile up meanwhile. What a
+    # slot holds changes only through a collection, so the annotation keeps to the objects alive
     # since before the dump (Native.annotate_dump_file). Compaction moves objects without
-    # freeing them: it is held off (auto_compact) and an explicit GC.compact meanwhile means
-    # the dump is written again. (Counted by Compaction: GC.stat(:compact_count) allocates 26
+    # freeing them: it is held off (auto_compact) and an explicit GC.compact meanwhile means the
+    # dump is written again. (Counted by Compaction: GC.stat(:compact_count) allocates 26
     # Strings on Ruby 3.1, which the app's stats would show.)
     def write_annotated_dump(raw, annotated_path)
-      without_auto_compaction do
-        DUMP_TRIES.times do
-          compactions = Compaction.count
-          Native.prune # finishes any lazy sweep: from here, slots are freed by new collections
-          last_gc = GC.count
-          File.open(raw, "w") { |f| ObjectSpace.dump_all(output: f) }
-          next unless Compaction.count == compactions
+      without_auto_compaction { ChildDump.run { write_dump_here(raw, annotated_path) } }
+    end
 
-          return Native.annotate_dump_file(raw, annotated_path, last_gc)
-        end
-        raise Error, "Memprof.dump_all: GC.compact moved objects during each of #{DUMP_TRIES} dumps"
+    def write_dump_here(raw, annotated_path)
+      DUMP_TRIES.times do
+        compactions = Compaction.count
+        Native.prune # finishes any lazy sweep: from here, slots are freed by new collections
+        last_gc = GC.count
+        File.open(raw, "w") { |f| ObjectSpace.dump_all(output: f) }
+        next unless Compaction.count == compactions
+
+        return Native.annotate_dump_file(raw, annotated_path, last_gc)
       end
+      raise Error, "Memprof.dump_all: GC.compact moved objects during each of #{DUMP_TRIES} dumps"
     end
 
     def without_auto_compaction

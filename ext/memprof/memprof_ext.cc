@@ -15,6 +15,7 @@
 #include "ruby/compaction_watcher.h"
 #include "ruby/coverage_audit.h"
 #include "ruby/dump_own_objects.h"
+#include "ruby/forked_child.h"
 #include "ruby/frame_reader.h"
 #include "ruby/readout.h"
 #include "ruby/ruby_headers.h"  // before any other Ruby header (it includes fmt first)
@@ -203,26 +204,33 @@ __attribute__((noinline)) VALUE end_window() {
   });
 }
 
-// The attach agent's next request (see frame_reader.h): a String, or nil at end of file.
-// Between reads Ruby runs its interrupts, so Thread#kill and exit still end the thread.
+// Reads a frame (frame_reader.h) without the GVL; between reads Ruby runs its interrupts, so
+// Thread#kill, exit and trap handlers still work. Returns rb_protect's state: not 0 when an
+// interrupt raised (the exception is pending).
+int read_frame_between_interrupts(memprof::ruby::FrameReader& reader) {
+  for (;;) {
+    rb_thread_call_without_gvl(
+        [](void* r) -> void* {
+          static_cast<memprof::ruby::FrameReader*>(r)->read_some();
+          return nullptr;
+        },
+        &reader, RUBY_UBF_IO, nullptr);
+    if (!reader.interrupted()) return 0;
+    reader.clear_interruption();
+    int state = 0;
+    rb_protect([](VALUE) { rb_thread_check_ints(); return Qnil; }, Qnil, &state);
+    if (state != 0) return state;
+  }
+}
+
+// The attach agent's next request: a String, or nil at end of file.
 VALUE native_read_frame(VALUE, VALUE fd, VALUE max_bytes) {
   VALUE frame = Qnil;
   std::string failure;
   int state = 0;
   {
     memprof::ruby::FrameReader reader(NUM2INT(fd), NUM2SIZET(max_bytes));
-    for (;;) {
-      rb_thread_call_without_gvl(
-          [](void* r) -> void* {
-            static_cast<memprof::ruby::FrameReader*>(r)->read_some();
-            return nullptr;
-          },
-          &reader, RUBY_UBF_IO, nullptr);
-      if (!reader.interrupted()) break;
-      reader.clear_interruption();
-      rb_protect([](VALUE) { rb_thread_check_ints(); return Qnil; }, Qnil, &state);
-      if (state != 0) break;
-    }
+    state = read_frame_between_interrupts(reader);
     if (state == 0) {
       if (reader.complete())
         frame = rb_str_new(reader.payload().data(), static_cast<long>(reader.payload().size()));
@@ -235,6 +243,50 @@ VALUE native_read_frame(VALUE, VALUE fd, VALUE max_bytes) {
   if (state != 0) rb_jump_tag(state);
   if (!failure.empty()) rb_raise(g_error_class, "%s", failure.c_str());
   return frame;
+}
+
+// The block, in the child: its String is the answer; an exception (the caller's block rescues
+// its own) or anything else is a failure.
+bool yield_in_child(void*, std::string* answer) {
+  int state = 0;
+  VALUE result = rb_protect([](VALUE) { return rb_yield_values(0); }, Qnil, &state);
+  if (state != 0 || !RB_TYPE_P(result, T_STRING)) return false;
+  answer->assign(RSTRING_PTR(result), static_cast<size_t>(RSTRING_LEN(result)));
+  return true;
+}
+
+// Memprof.dump_all's child process (forked_child.h): runs the block in a child that holds only
+// this thread (`changed`: the Ractor and Thread.list, whose references the dump shows as they
+// were) and returns the String the block returned there, or nil when no child could be
+// made (the caller does the work in this process). Raises Memprof::Error when the child ended
+// without answering. The wait lets the app's other threads run, and an interrupt of it
+// (Thread#raise, Ctrl-C) kills the child before it raises.
+VALUE native_in_child_process(VALUE, VALUE changed_list) {
+  constexpr size_t kMostAnswerBytes = size_t{64} << 20;
+  VALUE answer = Qnil;
+  std::string failure;
+  int state = 0;
+  {
+    const VALUE* begin = RARRAY_CONST_PTR(changed_list);
+    std::vector<VALUE> changed(begin, begin + RARRAY_LEN(changed_list));
+    auto child = memprof::ruby::fork_child(changed, yield_in_child, nullptr);
+    if (!child.ok()) return Qnil;
+    memprof::ruby::FrameReader reader(child->answer.get(), kMostAnswerBytes);
+    state = read_frame_between_interrupts(reader);
+    if (state != 0) {
+      memprof::ruby::kill_and_reap(child->pid);
+    } else {
+      // It closed its pipe: it is ending.
+      std::string end = memprof::ruby::wait_for_end(child->pid);
+      if (reader.complete())
+        answer = rb_str_new(reader.payload().data(), static_cast<long>(reader.payload().size()));
+      else
+        failure = fmt::format("child process {} {} before it answered", child->pid, end);
+    }
+  }
+  if (state != 0) rb_jump_tag(state);
+  if (!failure.empty()) rb_raise(g_error_class, "%s", failure.c_str());
+  return answer;
 }
 
 VALUE native_tracked_objects(VALUE) {
@@ -403,6 +455,7 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "report", on_zeroed_stack<report_block>, 0);
   rb_define_module_function(native, "tracked_objects", native_tracked_objects, 0);
   rb_define_module_function(native, "read_frame", native_read_frame, 2);
+  rb_define_module_function(native, "in_child_process", native_in_child_process, 1);
   rb_define_module_function(native, "window_begin", native_window_begin, 0);
   rb_define_module_function(native, "window_end", on_zeroed_stack<end_window>, 0);
   rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);

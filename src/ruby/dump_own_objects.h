@@ -61,6 +61,8 @@ class DumpOwnObjects {
   // GC.compact moved objects: the recorded slots may hold others now. Forgets them (a dump
   // written after it marks only what the call makes from here).
   void compacted();
+  // A dump_all call is in progress (a fork now makes the dump's child: it keeps the table).
+  bool window_open() const { return depth_ > 0; }
 
  private:
   DumpOwnObjects() = default;

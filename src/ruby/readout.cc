@@ -8,6 +8,7 @@
 #include "core/util/stack_scrub.h"
 #include "ruby/class_key.h"
 #include "ruby/dump_own_objects.h"
+#include "ruby/heap_at_fork.h"
 #include "ruby/heap_liveness.h"
 #include "ruby/tracker.h"
 
@@ -373,7 +374,9 @@ Result<track::AnnotateCounts> annotate_dump_file(Tracker& tracker, const std::st
           if (!shown(entry->site)) return std::nullopt;
           return location_of(sites, *entry);
         },
-        [&](uintptr_t address) { return own.own(address); });
+        [&](uintptr_t address) { return own.own(address); },
+        // Written in a forked child: the roots and threads as the parent had them.
+        heap_at_fork() ? &*heap_at_fork() : nullptr);
   });
   if (!counts.ok()) return err("{}: {}", path, counts.message());
   out.close();

@@ -6,6 +6,7 @@
 
 #include "ruby/allocation_hooks.h"
 #include "ruby/class_key.h"
+#include "ruby/dump_own_objects.h"
 #include "ruby/heap_liveness.h"
 #include "ruby/internal_events.h"
 #include "ruby/postponed_job.h"
@@ -292,7 +293,9 @@ void Tracker::after_fork_in_child() noexcept {
   prune_scheduled_ = false;
   // A window the parent had open is the parent's: the child's agent starts its own.
   if (window_open()) (void)end_window();
-  if (reset_on_fork_) table_.clear();
+  // A child forked inside Memprof.dump_all (the attach agent's, or dump_all's own) writes the
+  // dump: it needs the parent's table to annotate it.
+  if (reset_on_fork_ && !DumpOwnObjects::instance().window_open()) table_.clear();
 }
 
 }  // namespace memprof::ruby

@@ -555,6 +555,95 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # Beside a thread busy on the CPU, Ruby 3.1-3.3's dump let it run at each 4 KB write: the dump
+  # took 100 s instead of 1 on 3.3, and it was no one moment of the heap (172-927 references to
+  # objects absent from it, what the thread made and dropped meanwhile). Memprof.dump_all now
+  # writes it in a forked child there, which must still show what that thread's frames hold as
+  # reachable (its locals: 500 Held objects).
+  def test_dump_all_beside_a_busy_thread_is_one_moment_of_the_heap_with_every_threads_objects
+    Dir.mktmpdir("memprof-dump") do |dir|
+      dump = File.join(dir, "heap.json")
+      run_ruby(<<~RUBY) do |out|
+        class Held; end
+        Memprof.start
+        $pages = Array.new(20_000) { |i| "page filler \#{i}" } # a dump of ~10 MB: many writes
+        ready = Queue.new
+        stop = false
+        busy = Thread.new do
+          held = Array.new(500) { Held.new }
+          ready << true
+          churn = []
+          until stop
+            churn << [churn.size]
+            churn = [] if churn.size > 1000
+          end
+          held.size
+        end
+        ready.pop
+        Memprof.dump_all(#{dump.inspect})
+        stop = true
+        puts busy.value
+      RUBY
+        assert_equal "500\n", out
+      end
+      analysis = lambda do |*filter|
+        text, warnings, status = Open3.capture3(ENV.fetch("MEMPROF_CLI"), "analyze", "--json", *filter, dump)
+        assert status.success?, warnings
+        JSON.parse(text)
+      end
+      assert_equal 0, analysis.call["problems"]["dangling_references"], "references to objects absent from the dump"
+      held = analysis.call("--class", "Held")
+      assert_equal [500, 500], [held["total"]["count"], held["reachable"]["count"]]
+    end
+  end
+
+  # The child's failures are the caller's: what its dump raised is raised by Memprof.dump_all
+  # (class and message), a child that dies says how, neither leaves a file behind, and the
+  # next dump is written.
+  def test_the_dump_childs_failures_are_raised_by_dump_all
+    skip "Ruby #{RUBY_VERSION} writes dumps through a FILE*: no child" unless RUBY_VERSION < "3.4"
+    Dir.mktmpdir("memprof-dump") do |dir|
+      run_ruby(<<~RUBY) do |out|
+        Thread.new { sleep }
+        real = ObjectSpace.method(:dump_all)
+        def ObjectSpace.dump_all(**) = raise(Errno::ENOSPC, "writing the dump")
+        begin
+          Memprof.dump_all(#{File.join(dir, "full.json").inspect})
+        rescue SystemCallError => e
+          puts "\#{e.class}: \#{e.message}"
+        end
+        def ObjectSpace.dump_all(**) = Process.kill(:KILL, Process.pid)
+        begin
+          Memprof.dump_all(#{File.join(dir, "killed.json").inspect})
+        rescue Memprof::Error => e
+          puts e.message.sub(/process [0-9]+/, "process N")
+        end
+        ObjectSpace.define_singleton_method(:dump_all, real)
+        puts Memprof.dump_all(#{File.join(dir, "fine.json").inspect})
+      RUBY
+        assert_equal ["Errno::ENOSPC: No space left on device - writing the dump",
+                      "Memprof.dump_all: the dump's child process N ended by signal 9 (Killed) before it answered",
+                      File.join(dir, "fine.json")], out.lines.map(&:chomp)
+      end
+      assert_equal ["fine.json"], Dir.children(dir)
+    end
+  end
+
+  # A child forked to write the dump keeps the table, even when the app asked forked children
+  # to start empty (fork: :reset, for preforking servers): its dump is the parent's heap.
+  def test_a_dump_written_in_a_child_is_annotated_under_fork_reset
+    Dir.mktmpdir("memprof-dump") do |dir|
+      dump = File.join(dir, "heap.json")
+      run_ruby(<<~RUBY)
+        Memprof.start(fork: :reset)
+        $kept = Array.new(10) { "kept" }
+        Thread.new { sleep }
+        Memprof.dump_all(#{dump.inspect})
+      RUBY
+      assert_equal 10, File.foreach(dump).count { |l| l.include?('"value":"kept"') && l.include?('"line":2,') }
+    end
+  end
+
   # The usual way to dump a running app: a signal handler. Trap context cannot `require`, and
   # dump, dump_all to a path and to an IO all needed one; what memprof loads is loaded with it,
   # so none of its objects is charged to the app either.

@@ -19,10 +19,11 @@ struct Annotated {
   AnnotateCounts counts;
   std::string text;
 };
-Annotated annotated(const std::string& dump, const OwnObject& own = nullptr) {
+Annotated annotated(const std::string& dump, const OwnObject& own = nullptr,
+                    const ParentView* parent = nullptr) {
   std::istringstream in(dump);
   std::ostringstream out;
-  auto counts = annotate_dump(in, out, known, own);
+  auto counts = annotate_dump(in, out, known, own, parent);
   EXPECT_TRUE(counts.ok()) << counts.message();
   return {counts.ok() ? *counts : AnnotateCounts{}, out.str()};
 }
@@ -115,6 +116,32 @@ TEST(DumpAnnotate, MarksTheWritersOwnObjects) {
 {"type":"ROOT", "root":"vm"}
 )";
   EXPECT_EQ(result.text, expected);
+}
+
+// A dump written in a forked child: the parent's roots replace the child's (written first, where
+// Ruby writes them), and its threads' references replace theirs, or are added to a thread line
+// that has none; everything else, site annotation included, is as without.
+TEST(DumpAnnotate, WritesTheParentsRootsAndThreadReferencesInAChildsDump) {
+  const ParentView parent{
+      "{\"type\":\"ROOT\", \"root\":\"vm\", \"references\":[\"0x7f0000006000\", \"0x7f0000007000\"]}\n"
+      "{\"type\":\"ROOT\", \"root\":\"machine_context\", \"references\":[\"0x7f0000001000\"]}\n",
+      {{0x7f0000006000, "[\"0x7f0000008000\", \"0x7f0000009000\"]"}, {0x7f0000007000, "[\"0x7f0000008000\"]"}}};
+  const Annotated result = annotated(
+      "{\"type\":\"ROOT\", \"root\":\"vm\", \"references\":[\"0x7f0000006000\"]}\n"
+      "{\"address\":\"0x7f0000001000\", \"type\":\"STRING\"}\n"
+      "{\"address\":\"0x7f0000006000\", \"type\":\"DATA\", \"struct\":\"VM/thread\", \"references\":[\"0x7f0000005000\"], \"memsize\":416}\n"
+      "{\"address\":\"0x7f0000007000\", \"type\":\"DATA\", \"struct\":\"VM/thread\", \"memsize\":416}\n"
+      "{\"address\":\"0x7f0000008000\", \"type\":\"ARRAY\", \"references\":[\"0x7f0000001000\"]}\n",
+      nullptr, &parent);
+  const std::string expected = R"({"type":"ROOT", "root":"vm", "references":["0x7f0000006000", "0x7f0000007000"]}
+{"type":"ROOT", "root":"machine_context", "references":["0x7f0000001000"]}
+{"address":"0x7f0000001000", "type":"STRING", "file":"/app/a \"q\".rb", "line":12}
+{"address":"0x7f0000006000", "type":"DATA", "struct":"VM/thread", "references":["0x7f0000008000", "0x7f0000009000"], "memsize":416}
+{"address":"0x7f0000007000", "type":"DATA", "struct":"VM/thread", "memsize":416, "references":["0x7f0000008000"]}
+{"address":"0x7f0000008000", "type":"ARRAY", "references":["0x7f0000001000"]}
+)";
+  EXPECT_EQ(result.text, expected);
+  EXPECT_EQ(result.counts.lines, 5u);
 }
 
 }  // namespace

@@ -112,6 +112,21 @@ std::string own_line(std::string_view line, uintptr_t address, const SiteLookup&
   return out;
 }
 
+// `line` with its "references" array replaced by `array` (added when it has none).
+std::string with_references(std::string_view line, std::string_view array) {
+  constexpr std::string_view kKey = R"("references":)";
+  const size_t key = line.find(kKey);
+  if (key == std::string_view::npos) {
+    const size_t close = line.rfind('}');
+    if (close == std::string_view::npos) return std::string(line);
+    return fmt::format("{}, {}{}{}", line.substr(0, close), kKey, array, line.substr(close));
+  }
+  // The array holds addresses only: its first ']' ends it.
+  const size_t end = line.find(']', key);
+  if (end == std::string_view::npos) return std::string(line);
+  return fmt::format("{}{}{}", line.substr(0, key + kKey.size()), array, line.substr(end + 1));
+}
+
 }  // namespace
 
 std::optional<uintptr_t> dump_line_address(std::string_view line) {
@@ -131,12 +146,19 @@ std::string annotate_dump_line(std::string_view line, const SiteLookup& lookup) 
 }
 
 Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out, const SiteLookup& lookup,
-                                     const OwnObject& own) {
+                                     const OwnObject& own, const ParentView* parent) {
+  constexpr std::string_view kRootPrefix = R"({"type":"ROOT")";
+  if (parent) out << parent->root_lines;
   AnnotateCounts counts;
   std::string line;
   while (std::getline(in, line)) {
     ++counts.lines;
+    if (parent && line.starts_with(kRootPrefix)) continue;
     const auto address = dump_line_address(line);
+    if (parent && address) {
+      if (auto found = parent->references.find(*address); found != parent->references.end())
+        line = with_references(line, found->second);
+    }
     if (own && address && line.ends_with('}') && own(*address)) {
       ++counts.own;
       out << own_line(line, *address, lookup) << '\n';

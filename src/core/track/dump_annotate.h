@@ -15,6 +15,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "core/util/result.h"
 
@@ -42,8 +43,18 @@ struct AnnotateCounts {
   uint64_t own = 0;        // marked as the writer's own
 };
 
-// Streams `in` to `out`, annotating each line. Fails on a write error.
+// What a dump written in a forked child shows as the parent had it (ruby/heap_at_fork.h): the
+// ROOT lines (each ending in '\n'), and the references of the objects the child changed (its
+// threads), each a JSON array of addresses.
+struct ParentView {
+  std::string root_lines;
+  std::unordered_map<uintptr_t, std::string> references;
+};
+
+// Streams `in` to `out`, annotating each line. With `parent`, its ROOT lines are written first
+// (where Ruby writes roots) instead of the dump's, and its references replace those of the
+// objects it names. Fails on a write error.
 Result<AnnotateCounts> annotate_dump(std::istream& in, std::ostream& out, const SiteLookup& lookup,
-                                     const OwnObject& own = nullptr);
+                                     const OwnObject& own = nullptr, const ParentView* parent = nullptr);
 
 }  // namespace memprof::track

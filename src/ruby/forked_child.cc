@@ -1,0 +1,86 @@
+#include "ruby/forked_child.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include "core/util/frame_length.h"
+#include "ruby/heap_at_fork.h"
+
+namespace memprof::ruby {
+namespace {
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+[[noreturn]] void run_child(int answer_fd, std::vector<VALUE> changed, ChildWork work, void* arg) {
+  // This thread's frames are the dump's own, as in a dump written without a child.
+  std::erase(changed, rb_thread_current());
+  capture_heap_at_fork(changed);
+  rb_thread_atfork();
+  // What only the forgotten threads held must stay until the dump reads it (heap_at_fork.h).
+  rb_gc_disable();
+  std::string answer;
+  bool sent = false;
+  if (work(arg, &answer) && answer.size() <= UINT32_MAX) {
+    const auto length = util::encode_frame_length(static_cast<uint32_t>(answer.size()));
+    sent = write_all(answer_fd, {reinterpret_cast<const char*>(length.data()), length.size()}) &&
+           write_all(answer_fd, answer);
+  }
+  ::_exit(sent ? 0 : 1);
+}
+
+// waitpid for `pid`, again after a signal; false when the child is not ours to reap (any more).
+bool reap(pid_t pid, int* status) noexcept {
+  pid_t reaped;
+  do {
+    reaped = ::waitpid(pid, status, 0);
+  } while (reaped < 0 && errno == EINTR);
+  return reaped == pid;
+}
+
+}  // namespace
+
+Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, ChildWork work, void* arg) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return err("pipe: {}", std::strerror(errno));
+  ScopedFd read_end(fds[0]);
+  ScopedFd write_end(fds[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) return err("fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    read_end.reset();
+    run_child(write_end.get(), changed, work, arg);
+  }
+  return ForkedChild{pid, std::move(read_end)};
+}
+
+std::string wait_for_end(pid_t pid) {
+  int status = 0;
+  if (!reap(pid, &status)) return "was reaped by someone else (a wait in the app), so how it ended is unknown";
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return fmt::format("ended by signal {} ({})", signal, strsignal(signal));
+  }
+  return fmt::format("ended with status {}", WEXITSTATUS(status));
+}
+
+void kill_and_reap(pid_t pid) noexcept {
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  (void)reap(pid, &status);
+}
+
+}  // namespace memprof::ruby
