@@ -435,6 +435,14 @@ extern "C" __attribute__((visibility("default"))) void memprof_dump_window(int o
   }
 }
 
+// For the attach agent's forks too: called in the child that writes a dump right after fork(2),
+// in place of rb_thread_atfork, with the Ractor and Thread.list as the parent had them
+// (ruby/forked_child.h).
+extern "C" __attribute__((visibility("default"))) void memprof_forked_for_dump(VALUE changed) {
+  const VALUE* begin = RARRAY_CONST_PTR(changed);
+  memprof::ruby::prepare_dump_child(std::vector<VALUE>(begin, begin + RARRAY_LEN(changed)));
+}
+
 extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   VALUE memprof = rb_define_module("Memprof");
   g_error_class = rb_const_get(memprof, rb_intern("Error"));

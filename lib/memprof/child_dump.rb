@@ -23,15 +23,15 @@ module Memprof
     def self.run(&work)
       return work.call unless wanted?
 
-      answer = Native.in_child_process([Ractor.current, *Thread.list]) { outcome_of(&work) }
-      # No child could be made (fork failed): as before children were used.
+      answer = begin
+        Native.in_child_process([Ractor.current, *Thread.list]) { outcome_of(&work) }
+      rescue Error => e # the child ended without answering
+        raise Error, "Memprof.dump_all: the dump's #{e.message}"
+      end
+      # No child could be made (fork failed): written here, as before children were used.
       return work.call if answer.nil?
 
       raise Marshal.load(answer) unless answer.empty? # rubocop:disable Security/MarshalLoad -- our child's
-    rescue Error => e
-      raise if e.message.start_with?("Memprof.dump_all")
-
-      raise Error, "Memprof.dump_all: the dump's #{e.message}"
     end
 
     # Ruby cannot fork while other Ractors run (the child waits for them forever).

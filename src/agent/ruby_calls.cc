@@ -62,6 +62,13 @@ nil
 constexpr const char* kHandle =
     "::Memprof::Agent.handle_forked(::Memprof.remove_instance_variable(:@agent_request))";
 constexpr std::string_view kErrorPrefix = "error\n";  // handle_forked's failure
+constexpr const char* kListChanged =
+    "::Memprof.instance_variable_set(:@agent_changed, [*(::Ractor.current if defined?(::Ractor)), *::Thread.list])";
+// (No method the agent has not called before: a call cache the parent makes after the fork is
+// in no dump's own objects, and the next dump would show it as new.)
+constexpr const char* kForgetRequest =
+    "::Memprof.remove_instance_variable(:@agent_request); "
+    "::Memprof.remove_instance_variable(:@agent_changed)";
 constexpr const char* kCleanUp =
     "::Memprof::Agent.clean_up_after(::Memprof.remove_instance_variable(:@agent_request), "
     "Integer(::Memprof.remove_instance_variable(:@agent_child)))";
@@ -249,6 +256,17 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   using DumpWindow = void (*)(int);
   const auto dump_window = reinterpret_cast<DumpWindow>(dlsym(RTLD_DEFAULT, "memprof_dump_window"));
   if (dump_window != nullptr) dump_window(1);
+  // The child forgets the app's other threads, and with them what their frames hold: the
+  // extension first records that, and the roots, from the Ractor and the threads as they are
+  // here (ruby/heap_at_fork.h). The list is kept in an instance variable across the fork.
+  using ForkedForDump = void (*)(RubyValue);
+  auto forked_for_dump = reinterpret_cast<ForkedForDump>(dlsym(RTLD_DEFAULT, "memprof_forked_for_dump"));
+  int listed = 0;
+  const RubyValue changed = eval_protected(api, kListChanged, &listed);
+  if (listed != 0) {
+    api.set_errinfo(nil(api));
+    forked_for_dump = nullptr;
+  }
   set_memprof_ivar(api, "@agent_request", command);
   g_forking.store(true, std::memory_order_release);
   auto started = std::chrono::steady_clock::now();
@@ -260,7 +278,11 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
     // first blocking call (opening the dump), to a thread that was waiting for it in the
     // parent, and wait forever for it to give it back. _exit skips at_exit blocks and
     // finalizers, which belong to the parent.
-    api.thread_atfork();
+    if (forked_for_dump != nullptr) {
+      forked_for_dump(changed);
+    } else {
+      api.thread_atfork();
+    }
     auto result = eval(api, kHandle, "memprof's agent handler");
     std::string_view text = result.ok() ? std::string_view(*result) : result.message();
     const bool failed = !result.ok() || text.starts_with(kErrorPrefix);
@@ -277,7 +299,7 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   if (dump_window != nullptr) dump_window(0);
   // The parent does not need the request any more.
   int state = 0;
-  eval_protected(api, "::Memprof.remove_instance_variable(:@agent_request)", &state);
+  eval_protected(api, kForgetRequest, &state);
   if (state != 0) api.set_errinfo(nil(api));
   if (child < 0) return err("fork: {}", std::strerror(saved_errno));
   return ForkedHandler{child, std::move(read_end),

@@ -26,12 +26,7 @@ bool write_all(int fd, std::string_view bytes) {
 }
 
 [[noreturn]] void run_child(int answer_fd, std::vector<VALUE> changed, ChildWork work, void* arg) {
-  // This thread's frames are the dump's own, as in a dump written without a child.
-  std::erase(changed, rb_thread_current());
-  capture_heap_at_fork(changed);
-  rb_thread_atfork();
-  // What only the forgotten threads held must stay until the dump reads it (heap_at_fork.h).
-  rb_gc_disable();
+  prepare_dump_child(std::move(changed));
   std::string answer;
   bool sent = false;
   if (work(arg, &answer) && answer.size() <= UINT32_MAX) {
@@ -65,6 +60,15 @@ Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, ChildWork work
     run_child(write_end.get(), changed, work, arg);
   }
   return ForkedChild{pid, std::move(read_end)};
+}
+
+void prepare_dump_child(std::vector<VALUE> changed) noexcept {
+  // This thread's frames are the dump's own, as in a dump written without a child.
+  std::erase(changed, rb_thread_current());
+  capture_heap_at_fork(changed);
+  rb_thread_atfork();
+  // What only the forgotten threads held must stay until the dump reads it.
+  rb_gc_disable();
 }
 
 std::string wait_for_end(pid_t pid) {

@@ -41,6 +41,10 @@ Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, ChildWork work
 // Waits for it (a child that closed its pipe is ending).
 std::string wait_for_end(pid_t pid);
 
+// In a child just forked to write a dump (here, or by the attach agent): records what `changed`
+// holds, forgets Ruby's other threads and turns GC off (heap_at_fork.h).
+void prepare_dump_child(std::vector<VALUE> changed) noexcept;
+
 // Kills the child and reaps it: its parent's call was interrupted (Thread#raise, Ctrl-C).
 void kill_and_reap(pid_t pid) noexcept;
 

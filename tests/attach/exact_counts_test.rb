@@ -133,6 +133,26 @@ class AttachExactCountsTest < Minitest::Test
     detach!(target)
   end
 
+  # The dump's forked child forgets the app's other threads (as Process.fork's does), and with
+  # them their frames: what a background thread kept in a local (500 Held objects here) showed
+  # as garbage, with no path from a root. The child now records the roots and the threads'
+  # references first, and the dump shows those.
+  def test_a_dump_shows_what_other_threads_hold_as_reachable
+    target = ruby_job_target(<<~RUBY)
+      class Held; end
+      ready = Queue.new
+      Thread.new { held = Array.new(500) { Held.new }; ready << true; sleep; held }
+      ready.pop
+      $stdin.each_line { |line| puts line }
+    RUBY
+    attach!(target)
+    dump = File.join(@tmpdir, "heap.json")
+    memprof!("dump", "-p", target.pid, "-o", dump, target: target)
+    held = JSON.parse(memprof!("analyze", "--json", "--class", "Held", dump, target: target))
+    assert_equal [500, 500], [held["total"]["count"], held["reachable"]["count"]]
+    detach!(target)
+  end
+
   # `leaks` names the site that keeps its objects and not the one whose garbage no GC has swept
   # yet: with a heap this large the target never collects on its own during the rounds, so
   # without a GC before each reading the garbage grows in every round too.
