@@ -454,9 +454,24 @@ class ReportAndDumpTest < Minitest::Test
   # after the first dump was written. Those are marked "memprof_own" and `memprof diff` leaves
   # them out, so it shows exactly what the program made.
   def test_a_diff_of_dumps_leaves_out_the_objects_dump_all_made_itself
+    assert_dumps_differ_by_what_the_program_made("")
+  end
+
+  # The same where the dumps are written by forked children (Ruby 3.1-3.3 beside a thread):
+  # what the parent makes around the fork is carried to the next dump's own objects.
+  def test_a_diff_of_dumps_written_beside_a_thread_leaves_out_the_objects_dump_all_made
+    assert_dumps_differ_by_what_the_program_made(<<~RUBY)
+      started = Queue.new
+      Thread.new { started << true; sleep }
+      started.pop
+    RUBY
+  end
+
+  def assert_dumps_differ_by_what_the_program_made(preamble)
     Dir.mktmpdir("memprof-dump") do |dir|
       dumps = (1..3).map { |i| File.join(dir, "#{i}.json") }
       run_ruby(<<~RUBY)
+        #{preamble}
         Memprof.start  # allocation generations: the diff decides every object exactly
         def make(count) = Array.new(count) { Object.new }
         make(1)

@@ -44,8 +44,8 @@ struct AnnotateCounts {
 };
 
 // What a dump written in a forked child shows as the parent had it (ruby/heap_at_fork.h): the
-// ROOT lines (each ending in '\n'), and the references of the objects the child changed (its
-// threads), each a JSON array of addresses.
+// ROOT lines (each ending in '\n'), and the references of the objects the child changed (the
+// Ractor and its threads), each a JSON array of addresses.
 struct ParentView {
   std::string root_lines;
   std::unordered_map<uintptr_t, std::string> references;
