@@ -183,11 +183,7 @@ module Memprof
     def dump_all(target)
       Native.own_objects_begin
       begin
-        Output.replace(target, "Memprof.dump_all") do |annotated_path|
-          Output.scratch_file(annotated_path, "raw", "Memprof.dump_all") do |raw|
-            write_annotated_dump(raw, annotated_path)
-          end
-        end
+        without_auto_compaction { write_dump_all(target) }
       ensure
         Native.own_objects_end
       end
@@ -204,19 +200,30 @@ module Memprof
     # How many times dump_all writes the dump again when a compaction moved objects meanwhile.
     DUMP_TRIES = 3
 
-    # Written in a child process where other threads would run during the dump's writes
-    # (ChildDump). Written here, GC stays on: other threads may run between its steps (opening
-    # the file, the annotation), and with GC off their garbage would pile up meanwhile. What a
-    # slot holds changes only through a collection, so the annotation keeps to the objects alive
-    # since before the dump (Native.annotate_dump_file). Compaction moves objects without
-    # freeing them: it is held off (auto_compact) and an explicit GC.compact meanwhile means the
-    # dump is written again. (Counted by Compaction: GC.stat(:compact_count) allocates 26
-    # Strings on Ruby 3.1, which the app's stats would show.)
-    def write_annotated_dump(raw, annotated_path)
-      without_auto_compaction { ChildDump.run { write_dump_here(raw, annotated_path) } }
+    # Where other threads would run during it, the whole of it -- scratch files, dump, annotation,
+    # rename -- is done by a forked child (ChildDump). An IO is this process's: the dump is
+    # written to a scratch file, then copied into it here.
+    def write_dump_all(target)
+      return Output.replace(target, "Memprof.dump_all") { |file| write_dump_all(file) } if Output.io?(target)
+
+      ChildDump.run(leftovers: -> { Output.dump_scratch_files(target, Native.getpid) }) do
+        Output.replace(target, "Memprof.dump_all") do |annotated_path|
+          Output.scratch_file(annotated_path, "raw", "Memprof.dump_all") do |raw|
+            write_annotated_dump(raw, annotated_path)
+          end
+        end
+      end
     end
 
-    def write_dump_here(raw, annotated_path)
+    # Written in this process, GC stays on: other threads may run between its steps (opening
+    # the file, the annotation; and during its writes on Ruby 3.1-3.3), and with GC off their
+    # garbage would pile up meanwhile. What a slot holds changes only through a collection, so
+    # the annotation keeps to the objects alive since before the dump
+    # (Native.annotate_dump_file). Compaction moves objects without freeing them: it is held off
+    # (auto_compact) and an explicit GC.compact meanwhile means the dump is written again.
+    # (Counted by Compaction: GC.stat(:compact_count) allocates 26 Strings on Ruby 3.1, which
+    # the app's stats would show.)
+    def write_annotated_dump(raw, annotated_path)
       DUMP_TRIES.times do
         compactions = Compaction.count
         Native.prune # finishes any lazy sweep: from here, slots are freed by new collections

@@ -68,10 +68,7 @@ module Memprof
         verb, path = command.split(" ", 2)
         return unless verb == "dump" && path
 
-        partial = Output.scratch_path(path, "partial", pid)
-        [Output.scratch_path(partial, "raw", pid), partial].each do |scratch|
-          File.unlink(scratch) if File.exist?(scratch)
-        end
+        Output.dump_scratch_files(path, pid).each { |scratch| File.unlink(scratch) if File.exist?(scratch) }
       end
 
       private

@@ -70,7 +70,7 @@ module Memprof
     # Yields the path of a new empty file beside `near` (same directory, so a rename is atomic),
     # removed afterwards whatever happens.
     def self.scratch_file(near, tag, api)
-      scratch = scratch_path(near, tag, Native.getpid)
+      scratch = scratch_path(near, tag, owner_pid)
       begin
         with_path_in_errors(near, api) { create_exclusively(scratch) }
       rescue Errno::EEXIST
@@ -108,6 +108,23 @@ module Memprof
     # The name of process `pid`'s scratch file `tag` beside `near`.
     def self.scratch_path(near, tag, pid)
       File.join(File.dirname(near), ".#{File.basename(near)}.#{pid}.#{tag}")
+    end
+
+    # The scratch files process `pid` writes a dump to `path` through: `replace`'s "partial"
+    # beside the file, and dump_all's "raw" beside that.
+    def self.dump_scratch_files(path, pid)
+      partial = scratch_path(link_target(path), "partial", pid)
+      [partial, scratch_path(partial, "raw", pid)]
+    end
+
+    # Whose scratch files these are: this process's, or, in a child that writes a dump for its
+    # parent (ChildDump), the parent's, which removes them if it has to end the child.
+    def self.owner_pid
+      @owner_pid || Native.getpid
+    end
+
+    def self.owner_pid=(pid)
+      @owner_pid = pid
     end
 
     # A File is an IO; a Pathname has #write too, but names a path.

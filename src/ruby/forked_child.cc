@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/util/frame_length.h"
+#include "core/util/stack_scrub.h"
 #include "ruby/heap_at_fork.h"
 
 namespace memprof::ruby {
@@ -65,6 +66,10 @@ Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, ChildWork work
 void prepare_dump_child(std::vector<VALUE> changed) noexcept {
   // This thread's frames are the dump's own, as in a dump written without a child.
   std::erase(changed, rb_thread_current());
+  // The roots are read from this thread's machine stack down to the reading's own frames,
+  // whose unwritten slots hold what the parent's earlier deeper calls left there (seen: the
+  // 500-element Array of a finished call, kept alive only through machine_context).
+  util::clear_stack_below();
   capture_heap_at_fork(changed);
   rb_thread_atfork();
   // What only the forgotten threads held must stay until the dump reads it.
