@@ -61,7 +61,9 @@ else
   # and its extension are found from the installed layout.
   ruby -e '$k = []; loop { $k << "attached-#{$k.size}"; sleep 0.01 }' &
   target=$!
-  trap 'kill $target 2>/dev/null' EXIT
+  # (Still the work directory's removal; and a kill of a target already ended and reaped must
+  # not become the script's exit status, which an EXIT trap's last command is.)
+  trap 'kill $target 2>/dev/null || true; rm -rf "$work"' EXIT
   "$GEM_HOME/bin/memprof" attach -p "$target" >attach.out 2>&1 || fail "attach from the gem: $(cat attach.out)"
   sleep 0.5
   "$GEM_HOME/bin/memprof" stats -p "$target" >stats.out 2>&1 || fail "stats from the gem: $(cat stats.out)"
