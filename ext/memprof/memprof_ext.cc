@@ -205,17 +205,26 @@ __attribute__((noinline)) VALUE end_window() {
 }
 
 // Reads a frame (frame_reader.h) without the GVL; between reads Ruby runs its interrupts, so
-// Thread#kill, exit and trap handlers still work. Returns rb_protect's state: not 0 when an
-// interrupt raised (the exception is pending).
+// Thread#kill, exit, Timeout and trap handlers still work. Returns rb_protect's state: not 0
+// when an interrupt raised (the exception is pending). RB_NOGVL_INTR_FAIL: without it, Ruby
+// runs the interrupts itself on the way out of the blocking region and a raise there jumps past
+// the caller (seen: Timeout around Memprof.dump_all left its child running to the end).
 int read_frame_between_interrupts(memprof::ruby::FrameReader& reader) {
+  struct Read {
+    memprof::ruby::FrameReader* reader;
+    bool ran;  // false: an interrupt was pending, and Ruby did not call it
+  };
   for (;;) {
-    rb_thread_call_without_gvl(
+    Read read{&reader, false};
+    rb_nogvl(
         [](void* r) -> void* {
-          static_cast<memprof::ruby::FrameReader*>(r)->read_some();
+          auto* read = static_cast<Read*>(r);
+          read->ran = true;
+          read->reader->read_some();
           return nullptr;
         },
-        &reader, RUBY_UBF_IO, nullptr);
-    if (!reader.interrupted()) return 0;
+        &read, RUBY_UBF_IO, nullptr, RB_NOGVL_INTR_FAIL);
+    if (read.ran && !reader.interrupted()) return 0;
     reader.clear_interruption();
     int state = 0;
     rb_protect([](VALUE) { rb_thread_check_ints(); return Qnil; }, Qnil, &state);

@@ -26,16 +26,19 @@ module Memprof
       return work.call unless wanted?
 
       parent = Native.getpid
-      answer = begin
-        Native.in_child_process([Ractor.current, *Thread.list]) do
+      answered = false
+      begin
+        answer = Native.in_child_process([Ractor.current, *Thread.list]) do
           Output.owner_pid = parent
           outcome_of(&work)
         end
-      rescue Exception => e # rubocop:disable Lint/RescueException -- the child is dead: its files go
-        leftovers.call.each { |file| File.unlink(file) if File.exist?(file) }
-        raise Error, "Memprof.dump_all: the dump's #{e.message}" if e.is_a?(Error) # it died
-
-        raise
+        answered = true
+      rescue Error => e # it died before it answered
+        raise Error, "Memprof.dump_all: the dump's #{e.message}"
+      ensure
+        # Dead, or killed because the wait was interrupted (an ensure: Timeout's is a throw,
+        # which no rescue sees): its files go.
+        leftovers.call.each { |file| File.unlink(file) if File.exist?(file) } unless answered
       end
       # No child could be made (fork failed): written here, as before children were used.
       return work.call if answer.nil?

@@ -643,6 +643,31 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # Timeout around a dump written by a child ends the child and leaves nothing: before, Ruby's
+  # own interrupt check at the end of the wait raised past memprof's (the child ran on and wrote
+  # the file after the timeout), and Timeout's throw passed the rescue that removed the scratch
+  # file (an empty .partial stayed).
+  def test_a_timeout_around_dump_all_ends_its_child_and_leaves_no_file
+    Dir.mktmpdir("memprof-dump") do |dir|
+      dump = File.join(dir, "heap.json")
+      run_ruby(<<~RUBY) do |out|
+        require "timeout"
+        Thread.new { loop {} }
+        $kept = Array.new(300_000) { |i| "kept \#{i}" }  # a dump of ~40 MB: longer than 20 ms
+        begin
+          Timeout.timeout(0.02) { Memprof.dump_all(#{dump.inspect}) }
+          puts "written"
+        rescue Timeout::Error
+          puts "timed out"
+        end
+        sleep 1  # what a child still running would have had to finish
+      RUBY
+        assert_equal "timed out\n", out
+      end
+      assert_equal [], Dir.children(dir)
+    end
+  end
+
   # A child forked to write the dump keeps the table, even when the app asked forked children
   # to start empty (fork: :reset, for preforking servers): its dump is the parent's heap.
   def test_a_dump_written_in_a_child_is_annotated_under_fork_reset
