@@ -254,6 +254,12 @@ VALUE native_read_frame(VALUE, VALUE fd, VALUE max_bytes) {
   return frame;
 }
 
+// The elements of a Ruby Array.
+std::vector<VALUE> values_of(VALUE array) {
+  const VALUE* begin = RARRAY_CONST_PTR(array);
+  return std::vector<VALUE>(begin, begin + RARRAY_LEN(array));
+}
+
 // The block, in the child: its String is the answer; an exception (the caller's block rescues
 // its own) or anything else is a failure.
 bool yield_in_child(void*, std::string* answer) {
@@ -276,9 +282,7 @@ VALUE native_in_child_process(VALUE, VALUE changed_list) {
   std::string failure;
   int state = 0;
   {
-    const VALUE* begin = RARRAY_CONST_PTR(changed_list);
-    std::vector<VALUE> changed(begin, begin + RARRAY_LEN(changed_list));
-    auto child = memprof::ruby::fork_child(changed, yield_in_child, nullptr);
+    auto child = memprof::ruby::fork_child(values_of(changed_list), yield_in_child, nullptr);
     if (!child.ok()) return Qnil;
     memprof::ruby::FrameReader reader(child->answer.get(), kMostAnswerBytes);
     state = read_frame_between_interrupts(reader);
@@ -448,8 +452,7 @@ extern "C" __attribute__((visibility("default"))) void memprof_dump_window(int o
 // in place of rb_thread_atfork, with the Ractor and Thread.list as the parent had them
 // (ruby/forked_child.h).
 extern "C" __attribute__((visibility("default"))) void memprof_forked_for_dump(VALUE changed) {
-  const VALUE* begin = RARRAY_CONST_PTR(changed);
-  memprof::ruby::prepare_dump_child(std::vector<VALUE>(begin, begin + RARRAY_LEN(changed)));
+  memprof::ruby::prepare_dump_child(values_of(changed));
 }
 
 extern "C" __attribute__((visibility("default"))) void Init_memprof() {

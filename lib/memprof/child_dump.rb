@@ -6,8 +6,8 @@ module Memprof
   #
   # Ruby 3.1-3.3's ObjectSpace.dump_all writes its 4 KB buffer through Ruby's IO
   # (rb_io_bufwrite), and each write lets the other threads run:
-  # * a thread busy on the CPU keeps the GVL for its time slice (100 ms) at every write: a 13 MB
-  #   dump beside one thread that allocates in a loop took 39 s on 3.1 and 103 s on 3.3;
+  # * a thread busy on the CPU keeps the GVL for its time slice (100 ms) at every write: a 10-13 MB
+  #   dump beside one thread that allocates in a loop took 30-39 s on 3.1, 102-103 s on 3.3;
   # * the dump is no single moment of the heap: what those threads make and drop meanwhile is in
   #   it or not depending on the pages it had passed, and it refers to objects it does not hold;
   # * a switch in the middle of marking a thread's frames reads frames popped meanwhile (Ruby

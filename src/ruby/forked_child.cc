@@ -11,20 +11,11 @@
 
 #include "core/util/frame_length.h"
 #include "core/util/stack_scrub.h"
+#include "core/util/whole_lines.h"
 #include "ruby/heap_at_fork.h"
 
 namespace memprof::ruby {
 namespace {
-
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 [[noreturn]] void run_child(int answer_fd, std::vector<VALUE> changed, ChildWork work, void* arg) {
   prepare_dump_child(std::move(changed));
@@ -32,8 +23,8 @@ bool write_all(int fd, std::string_view bytes) {
   bool sent = false;
   if (work(arg, &answer) && answer.size() <= UINT32_MAX) {
     const auto length = util::encode_frame_length(static_cast<uint32_t>(answer.size()));
-    sent = write_all(answer_fd, {reinterpret_cast<const char*>(length.data()), length.size()}) &&
-           write_all(answer_fd, answer);
+    sent = write_fully(answer_fd, {reinterpret_cast<const char*>(length.data()), length.size()}) == 0 &&
+           write_fully(answer_fd, answer) == 0;
   }
   ::_exit(sent ? 0 : 1);
 }
