@@ -180,10 +180,19 @@ module Memprof
     # replaced only once the dump is complete, or an IO. Returns `target`.
     # The objects the call makes itself (its File, its paths, ...) are marked "memprof_own" in
     # the dump, and `memprof diff` leaves them out.
-    def dump_all(target)
+    # Beside other threads the dump is written by a forked child (ChildDump); a child asleep for
+    # `stall_timeout` seconds with no CPU time and no I/O (hung: on a lock that another thread
+    # held at the fork) is killed and Memprof::Error raised. nil: no limit. A child writing into
+    # a FIFO, device or socket waits for its reader as long as it takes, as this process would.
+    def dump_all(target, stall_timeout: 30)
+      unless stall_timeout.nil? || seconds?(stall_timeout)
+        raise ArgumentError, "Memprof.dump_all: stall_timeout must be a positive number of seconds or nil, " \
+                             "not #{stall_timeout.inspect}"
+      end
+
       Native.own_objects_begin
       begin
-        without_auto_compaction { write_dump_all(target) }
+        without_auto_compaction { write_dump_all(target, stall_timeout) }
       ensure
         Native.own_objects_end
       end
@@ -203,10 +212,14 @@ module Memprof
     # Where other threads would run during it, the whole of it -- scratch files, dump, annotation,
     # rename -- is done by a forked child (ChildDump). An IO is this process's: the dump is
     # written to a scratch file, then copied into it here.
-    def write_dump_all(target)
-      return Output.replace(target, "Memprof.dump_all") { |file| write_dump_all(file) } if Output.io?(target)
+    def write_dump_all(target, stall_timeout)
+      if Output.io?(target)
+        return Output.replace(target, "Memprof.dump_all") { |file| write_dump_all(file, stall_timeout) }
+      end
 
-      ChildDump.run(leftovers: -> { Output.dump_scratch_files(target, Native.getpid) }) do
+      stall_timeout = nil if Output.written_into?(target)
+      leftovers = -> { Output.dump_scratch_files(target, Native.getpid) }
+      ChildDump.run(leftovers: leftovers, stall_timeout: stall_timeout) do
         Output.replace(target, "Memprof.dump_all") do |annotated_path|
           Output.scratch_file(annotated_path, "raw", "Memprof.dump_all") do |raw|
             write_annotated_dump(raw, annotated_path)
@@ -234,6 +247,10 @@ module Memprof
         return Native.annotate_dump_file(raw, annotated_path, last_gc)
       end
       raise Error, "Memprof.dump_all: GC.compact moved objects during each of #{DUMP_TRIES} dumps"
+    end
+
+    def seconds?(value)
+      value.is_a?(Numeric) && value.real? && value.positive? && value.finite?
     end
 
     def without_auto_compaction

@@ -5,12 +5,16 @@
 // The public API and its argument checks live in lib/memprof.rb; these functions assume them.
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/util/child_progress.h"
 #include "core/util/stack_scrub.h"
 #include "ruby/compaction_watcher.h"
 #include "ruby/coverage_audit.h"
@@ -209,21 +213,30 @@ __attribute__((noinline)) VALUE end_window() {
 // when an interrupt raised (the exception is pending). RB_NOGVL_INTR_FAIL: without it, Ruby
 // runs the interrupts itself on the way out of the blocking region and a raise there jumps past
 // the caller (seen: Timeout around Memprof.dump_all left its child running to the end).
-int read_frame_between_interrupts(memprof::ruby::FrameReader& reader) {
+// `keep_waiting`, when given, is called (with the GVL) each `idle_ms` the writer stays silent;
+// when it says no, the read ends there, incomplete.
+int read_frame_between_interrupts(memprof::ruby::FrameReader& reader, int idle_ms = -1,
+                                  const std::function<bool()>& keep_waiting = {}) {
   struct Read {
     memprof::ruby::FrameReader* reader;
+    int idle_ms;
     bool ran;  // false: an interrupt was pending, and Ruby did not call it
   };
   for (;;) {
-    Read read{&reader, false};
+    Read read{&reader, keep_waiting ? idle_ms : -1, false};
     rb_nogvl(
         [](void* r) -> void* {
           auto* read = static_cast<Read*>(r);
           read->ran = true;
-          read->reader->read_some();
+          read->reader->read_some(read->idle_ms);
           return nullptr;
         },
         &read, RUBY_UBF_IO, nullptr, RB_NOGVL_INTR_FAIL);
+    if (read.ran && reader.idle()) {
+      reader.clear_interruption();
+      if (!keep_waiting()) return 0;
+      continue;
+    }
     if (read.ran && !reader.interrupted()) return 0;
     reader.clear_interruption();
     int state = 0;
@@ -274,20 +287,34 @@ bool yield_in_child(void*, std::string* answer) {
 // this thread (`changed`: the Ractor and Thread.list, whose references the dump shows as they
 // were) and returns the String the block returned there, or nil when no child could be
 // made (the caller does the work in this process). Raises Memprof::Error when the child ended
-// without answering. The wait lets the app's other threads run, and an interrupt of it
-// (Thread#raise, Ctrl-C) kills the child before it raises.
-VALUE native_in_child_process(VALUE, VALUE changed_list) {
+// without answering, or when it was asleep for `stall_seconds` (nil: no limit) with no CPU time
+// and no I/O (core/util/child_progress.h) and so was killed. The wait lets the app's other
+// threads run, and an interrupt of it (Thread#raise, Ctrl-C) kills the child before it raises.
+VALUE native_in_child_process(VALUE, VALUE changed_list, VALUE stall_seconds) {
   constexpr size_t kMostAnswerBytes = size_t{64} << 20;
+  const auto stall_limit = std::chrono::milliseconds(
+      NIL_P(stall_seconds) ? 0 : static_cast<int64_t>(NUM2DBL(stall_seconds) * 1000));
   VALUE answer = Qnil;
   std::string failure;
   int state = 0;
   {
     auto child = memprof::ruby::fork_child(values_of(changed_list), yield_in_child, nullptr);
     if (!child.ok()) return Qnil;
+    memprof::StallWatch watch(stall_limit);
+    std::string stall;
+    auto keep_waiting = [&] {
+      auto progress = memprof::read_child_progress(child->pid);
+      if (!progress || !watch.stalled(*progress, std::chrono::steady_clock::now())) return true;
+      stall = watch.describe(*progress);
+      return false;
+    };
     memprof::ruby::FrameReader reader(child->answer.get(), kMostAnswerBytes);
-    state = read_frame_between_interrupts(reader);
-    if (state != 0) {
+    const int tick_ms = static_cast<int>(std::clamp<int64_t>(stall_limit.count() / 4, 10, 1000));
+    state = stall_limit.count() > 0 ? read_frame_between_interrupts(reader, tick_ms, keep_waiting)
+                                    : read_frame_between_interrupts(reader);
+    if (state != 0 || !stall.empty()) {
       memprof::ruby::kill_and_reap(child->pid);
+      if (!stall.empty()) failure = fmt::format("child process {} {} and was killed", child->pid, stall);
     } else {
       // It closed its pipe: it is ending.
       std::string end = memprof::ruby::wait_for_end(child->pid);
@@ -475,7 +502,7 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "report", on_zeroed_stack<report_block>, 0);
   rb_define_module_function(native, "tracked_objects", native_tracked_objects, 0);
   rb_define_module_function(native, "read_frame", native_read_frame, 2);
-  rb_define_module_function(native, "in_child_process", native_in_child_process, 1);
+  rb_define_module_function(native, "in_child_process", native_in_child_process, 2);
   rb_define_module_function(native, "window_begin", native_window_begin, 0);
   rb_define_module_function(native, "window_end", on_zeroed_stack<end_window>, 0);
   rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);

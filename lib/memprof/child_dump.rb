@@ -20,20 +20,21 @@ module Memprof
   module ChildDump
     # Runs the block in the child when that is wanted and possible, else here. What the block
     # raised in the child is raised here. The child names its scratch files after this process
-    # (Output.owner_pid): if it dies, or the wait is interrupted (Thread#raise, Ctrl-C: the child
-    # is killed), the files `leftovers` names are removed.
-    def self.run(leftovers:, &work)
+    # (Output.owner_pid): if it dies, if it is asleep for `stall_timeout` seconds (unless nil)
+    # with no CPU time and no I/O (then killed: Memprof::Error), or if the wait is interrupted
+    # (Thread#raise, Ctrl-C: the child is killed), the files `leftovers` names are removed.
+    def self.run(leftovers:, stall_timeout:, &work)
       return work.call unless wanted?
 
       parent = Native.getpid
       answered = false
       begin
-        answer = Native.in_child_process([Ractor.current, *Thread.list]) do
+        answer = Native.in_child_process([Ractor.current, *Thread.list], stall_timeout) do
           Output.owner_pid = parent
           outcome_of(&work)
         end
         answered = true
-      rescue Error => e # it died before it answered
+      rescue Error => e # it died before it answered, or hung and was killed
         raise Error, "Memprof.dump_all: the dump's #{e.message}"
       ensure
         # Dead, or killed because the wait was interrupted (an ensure: Timeout's is a throw,

@@ -55,6 +55,15 @@ module Memprof
       end
     end
 
+    # Whether `replace` writes into the path `target` names (a FIFO, device or socket, followed
+    # through links), where a writer waits for the reader, instead of renaming a file over it.
+    def self.written_into?(target)
+      return false if io?(target)
+
+      path = link_target(path_of(target, "Memprof"))
+      File.exist?(path) && !File.file?(path) && !File.directory?(path)
+    end
+
     # The file `path` names once symbolic links are followed (a link to a file not created yet
     # included), or `path` when the links go round.
     def self.link_target(path)

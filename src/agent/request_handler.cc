@@ -12,7 +12,7 @@
 #include <cstring>
 #include <utility>
 
-#include "agent/child_progress.h"
+#include "core/util/child_progress.h"
 #include "agent/ruby_calls.h"
 #include "core/util/json_escape.h"
 
@@ -44,10 +44,7 @@ Status wait_for_output(const ForkedHandler& child, std::chrono::milliseconds sta
     std::optional<ChildProgress> progress = read_child_progress(child.pid);
     if (!progress) return ok_status();  // gone: the read sees EOF
     if (watch.stalled(*progress, std::chrono::steady_clock::now())) {
-      return err("the forked child (pid {}) made no progress for {} s ({}, no CPU time and no "
-                 "I/O) and was killed",
-                 child.pid, std::chrono::duration<double>(stall_limit).count(),
-                 describe_state(*progress));
+      return err("the forked child (pid {}) {} and was killed", child.pid, watch.describe(*progress));
     }
   }
 }

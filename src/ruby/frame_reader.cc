@@ -1,18 +1,27 @@
 #include "ruby/frame_reader.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 
 namespace memprof::ruby {
 
-void FrameReader::read_some() noexcept {
+void FrameReader::read_some(int idle_ms) noexcept {
   while (!complete() && !too_big_) {
     char buffer[16384];
     bool body = header_done();
     size_t want = body ? std::min(sizeof buffer, announced_ - data_.size())
                        : sizeof header_ - header_read_;
     char* into = body ? buffer : reinterpret_cast<char*>(header_) + header_read_;
+    if (idle_ms >= 0) {
+      pollfd readable{fd_, POLLIN, 0};
+      int ready = ::poll(&readable, 1, idle_ms);
+      if (ready <= 0) {
+        error_ = ready == 0 ? ETIMEDOUT : errno;
+        return;
+      }
+    }
     ssize_t n = ::read(fd_, into, want);
     if (n < 0) {
       error_ = errno;

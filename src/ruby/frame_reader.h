@@ -18,21 +18,23 @@ namespace memprof::ruby {
 
 // A frame: its length (core/util/frame_length.h), then that many bytes. read_some() runs without
 // the GVL and touches no Ruby object; it returns when the frame is complete, at end of file (none
-// of the states below), on an error, or when a signal interrupted the read (EINTR: the caller
+// of the states below), on an error, when a signal interrupted the read (EINTR: the caller
 // lets Ruby handle its interrupts -- Thread#kill, exit -- and calls it again; what was read is
-// kept).
+// kept), or, given `idle_ms`, when nothing arrived for that long (the caller looks at the
+// writer meanwhile: a forked child that may have hung) and calls it again.
 class FrameReader {
  public:
   FrameReader(int fd, size_t max_bytes) : fd_(fd), max_bytes_(max_bytes) {}
 
-  void read_some() noexcept;
+  void read_some(int idle_ms = -1) noexcept;
 
   bool complete() const { return header_done() && data_.size() == announced_; }
+  bool idle() const { return error_ == ETIMEDOUT; }
   bool interrupted() const { return error_ == EINTR; }
-  int error() const { return error_; }           // errno of a failed read, 0 if none
+  int error() const { return error_; }  // errno of a failed read (ETIMEDOUT: idle), 0 if none
   bool too_big() const { return too_big_; }
   size_t announced_bytes() const { return announced_; }
-  void clear_interruption() { error_ = 0; }
+  void clear_interruption() { error_ = 0; }  // after interrupted() or idle()
   const std::string& payload() const { return data_; }
 
  private:

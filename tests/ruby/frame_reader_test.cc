@@ -1,5 +1,6 @@
 // FrameReader, the agent's request pipe read without the GVL: frames arriving in pieces, end of
-// file, oversized frames, and a read cut by a signal that resumes where it stopped.
+// file, oversized frames, a read cut by a signal that resumes where it stopped, and one that
+// comes back while its writer is silent.
 #include "ruby/frame_reader.h"
 
 #include <pthread.h>
@@ -102,6 +103,26 @@ TEST(FrameReader, InterruptedReadResumesWithWhatItHad) {
   ASSERT_TRUE(reader.complete());
   EXPECT_EQ(reader.payload(), "9\nreport-end 50");
   ::sigaction(SIGUSR2, &previous, nullptr);
+}
+
+// A reader given idle_ms comes back when the writer is silent that long (Memprof.dump_all looks
+// at its child then), keeps what it had, and completes the frame on the next call.
+TEST(FrameReader, ComesBackWhenTheWriterIsSilentAndKeepsWhatItHad) {
+  Pipe pipe;
+  std::string whole = frame("dump written");
+  pipe.write(whole.substr(0, 7));
+  FrameReader reader(pipe.read_end(), 1024);
+  const auto start = std::chrono::steady_clock::now();
+  reader.read_some(50);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50));
+  EXPECT_TRUE(reader.idle());
+  EXPECT_FALSE(reader.complete());
+  reader.clear_interruption();
+  pipe.write(whole.substr(7));
+  reader.read_some(50);
+  ASSERT_TRUE(reader.complete());
+  EXPECT_FALSE(reader.idle());
+  EXPECT_EQ(reader.payload(), "dump written");
 }
 
 }  // namespace

@@ -643,6 +643,74 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # A child that hangs (here the app's dump_all waits on a pipe; in life a lock another thread
+  # held at the fork, a C extension's fork handler) held the calling thread until something
+  # interrupted it: a trap handler's or a request's dump_all never returned. A child asleep with
+  # no CPU time and no I/O for stall_timeout seconds is now killed, its files removed, and the
+  # error says where it slept. (Before: the script's own Timeout printed "hung".)
+  def test_a_hung_dump_child_is_killed_after_the_stall_timeout
+    Dir.mktmpdir("memprof-dump") do |dir|
+      run_ruby(<<~RUBY) do |out|
+        require "timeout"
+        Thread.new { sleep }
+        [0, -1, "30", Float::INFINITY].each do |bad|
+          Memprof.dump_all(#{File.join(dir, "bad.json").inspect}, stall_timeout: bad)
+        rescue ArgumentError => e
+          puts e.message
+        end
+        real = ObjectSpace.method(:dump_all)
+        never_written, = IO.pipe
+        ObjectSpace.define_singleton_method(:dump_all) { |**| never_written.read(1) }
+        begin
+          Timeout.timeout(20) { Memprof.dump_all(#{File.join(dir, "hung.json").inspect}, stall_timeout: 1) }
+          puts "written"
+        rescue Memprof::Error => e
+          puts e.message
+          child = Integer(e.message[/process ([0-9]+)/, 1])
+          puts File.exist?("/proc/\#{child}") ? "child \#{child} is still there" : "child gone"
+        rescue Timeout::Error
+          puts "hung"
+        end
+        ObjectSpace.define_singleton_method(:dump_all, real)
+        puts Memprof.dump_all(#{File.join(dir, "fine.json").inspect}, stall_timeout: 1)
+      RUBY
+        lines = out.lines.map(&:chomp)
+        assert_equal ["0", "-1", '"30"', "Infinity"].map { |bad|
+                       "Memprof.dump_all: stall_timeout must be a positive number of seconds or nil, not #{bad}"
+                     }, lines.shift(4)
+        assert_match(/\AMemprof\.dump_all: the dump's child process \d+ made no progress for 1 s \(asleep( in \w+)?, no CPU time and no I\/O\) and was killed\z/,
+                     lines.shift)
+        assert_equal ["child gone", File.join(dir, "fine.json")], lines
+      end
+      assert_equal ["fine.json"], Dir.children(dir)
+    end
+  end
+
+  # A dump into a FIFO waits for its reader as a dump written in this process would: the child
+  # asleep in its write (or its open) is not a hung child, however long the reader takes.
+  def test_a_dump_child_writing_into_a_fifo_waits_for_a_late_reader
+    Dir.mktmpdir("memprof-dump") do |dir|
+      fifo = File.join(dir, "heap.fifo")
+      File.mkfifo(fifo)
+      copy = File.join(dir, "copy.json")
+      reader = Thread.new do
+        sleep 2.5
+        File.binwrite(copy, File.binread(fifo))
+      end
+      run_ruby(<<~RUBY) do |out|
+        Thread.new { sleep }
+        $kept = Array.new(1000) { |i| "kept \#{i}" }
+        puts Memprof.dump_all(#{fifo.inspect}, stall_timeout: 1)
+      RUBY
+        assert_equal "#{fifo}\n", out
+      end
+      reader.join
+      kept = File.foreach(copy).grep(/"value":"kept \d+"/).size
+      assert_equal 1000, kept
+      assert_equal ["copy.json", "heap.fifo"], Dir.children(dir).sort
+    end
+  end
+
   # Timeout around a dump written by a child ends the child and leaves nothing: before, Ruby's
   # own interrupt check at the end of the wait raised past memprof's (the child ran on and wrote
   # the file after the timeout), and Timeout's throw passed the rescue that removed the scratch

@@ -1,4 +1,4 @@
-#include "agent/child_progress.h"
+#include "core/util/child_progress.h"
 
 #include <charconv>
 #include <string_view>
@@ -7,7 +7,7 @@
 
 #include "core/util/proc_file.h"
 
-namespace memprof::agent {
+namespace memprof {
 
 namespace {
 
@@ -66,6 +66,11 @@ bool StallWatch::stalled(const ChildProgress& sample, std::chrono::steady_clock:
   return now - still_since_ >= limit_;
 }
 
+std::string StallWatch::describe(const ChildProgress& stalled_sample) const {
+  return fmt::format("made no progress for {} s ({}, no CPU time and no I/O)",
+                     std::chrono::duration<double>(limit_).count(), describe_state(stalled_sample));
+}
+
 std::string describe_state(const ChildProgress& progress) {
   switch (progress.state) {
     case 'S':
@@ -78,4 +83,4 @@ std::string describe_state(const ChildProgress& progress) {
   }
 }
 
-}  // namespace memprof::agent
+}  // namespace memprof

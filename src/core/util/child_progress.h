@@ -1,8 +1,9 @@
-// Whether a forked child is still getting somewhere. The agent's one thread waits for the child
-// that writes a heap dump; a child that sleeps with no CPU time and no I/O has hung (blocked on
-// a lock whose owner did not survive the fork, on a FIFO, on a C extension's condition), and
-// without a limit it would hold that thread -- and every later request, detach included -- for
-// as long as the target lives.
+// Whether a forked child is still getting somewhere. The attach agent's one thread, and the
+// thread that called Memprof.dump_all beside other threads, wait for a child that writes a heap
+// dump; a child that sleeps with no CPU time and no I/O has hung (blocked on a lock whose owner
+// did not survive the fork, on a C extension's condition, on a FIFO), and without a limit it
+// would hold that thread -- for the agent, every later request, detach included -- for as long
+// as the process lives.
 #pragma once
 
 #include <sys/types.h>
@@ -12,7 +13,7 @@
 #include <optional>
 #include <string>
 
-namespace memprof::agent {
+namespace memprof {
 
 struct ChildProgress {
   char state = '?';        // the letter of /proc/PID/stat: R, S, D, T, Z, ...
@@ -34,14 +35,17 @@ class StallWatch {
 
   bool stalled(const ChildProgress& sample, std::chrono::steady_clock::time_point now);
 
+  // "made no progress for 30 s (asleep in futex_wait_queue, no CPU time and no I/O)", for the
+  // error that names why a stalled child was given up on.
+  std::string describe(const ChildProgress& stalled_sample) const;
+
  private:
   std::chrono::milliseconds limit_;
   std::optional<ChildProgress> last_;
   std::chrono::steady_clock::time_point still_since_{};
 };
 
-// "sleeping in pipe_read", "in disk wait", ...: for the error that names why a child was given
-// up on.
+// "asleep in pipe_read", "waiting for the disk", ...
 std::string describe_state(const ChildProgress& progress);
 
-}  // namespace memprof::agent
+}  // namespace memprof
