@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 namespace memprof::attach {
 
 Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
@@ -23,6 +25,15 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
   constexpr double kLongestMs = 365.0 * 24 * 3'600'000;
   if (ms > kLongestMs) return err("'{}' is too long: a duration is at most a year (8760h)", text);
   return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
+
+std::string duration_text(std::chrono::milliseconds duration) {
+  const int64_t ms = duration.count();
+  if (ms < 1000) return fmt::format("{} ms", ms);
+  std::string seconds = fmt::format("{}.{:03}", ms / 1000, ms % 1000);
+  seconds.erase(seconds.find_last_not_of('0') + 1);  // "1.500" -> "1.5", "10.000" -> "10."
+  if (seconds.back() == '.') seconds.pop_back();
+  return seconds + " s";
 }
 
 Result<std::optional<std::chrono::milliseconds>> parse_optional_duration(const std::string& text) {

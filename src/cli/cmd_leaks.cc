@@ -32,13 +32,15 @@ std::string all_rounds(size_t rounds) {
   return rounds == 1 ? std::string("the 1 round") : fmt::format("all {} rounds", rounds);
 }
 
-void print_text(const std::vector<attach::LeakSuspect>& suspects, const LeaksOptions& options) {
+void print_text(const std::vector<attach::LeakSuspect>& suspects, const LeaksOptions& options,
+                std::chrono::milliseconds interval) {
+  const std::string rounds = fmt::format("{} of {}", all_rounds(options.rounds), attach::duration_text(interval));
   if (suspects.empty()) {
-    fmt::print("no site grew in {} of {}\n", all_rounds(options.rounds), options.interval);
+    fmt::print("no site grew in {}\n", rounds);
     return;
   }
-  fmt::print("{} site{} grew in {} of {} (live objects allocated since attach):\n",
-             suspects.size(), suspects.size() == 1 ? "" : "s", all_rounds(options.rounds), options.interval);
+  fmt::print("{} site{} grew in {} (live objects allocated since attach):\n", suspects.size(),
+             suspects.size() == 1 ? "" : "s", rounds);
   fmt::print("{:>10} {:>11} {:>11}  {}\n", "GROWTH", "LIVE", "BYTES", "FILE:LINE CLASS");
   size_t shown = 0;
   for (const attach::LeakSuspect& suspect : suspects) {
@@ -97,7 +99,7 @@ int run_leaks(const LeaksOptions& options) {
       fmt::print(stderr, "round {}/{} done\n", round, options.rounds);
   }
   auto suspects = attach::find_leak_suspects(snapshots);
-  options.json ? print_json(suspects, options) : print_text(suspects, options);
+  options.json ? print_json(suspects, options) : print_text(suspects, options, *interval);
   return 0;
 }
 

@@ -291,6 +291,19 @@ TEST(Duration, UnitsFromMillisecondsToHours) {
   EXPECT_EQ(*parse_duration("8760h"), milliseconds(31'536'000'000));
 }
 
+// The output names a duration one way, however it was written: before, `leaks --interval 2`
+// printed "all 4 rounds of 2", and --interval 0.5m "of 0.5m".
+TEST(Duration, OutputTextInMillisecondsOrSeconds) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(duration_text(milliseconds(1)), "1 ms");
+  EXPECT_EQ(duration_text(milliseconds(999)), "999 ms");
+  EXPECT_EQ(duration_text(milliseconds(1000)), "1 s");
+  EXPECT_EQ(duration_text(milliseconds(1500)), "1.5 s");
+  EXPECT_EQ(duration_text(milliseconds(10'010)), "10.01 s");
+  EXPECT_EQ(duration_text(*parse_duration("0.5m")), "30 s");
+  EXPECT_EQ(duration_text(*parse_duration("2h")), "7200 s");
+}
+
 // A child running /bin/sleep with `ld_preload` as its whole environment, once its exec is done
 // (its auxiliary vector is no longer this process's). The caller kills it by its pid.
 pid_t sleeping_child(const std::string& ld_preload, ProgramIdentity& program) {

@@ -175,7 +175,7 @@ class AttachExactCountsTest < Minitest::Test
     out = memprof!("leaks", "-p", target.pid, "--interval", "0.5s", "--rounds", 1, target: target)
     run_job(target, "stop", /\Adripped \d+\z/)
     # (One round cannot tell the leak from a site that fluctuated up once: 1 or more sites.)
-    assert_match(/^\d+ sites? grew in the 1 round of 0\.5s \(live objects allocated since attach\):$/, out)
+    assert_match(/^\d+ sites? grew in the 1 round of 500 ms \(live objects allocated since attach\):$/, out)
     assert_match(/^note: a site whose count only fluctuates grows in the 1 round 1 time in 2;$/, out)
     detach!(target)
     target.send_line("finish")
