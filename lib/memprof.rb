@@ -217,7 +217,7 @@ module Memprof
         return Output.replace(target, "Memprof.dump_all") { |file| write_dump_all(file, stall_timeout) }
       end
 
-      stall_timeout = nil if Output.written_into?(target)
+      stall_timeout = nil if Output.written_into?(target, "Memprof.dump_all")
       leftovers = -> { Output.dump_scratch_files(target, Native.getpid) }
       ChildDump.run(leftovers: leftovers, stall_timeout: stall_timeout) do
         Output.replace(target, "Memprof.dump_all") do |annotated_path|

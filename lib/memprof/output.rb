@@ -57,10 +57,10 @@ module Memprof
 
     # Whether `replace` writes into the path `target` names (a FIFO, device or socket, followed
     # through links), where a writer waits for the reader, instead of renaming a file over it.
-    def self.written_into?(target)
+    def self.written_into?(target, api)
       return false if io?(target)
 
-      path = link_target(path_of(target, "Memprof"))
+      path = link_target(path_of(target, api))
       File.exist?(path) && !File.file?(path) && !File.directory?(path)
     end
 
