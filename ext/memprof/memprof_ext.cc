@@ -290,7 +290,7 @@ bool yield_in_child(void*, std::string* answer) {
 // without answering, or when it was asleep for `stall_seconds` (nil: no limit) with no CPU time
 // and no I/O (core/util/child_progress.h) and so was killed. The wait lets the app's other
 // threads run, and an interrupt of it (Thread#raise, Ctrl-C) kills the child before it raises.
-VALUE native_in_child_process(VALUE, VALUE changed_list, VALUE stall_seconds) {
+[[gnu::noinline]] VALUE in_child_process(VALUE changed_list, VALUE stall_seconds, const void* app_frames_end) {
   constexpr size_t kMostAnswerBytes = size_t{64} << 20;
   const auto stall_limit = std::chrono::milliseconds(
       NIL_P(stall_seconds) ? 0 : static_cast<int64_t>(NUM2DBL(stall_seconds) * 1000));
@@ -298,7 +298,7 @@ VALUE native_in_child_process(VALUE, VALUE changed_list, VALUE stall_seconds) {
   std::string failure;
   int state = 0;
   {
-    auto child = memprof::ruby::fork_child(values_of(changed_list), yield_in_child, nullptr);
+    auto child = memprof::ruby::fork_child(values_of(changed_list), app_frames_end, yield_in_child, nullptr);
     if (!child.ok()) return Qnil;
     memprof::StallWatch watch(stall_limit);
     std::string stall;
@@ -327,6 +327,14 @@ VALUE native_in_child_process(VALUE, VALUE changed_list, VALUE stall_seconds) {
   if (state != 0) rb_jump_tag(state);
   if (!failure.empty()) rb_raise(g_error_class, "%s", failure.c_str());
   return answer;
+}
+
+// The frames below this one are memprof's: the child's roots leave out what only they hold
+// (ruby/heap_at_fork.h). Every callee-saved register of the caller is saved in this frame.
+VALUE native_in_child_process(VALUE, VALUE changed_list, VALUE stall_seconds) {
+  __builtin_unwind_init();
+  return in_child_process(changed_list, stall_seconds,
+                          reinterpret_cast<const void*>(memprof::util::stack_pointer()));
 }
 
 VALUE native_tracked_objects(VALUE) {
@@ -476,10 +484,16 @@ extern "C" __attribute__((visibility("default"))) void memprof_dump_window(int o
 }
 
 // For the attach agent's forks too: called in the child that writes a dump right after fork(2),
-// in place of rb_thread_atfork, with the Ractor and Thread.list as the parent had them
-// (ruby/forked_child.h).
+// in place of rb_thread_atfork, with the Ractor and Thread.list as the parent had them and the
+// lowest address of the frames the agent's job interrupted (ruby/forked_child.h).
+extern "C" __attribute__((visibility("default"))) void memprof_forked_for_dump_above(VALUE changed,
+                                                                                    const void* app_frames_end) {
+  memprof::ruby::prepare_dump_child(values_of(changed), app_frames_end);
+}
+
+// The same for agents of earlier versions, which do not say where the app's frames end.
 extern "C" __attribute__((visibility("default"))) void memprof_forked_for_dump(VALUE changed) {
-  memprof::ruby::prepare_dump_child(values_of(changed));
+  memprof::ruby::prepare_dump_child(values_of(changed), nullptr);
 }
 
 extern "C" __attribute__((visibility("default"))) void Init_memprof() {

@@ -259,13 +259,19 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
   // The child forgets the app's other threads, and with them what their frames hold: the
   // extension first records that, and the roots, from the Ractor and the threads as they are
   // here (ruby/heap_at_fork.h). The list is kept in an instance variable across the fork.
-  using ForkedForDump = void (*)(RubyValue);
-  auto forked_for_dump = reinterpret_cast<ForkedForDump>(dlsym(RTLD_DEFAULT, "memprof_forked_for_dump"));
+  // The frames of this job are left out of the roots (interrupted_frames_end); an extension of
+  // an older gem in the app has only the call without them.
+  using ForkedForDump = void (*)(RubyValue, const void*);
+  using ForkedForDumpOfOldGems = void (*)(RubyValue);
+  auto forked_for_dump = reinterpret_cast<ForkedForDump>(dlsym(RTLD_DEFAULT, "memprof_forked_for_dump_above"));
+  auto forked_for_dump_of_old_gems =
+      reinterpret_cast<ForkedForDumpOfOldGems>(dlsym(RTLD_DEFAULT, "memprof_forked_for_dump"));
   int listed = 0;
   const RubyValue changed = eval_protected(api, kListChanged, &listed);
   if (listed != 0) {
     api.set_errinfo(nil(api));
     forked_for_dump = nullptr;
+    forked_for_dump_of_old_gems = nullptr;
   }
   set_memprof_ivar(api, "@agent_request", command);
   g_forking.store(true, std::memory_order_release);
@@ -279,7 +285,9 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
     // parent, and wait forever for it to give it back. _exit skips at_exit blocks and
     // finalizers, which belong to the parent.
     if (forked_for_dump != nullptr) {
-      forked_for_dump(changed);
+      forked_for_dump(changed, interrupted_frames_end());
+    } else if (forked_for_dump_of_old_gems != nullptr) {
+      forked_for_dump_of_old_gems(changed);
     } else {
       api.thread_atfork();
     }

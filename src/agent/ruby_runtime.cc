@@ -10,6 +10,7 @@
 
 #include "agent/ruby_vm_end_watch.h"
 #include "core/util/proc_file.h"
+#include "core/util/stack_scrub.h"
 #include "inject/waiting_syscalls.h"
 
 namespace memprof::agent {
@@ -63,7 +64,24 @@ std::optional<RubyApi> find_ruby_api() {
 
 RubyRuntime::RubyRuntime(const RubyApi& api) : api_(api) {}
 
-void RubyRuntime::job_entry(void* self) { static_cast<RubyRuntime*>(self)->run_queued_job(); }
+namespace {
+// One job runs at a time (run() waits for it), on the thread that runs it.
+const void* g_interrupted_frames_end = nullptr;
+}  // namespace
+
+const void* interrupted_frames_end() { return g_interrupted_frames_end; }
+
+void RubyRuntime::job_entry(void* self) {
+  // Every callee-saved register of the interrupted code is saved in this frame, so what it held
+  // in registers is above the stack pointer taken here, with its frames.
+  // (A trigger that arrives while the job's own Ruby code runs finds no job queued; it must not
+  // move the mark meanwhile.)
+  __builtin_unwind_init();
+  const void* outer = g_interrupted_frames_end;
+  if (outer == nullptr) g_interrupted_frames_end = reinterpret_cast<const void*>(util::stack_pointer());
+  static_cast<RubyRuntime*>(self)->run_queued_job();
+  g_interrupted_frames_end = outer;
+}
 
 void RubyRuntime::run_queued_job() {
   std::function<Result<std::string>(const RubyApi&)> work;

@@ -110,7 +110,7 @@ class RubyRuntime {
  private:
   enum class State { kIdle, kQueued, kRunning, kDone };
   static void job_entry(void* self);
-  void run_queued_job();
+  [[gnu::noinline]] void run_queued_job();
   bool trigger();
   void wake_main_thread(bool insist) const;
 
@@ -125,6 +125,11 @@ class RubyRuntime {
   Result<std::string> result_{std::string()};
   std::shared_ptr<RubyVmEndWatch> vm_end_watch_;
 };
+
+// While a job runs, on its thread: the lowest address of the frames of the code it interrupted
+// (the frames below are the job's; a heap dump's child leaves out the roots only they hold:
+// ruby/heap_at_fork.h). Null outside a job.
+const void* interrupted_frames_end();
 
 // "main thread is in read(2)" / "main thread is running" — for messages, from /proc.
 std::string describe_main_thread();

@@ -17,8 +17,9 @@
 namespace memprof::ruby {
 namespace {
 
-[[noreturn]] void run_child(int answer_fd, std::vector<VALUE> changed, ChildWork work, void* arg) {
-  prepare_dump_child(std::move(changed));
+[[noreturn]] void run_child(int answer_fd, std::vector<VALUE> changed, const void* app_frames_end,
+                            ChildWork work, void* arg) {
+  prepare_dump_child(std::move(changed), app_frames_end);
   std::string answer;
   bool sent = false;
   if (work(arg, &answer) && answer.size() <= UINT32_MAX) {
@@ -40,7 +41,8 @@ bool reap(pid_t pid, int* status) noexcept {
 
 }  // namespace
 
-Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, ChildWork work, void* arg) {
+Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, const void* app_frames_end, ChildWork work,
+                               void* arg) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return err("pipe: {}", std::strerror(errno));
   ScopedFd read_end(fds[0]);
@@ -49,19 +51,19 @@ Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, ChildWork work
   if (pid < 0) return err("fork: {}", std::strerror(errno));
   if (pid == 0) {
     read_end.reset();
-    run_child(write_end.get(), changed, work, arg);
+    run_child(write_end.get(), changed, app_frames_end, work, arg);
   }
   return ForkedChild{pid, std::move(read_end)};
 }
 
-void prepare_dump_child(std::vector<VALUE> changed) noexcept {
+void prepare_dump_child(std::vector<VALUE> changed, const void* app_frames_end) noexcept {
   // This thread's frames are the dump's own, as in a dump written without a child.
   std::erase(changed, rb_thread_current());
   // The roots are read from this thread's machine stack down to the reading's own frames,
   // whose unwritten slots hold what the parent's earlier deeper calls left there (seen: the
   // 500-element Array of a finished call, kept alive only through machine_context).
   util::clear_stack_below();
-  capture_heap_at_fork(changed);
+  capture_heap_at_fork(changed, app_frames_end);
   rb_thread_atfork();
   // What only the forgotten threads held must stay until the dump reads it.
   rb_gc_disable();

@@ -29,12 +29,13 @@ struct ForkedChild {
 };
 
 // Forks. In the child, records what `changed` holds (the Ractor and its threads, this one among
-// them or not: heap_at_fork.h), then calls `work(arg)` (which must not raise: the caller wraps Ruby code in
+// them or not) and the roots, those of this thread's frames above `app_frames_end` (heap_at_fork.h), then calls `work(arg)` (which must not raise: the caller wraps Ruby code in
 // rb_protect), sends the bytes it returns, and ends (status 0; 1 when `work` reports a failure
 // by returning false, after which nothing is sent); never returns there. In the parent, returns
 // the child. Fails when fork(2) or pipe(2) does (no process is left behind).
 using ChildWork = bool (*)(void* arg, std::string* answer);
-Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, ChildWork work, void* arg);
+Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, const void* app_frames_end, ChildWork work,
+                               void* arg);
 
 // How a child that sent no complete answer ended, in words ("ended by signal 9 (Killed)", "ended
 // with status 1", or "was reaped by someone else" when the app's own wait took it first).
@@ -42,8 +43,9 @@ Result<ForkedChild> fork_child(const std::vector<VALUE>& changed, ChildWork work
 std::string wait_for_end(pid_t pid);
 
 // In a child just forked to write a dump (here, or by the attach agent): records what `changed`
-// holds, forgets Ruby's other threads and turns GC off (heap_at_fork.h).
-void prepare_dump_child(std::vector<VALUE> changed) noexcept;
+// holds and the roots (`app_frames_end` as in heap_at_fork.h, or null), forgets Ruby's other
+// threads and turns GC off.
+void prepare_dump_child(std::vector<VALUE> changed, const void* app_frames_end) noexcept;
 
 // Kills the child and reaps it: its parent's call was interrupted (Thread#raise, Ctrl-C).
 void kill_and_reap(pid_t pid) noexcept;

@@ -7,6 +7,7 @@
 #include <ucontext.h>
 
 #include <cstdint>
+#include <span>
 
 namespace memprof::util {
 namespace {
@@ -101,6 +102,23 @@ TEST(StackScrub, ClearsAFibersStackWithinItsMapping) {
   EXPECT_GE(here - clearable, floor + 16 * 1024 - 64);  // (from the frame, a few words above sp)
   EXPECT_LT(here - clearable, floor + 16 * 1024 + 256);
   munmap(mapped, kPage + kStack);
+}
+
+// The words of a frame's callers, and none of its own: a dump's child reads the app's part of
+// the stack with it (ruby/heap_at_fork.h).
+__attribute__((noinline)) bool callee_sees(const void* boundary, const volatile uintptr_t* in_caller) {
+  volatile uintptr_t in_callee = kStaleWord + 1;
+  std::span<const uintptr_t> words = stack_words_above(boundary);
+  auto holds = [&](const volatile uintptr_t* slot) {
+    return slot >= words.data() && slot < words.data() + words.size();
+  };
+  return holds(in_caller) && words[in_caller - words.data()] == *in_caller && !holds(&in_callee);
+}
+
+TEST(StackWords, AboveAStackPointerAreTheCallersWordsUpToTheTopOfTheStack) {
+  volatile uintptr_t in_caller = kStaleWord + 2;
+  EXPECT_TRUE(callee_sees(reinterpret_cast<const void*>(stack_pointer()), &in_caller));
+  EXPECT_TRUE(stack_words_above(reinterpret_cast<const void*>(uintptr_t{4096})).empty());  // no stack there
 }
 
 }  // namespace

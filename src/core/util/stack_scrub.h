@@ -1,4 +1,4 @@
-// Zeroing the unused part of the calling thread's stack.
+// Zeroing the unused part of the calling thread's stack, and reading the used part.
 //
 // A conservative garbage collector (Ruby's marks every word of the machine stack) reads the
 // frames of whatever it calls, and those frames have slots the code never writes: padding,
@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace memprof::util {
 
@@ -36,5 +37,10 @@ size_t clearable_stack_below(size_t bytes) noexcept;
   uintptr_t start = stack_pointer() - words * 8;
   asm volatile("rep stosq" : "+D"(start), "+c"(words) : "a"(uint64_t{0}) : "memory");
 }
+
+// The words of the stack `from` is on (the calling thread's, or the mapping a runtime made for
+// a fiber) from `from` to its top: the frames of the callers of the function `from` is in.
+// Empty when the stack's bounds are unknown.
+std::span<const uintptr_t> stack_words_above(const void* from) noexcept;
 
 }  // namespace memprof::util
