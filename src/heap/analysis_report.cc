@@ -124,6 +124,9 @@ std::string dump_problems_text(const Heap& heap) {
   auto add = [&](uint64_t count, std::string_view one, std::string_view many) {
     if (count > 0) parts.push_back(fmt::format("{} {}", count_text(count), count == 1 ? one : many));
   };
+  if (!heap.cut_short.empty())
+    parts.push_back(fmt::format("{} after {} (the rest of the dump is missing)", heap.cut_short,
+                                byte_count_text(heap.input_bytes)));
   add(heap.lost_root_lines, "ROOT line unreadable (reachability and retained sizes incomplete)",
       "ROOT lines unreadable (reachability and retained sizes incomplete)");
   add(heap.bad_value_count, "bad value skipped", "bad values skipped");
@@ -221,6 +224,7 @@ std::string render_analysis_json(const ReportContext& context, const Analysis& a
   json.field("dangling_references", context.heap.dangling_references);
   json.field("duplicate_addresses", context.heap.duplicate_addresses);
   json.field("non_utf8_lines", context.heap.non_utf8_lines);
+  if (!context.heap.cut_short.empty()) json.field("cut_short", context.heap.cut_short);
   json.end_object();
   json_count(json, "total", analysis.count, analysis.memsize);
   json_count(json, "reachable", analysis.reachable_count, analysis.reachable_memsize);

@@ -107,7 +107,7 @@ class PlainSource final : public ByteSource {
  public:
   explicit PlainSource(HeadThenRaw input)
       : ByteSource(Compression::kNone, input.size_hint()), input_(std::move(input)) {}
-  Result<size_t> read(std::span<char> buffer) override { return input_.read(buffer); }
+  Result<size_t> decode(std::span<char> buffer) override { return input_.read(buffer); }
 
  private:
   HeadThenRaw input_;
@@ -159,7 +159,7 @@ class GzipSource final : public ByteSource {
     return ok_status();
   }
 
-  Result<size_t> read(std::span<char> buffer) override {
+  Result<size_t> decode(std::span<char> buffer) override {
     const auto capacity = static_cast<uInt>(std::min<size_t>(buffer.size(), 1u << 30));
     stream_.next_out = reinterpret_cast<Bytef*>(buffer.data());
     stream_.avail_out = capacity;
@@ -176,7 +176,7 @@ class GzipSource final : public ByteSource {
         if (zlib_.inflateReset(&stream_) != Z_OK) return err("{}: corrupt gzip stream", input_.name());
         member_ended_ = false;
       }
-      if (in.empty()) return err("{}: truncated gzip stream", input_.name());
+      if (in.empty()) return break_off(input_.name(), "truncated gzip stream", 0);
       stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
       stream_.avail_in = static_cast<uInt>(in.size());
       int rc = zlib_.inflate(&stream_, Z_NO_FLUSH);
@@ -231,13 +231,13 @@ class ZstdSource final : public ByteSource {
     return ok_status();
   }
 
-  Result<size_t> read(std::span<char> buffer) override {
+  Result<size_t> decode(std::span<char> buffer) override {
     ZSTD_outBuffer out{buffer.data(), buffer.size(), 0};
     while (out.pos == 0) {
       MEMPROF_TRY(pending, input_.pending());
       if (pending.empty()) {
         // Every frame must be complete; the decoder says so by returning 0 ("frame done").
-        if (!frame_done_) return err("{}: truncated zstd stream", input_.name());
+        if (!frame_done_) return break_off(input_.name(), "truncated zstd stream", 0);
         break;
       }
       ZSTD_inBuffer in{pending.data(), pending.size(), 0};
@@ -275,7 +275,7 @@ class XzSource final : public ByteSource {
     return ok_status();
   }
 
-  Result<size_t> read(std::span<char> buffer) override {
+  Result<size_t> decode(std::span<char> buffer) override {
     if (buffer.empty() || ended_) return size_t{0};
     stream_.next_out = reinterpret_cast<uint8_t*>(buffer.data());
     stream_.avail_out = buffer.size();
@@ -290,7 +290,8 @@ class XzSource final : public ByteSource {
         ended_ = true;
         break;
       }
-      if (rc == LZMA_BUF_ERROR) return err("{}: truncated xz stream", input_.name());
+      if (rc == LZMA_BUF_ERROR)
+        return break_off(input_.name(), "truncated xz stream", buffer.size() - stream_.avail_out);
       if (rc != LZMA_OK) return err("{}: corrupt xz stream ({})", input_.name(), problem(rc));
     }
     return buffer.size() - stream_.avail_out;

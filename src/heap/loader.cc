@@ -54,6 +54,7 @@ class Loader {
         std::bind_front(&Loader::merge, this)));
     heap_.input_bytes = reader.bytes_read();
     ignored_trailing_bytes_ = source.ignored_trailing_bytes();
+    heap_.cut_short = source.cut_short();
     return finish();
   }
 
@@ -103,6 +104,10 @@ class Loader {
   // What the per-line warnings do not show: problems found across the whole dump.
   void summarize() {
     if (options_.warnings == nullptr) return;
+    if (!heap_.cut_short.empty())
+      fmt::print(options_.warnings, "memprof: warning: {}: {} after {} of the dump: what came before is read, "
+                 "the rest is missing (objects, references, roots)\n",
+                 name_, heap_.cut_short, byte_count_text(heap_.input_bytes));
     auto warn_count = [&](uint64_t count, std::string_view one, std::string_view many,
                           std::string_view consequence) {
       if (count == 0) return;
