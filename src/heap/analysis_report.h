@@ -19,8 +19,8 @@ struct ReportContext {
 std::string render_analysis_text(const ReportContext& context, const Analysis& analysis);
 // One JSON object on one line followed by '\n'. Keys: dump, lines, bad_lines, problems
 // {lost_root_lines, bad_values, dangling_references, duplicate_addresses, non_utf8_lines,
-// cut_short? (a compressed dump cut off: "truncated gzip stream")}, total {count,
-// memsize}, reachable {count, memsize}, machine_context_only {count, memsize}, roots
+// cut_short? (a dump cut off: "truncated gzip stream", "cut off in the middle of a line")},
+// total {count, memsize}, reachable {count, memsize}, machine_context_only {count, memsize}, roots
 // [{kind, count}], free_slots (dump_all(full: true)'s empty slots),
 // by_type/by_class/by_location/by_gem/by_generation [{name, count, memsize, retained, samples?}],
 // biggest/top_retained/machine_context_only_objects [{address, type, class,

@@ -18,6 +18,7 @@ Result<bool> BlockReader::next(BigVector<char>& block, size_t& size) {
     while (!eof_ && size < usable) {
       MEMPROF_TRY(n, source_.read({block.data() + size, usable - size}));
       if (n == 0) eof_ = true;
+      if (n > 0) last_byte_ = block.data()[size + n - 1];
       size += n;
       bytes_read_ += n;
     }

@@ -26,6 +26,8 @@ class BlockReader {
   Result<bool> next(BigVector<char>& block, size_t& size);
   bool at_end() const { return eof_ && carry_.empty(); }
   uint64_t bytes_read() const { return bytes_read_; }
+  // Whether the input's last byte is not a '\n' (Ruby ends every line with one).
+  bool ends_mid_line() const { return last_byte_ != '\n' && bytes_read_ > 0; }
 
  private:
   ByteSource& source_;
@@ -34,6 +36,7 @@ class BlockReader {
   std::vector<char> carry_;  // the partial line after the previous block's last '\n'
   bool eof_ = false;
   uint64_t bytes_read_ = 0;
+  char last_byte_ = 0;
 };
 
 }  // namespace memprof::heap

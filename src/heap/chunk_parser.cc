@@ -46,6 +46,7 @@ class ChunkParser::Builder {
     size_t mark = chunk_.references.size();
     std::string_view problem = parser_.parse(line, record_, chunk_.references);
     if (problem.empty()) problem = add(mark);
+    chunk_.last_line_skipped = !problem.empty();
     if (!problem.empty()) {
       chunk_.references.resize(mark);
       BadLine bad{line.number, std::string(problem)};
@@ -179,6 +180,7 @@ void ParsedChunk::clear() {
   real_class_names.clear();
   roots.clear();
   shape_count = shape_memsize = free_slot_count = lines = non_blank_lines = bad_line_count = 0;
+  last_line_skipped = false;
   lost_root_lines = bad_value_count = non_utf8_lines = 0;
   bad_lines.clear();
   bad_values.clear();

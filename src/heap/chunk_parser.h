@@ -54,6 +54,7 @@ struct ParsedChunk {
   std::vector<BadLine> bad_values;  // values skipped in kept lines
   uint64_t bad_value_count = 0;
   uint64_t non_utf8_lines = 0;
+  bool last_line_skipped = false;   // the chunk's last non-blank line is among the bad lines
 
   // Empties the chunk for the next block, keeping the arrays' capacity.
   void clear();

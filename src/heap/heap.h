@@ -139,8 +139,8 @@ struct Heap {
   uint64_t free_slot_count = 0;  // "NONE" lines of dump_all(full: true): empty slots, not objects
   uint64_t lines = 0;           // lines read, including bad and blank ones
   uint64_t input_bytes = 0;     // decompressed bytes read
-  std::string cut_short;        // why a compressed dump ended early ("truncated gzip stream"):
-                                // it holds what came before (ByteSource::cut_short)
+  std::string cut_short;        // why the dump ended early ("truncated gzip stream", "cut off
+                                // in the middle of a line"): it holds what came before
   uint64_t dangling_references = 0;  // references to addresses no object line has (dropped)
   uint64_t duplicate_addresses = 0;  // later lines reusing an address; references go to the first
   std::vector<BadLine> bad_lines;    // lines skipped; capped at kMaxBadLinesKept, bad_line_count

@@ -55,6 +55,7 @@ class Loader {
     heap_.input_bytes = reader.bytes_read();
     ignored_trailing_bytes_ = source.ignored_trailing_bytes();
     heap_.cut_short = source.cut_short();
+    ends_mid_line_ = reader.ends_mid_line();
     return finish();
   }
 
@@ -80,6 +81,8 @@ class Loader {
         },
         std::bind_front(&Loader::merge, this)));
     heap_.input_bytes = file_size;
+    char last = '\n';
+    ends_mid_line_ = file_size > 0 && ::pread(fd, &last, 1, static_cast<off_t>(file_size - 1)) == 1 && last != '\n';
     return finish();
   }
 
@@ -96,6 +99,9 @@ class Loader {
                  heap_.shape_count == 1 ? "" : "s", heap_.bad_line_count,
                  heap_.bad_line_count == 1 ? "" : "s");
     }
+    // Ruby ends every line with '\n': a last line without one that does not parse was cut.
+    if (heap_.cut_short.empty() && ends_mid_line_ && last_line_skipped_)
+      heap_.cut_short = "cut off in the middle of a line";
     resolve();
     summarize();
     return std::move(heap_);
@@ -177,6 +183,7 @@ class Loader {
     for (const BadLine& bad : chunk.bad_values) problem(heap_.bad_values, line_base, bad);
     heap_.bad_value_count += chunk.bad_value_count;
     heap_.non_utf8_lines += chunk.non_utf8_lines;
+    if (chunk.non_blank_lines > 0) last_line_skipped_ = chunk.last_line_skipped;
 
     const size_t objects = chunk.address.size();
     if (heap_.size() + objects >= kNoObject ||
@@ -347,6 +354,8 @@ class Loader {
   std::unordered_map<uint64_t, SiteId> site_ids_;
   uint64_t expected_bytes_ = 0;  // the input size, until the first merge reserves for it
   uint64_t ignored_trailing_bytes_ = 0;  // after the compressed data (ByteSource)
+  bool ends_mid_line_ = false;      // the input's last byte is not a '\n'
+  bool last_line_skipped_ = false;  // the last non-blank line did not parse
   uint64_t non_blank_lines_ = 0;
   bool seen_record_ = false;
   static constexpr uint64_t kMaxWarnings = 20;

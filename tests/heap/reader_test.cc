@@ -458,6 +458,36 @@ TEST(Reader, ReadsACompressedDumpCutShortUpToTheCut) {
   }
 }
 
+// A plain dump cut off mid-line (its last line does not parse and has no '\n', which Ruby writes
+// after every line) says so, read from a file (in blocks, on several threads) or as a stream; a
+// last line that is whole without its '\n', or a bad line with one, is no cut.
+TEST(Reader, SaysWhenAPlainDumpIsCutOffInTheMiddleOfALine) {
+  std::string whole = root_line("vm", {0x10});
+  for (uint64_t i = 0; i < 3000; ++i) whole += object_line(0x10 + i * 0x28, "STRING", 0, {}, 40);
+  const std::string cut = whole.substr(0, whole.size() / 2 + 17);
+  ASSERT_NE(cut.back(), '\n');
+  const std::string path = ::testing::TempDir() + "memprof_cut." + std::to_string(::getpid()) + ".json";
+  auto from_file = [&](const std::string& text) {
+    { std::ofstream(path, std::ios::binary) << text; }
+    return load_heap(path, {.block_size = 4096});
+  };
+  for (auto& heap : {from_file(cut), load_bytes(cut)}) {
+    ASSERT_TRUE(heap.ok()) << heap.message();
+    EXPECT_EQ(heap->cut_short, "cut off in the middle of a line");
+    EXPECT_EQ(heap->bad_line_count, 1u);
+  }
+  const std::string without_last_newline = whole.substr(0, whole.size() - 1);
+  const std::string bad_last_line = whole + "{\"address\":\n";
+  for (const std::string& text : {whole, without_last_newline, bad_last_line}) {
+    for (auto& heap : {from_file(text), load_bytes(text)}) {
+      ASSERT_TRUE(heap.ok()) << heap.message();
+      EXPECT_EQ(heap->cut_short, "");
+      EXPECT_EQ(heap->size(), 3000u);
+    }
+  }
+  ::unlink(path.c_str());
+}
+
 // Cut before it gave a byte, a stream is no dump at all; damaged, it is refused (a decoder may
 // give wrong bytes before it sees the damage, and they would read as objects).
 TEST(Reader, RejectsBrokenCompressedStreams) {
