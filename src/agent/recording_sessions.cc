@@ -129,6 +129,7 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
   // through the GOT, and an exec still waits for the last reads (the other way round, the
   // trace's entry hook left the watch out).
   std::vector<std::string> problems;
+  if (request.ruby_caller) record_blocking_region_lines(problems);
   watch_exec(problems);
   auto session = tracer::TraceSession::start(std::move(request));
   if (!session.ok()) {
@@ -280,8 +281,20 @@ bool RecordingSessions::read_with_exec_release() {
 
 Status RecordingSessions::watch_vm_end() { return RubyVmEndWatch::hold(vm_end_watch_); }
 
+void RecordingSessions::record_blocking_region_lines(std::vector<std::string>& problems) {
+  if (blocking_region_lines_ != nullptr) return;
+  auto lines = BlockingRegionLines::install();
+  if (!lines.ok()) {
+    problems.push_back(fmt::format("calls made without the GVL have no Ruby line ({})", lines.message()));
+    return;
+  }
+  blocking_region_lines_ = std::move(*lines);
+}
+
 void RecordingSessions::drop_unused_vm_end_watch() {
-  if (trace_ == nullptr && native_ == nullptr) vm_end_watch_.reset();
+  if (trace_ != nullptr || native_ != nullptr) return;
+  blocking_region_lines_.reset();
+  vm_end_watch_.reset();
 }
 
 Result<std::string> RecordingSessions::native_start(const std::string& body) {
@@ -295,9 +308,10 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
   // Ruby lines where the process runs Ruby (a launched one from the moment its VM has booted).
   std::vector<std::string> problems;
   if (request.ruby_lines && ruby_ != nullptr && find_ruby_caller_api()) {
-    if (Status watched = watch_vm_end(); watched.ok())
+    if (Status watched = watch_vm_end(); watched.ok()) {
       options.attribution.ruby_location = &ruby_location;
-    else
+      record_blocking_region_lines(problems);
+    } else
       problems.push_back(fmt::format("no Ruby lines: {}", watched.message()));
   }
   auto session = native::NativeSession::start(options);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/blocking_region_lines.h"
 #include "agent/exec_watch.h"
 #include "agent/ruby_gc_events.h"
 #include "agent/ruby_runtime.h"
@@ -70,8 +71,10 @@ class RecordingSessions {
   std::string native_snapshot_reply(const std::vector<std::string>& problems) const;
   void end_native();
   // Ruby lines (ruby_caller.h) are read only while the VM's end is watched; the watch goes with
-  // the last session.
+  // the last session, and so do the hooks that give calls made without the GVL their line
+  // (blocking_region_lines.h; `problems` gets why when they cannot be installed).
   Status watch_vm_end();
+  void record_blocking_region_lines(std::vector<std::string>& problems);
   void drop_unused_vm_end_watch();
   // While a session runs, an exec waits for the next read (exec_watch.h); `problems` gets why
   // when it cannot be watched.
@@ -82,6 +85,7 @@ class RecordingSessions {
 
   RubyRuntime* ruby_;
   std::shared_ptr<RubyVmEndWatch> vm_end_watch_;
+  std::unique_ptr<BlockingRegionLines> blocking_region_lines_;
   std::unique_ptr<ExecWatch> exec_watch_;
   bool release_exec_after_reply_ = false;
   std::unique_ptr<tracer::TraceSession> trace_;

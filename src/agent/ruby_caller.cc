@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "agent/blocking_region_lines.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_vm_end_watch.h"
 
@@ -39,9 +40,11 @@ bool ruby_location(const char** path, uint32_t* line) noexcept {
   if (!g_has_gvl()) {
     // A Ruby thread in a blocking region (Ruby's own reads and writes, a C extension's query
     // that lets other threads run): its frames may be moved by a GC on another thread, so
-    // they are not read; the location says why it has no line. A thread Ruby did not make
-    // (the timer thread, a library's own) gets nothing.
+    // they are not read; the line recorded when it entered the region is its line
+    // (blocking_region_lines.h), or the location says why it has none. A thread Ruby did not
+    // make (the timer thread, a library's own) gets nothing.
     if (!g_native_thread_p()) return false;
+    if (blocking_region_location(path, line)) return true;
     *path = kWithoutGvl;
     *line = 0;
     return true;

@@ -93,14 +93,16 @@ class NativeRubyTest < Minitest::Test
     assert_alive target
   end
 
-  # Blocks a C extension allocates without the GVL (Ruby's frames are not read there) say so,
-  # as trace --ruby-caller does, instead of having no Ruby line at all.
-  def test_blocks_allocated_without_the_gvl_say_so
+  # Blocks a C extension allocates without the GVL (Ruby's frames are not read there) are
+  # charged to the Ruby line that called into the region (recorded when the extension let go of
+  # the GVL through rb_thread_call_without_gvl: agent/blocking_region_lines.h). Before: no Ruby
+  # line at all, then "(without the GVL)".
+  def test_blocks_allocated_without_the_gvl_have_the_line_that_released_it
     target = leaky_app
     native = start_recording("native", "-p", target.pid, "--json", ready: "memprof: tracking the malloc family")
     run_job(target, "nogvl 20 2000", /\Adone nogvl\z/)
     report = json_report(stop_recording(native))
-    assert_equal({ "(without the GVL) malloc_blocks" => [40_000, 20] }, leaky_rows(report))
+    assert_equal({ "leaky_app.rb:42 malloc_blocks" => [40_000, 20] }, leaky_rows(report))
   end
 
   # A launched Ruby that ends by itself is collected at its end (an end proc after its at_exit

@@ -726,21 +726,56 @@ class TraceCliTest < Minitest::Test
 
   # --ruby-caller on a call made without the GVL (Ruby's own writes, a C extension's query that
   # lets other threads run) read no line, for safety (a GC on another thread may move the
-  # frames), and said nothing: the line looked like a non-Ruby thread's. It now says why.
-  def test_ruby_caller_names_the_line_or_says_the_call_was_made_without_the_gvl
+  # frames), and said nothing; then it said "(without the GVL)". The line is now the one read
+  # when the thread let go of the GVL (agent/blocking_region_lines.h), where it did so through
+  # a GOT: a ruby with libruby linked in enters the region of its own IO without one.
+  def test_ruby_caller_names_the_line_that_let_go_of_the_gvl
     script = File.join(@tmpdir, "caller.rb")
     File.write(script, "ENV['MEMPROF_PROBE']\n$stdout.write(\"x\\n\"); $stdout.flush\n")
     RUBIES.each do |ruby|
       _, err, status = memprof("trace", "-x", "getenv", "-x", "write", "--ruby-caller", "--", ruby, script)
       assert status.success?, "#{ruby}: #{err}"
       assert_match(/^\[\d+\] #{Regexp.escape(script)}:1: getenv@libc\.so\.6\("MEMPROF_PROBE"\) += nil$/, err, ruby)
-      assert_match(/^\[\d+\] \(without the GVL\): write@libc\.so\.6\(1, "x\\n", 2\) += 2$/, err, ruby)
+      write_caller = shared_libruby?(ruby) ? Regexp.escape("#{script}:2") : Regexp.escape("(without the GVL)")
+      assert_match(/^\[\d+\] #{write_caller}: write@libc\.so\.6\(1, "x\\n", 2\) += 2$/, err, ruby)
     end
     _, err, status = memprof("trace", "-x", "getenv", "-x", "write", "--ruby-caller", "--json", "--", RbConfig.ruby, script)
     assert status.success?, err
     calls = err.lines.filter_map { |line| JSON.parse(line) if line.start_with?("{") }
     assert_equal ["#{script}:1"], calls.select { |c| c["arguments"] == '"MEMPROF_PROBE"' }.map { |c| c["ruby_caller"] }
-    assert_equal ["(without the GVL)"], calls.select { |c| c["arguments"] == '1, "x\\n", 2' }.map { |c| c["ruby_caller"] }
+    assert_equal ["#{script}:2"], calls.select { |c| c["arguments"] == '1, "x\\n", 2' }.map { |c| c["ruby_caller"] }
+  end
+
+  # The line lasts as long as its region: a read blocked in one (Ruby's IO) that another thread
+  # ends with an exception (a longjmp out of the region, past any plain clean-up) leaves no line
+  # behind for the calls of a later region that has none (IO#wait_readable's ppoll, in Ruby's
+  # own blocking region). Checked by making the clean-up a plain call: the ppoll showed the
+  # read's line 7.
+  def test_a_region_left_by_an_exception_leaves_no_line_behind
+    script = File.join(@tmpdir, "raise.rb")
+    File.write(script, <<~RUBY)
+      require "io/wait"
+      require "io/nonblock"
+      r, _w = IO.pipe
+      r.nonblock = false
+      main = Thread.current
+      Thread.new { sleep 0.3; main.raise(IOError, "stop") }
+      begin; r.read(1); rescue IOError; end
+      r.wait_readable(0.05)
+    RUBY
+    RUBIES.select { |ruby| shared_libruby?(ruby) }.each do |ruby|
+      _, err, status = memprof("trace", "-x", "read", "-x", "ppoll", "--ruby-caller", "--", ruby, script)
+      assert status.success?, "#{ruby}: #{err}"
+      main = err[/^\[(\d+)\] #{Regexp.escape(script)}:7: read@libc\.so\.6\(\d+, "", 1\) += -1$/, 1]
+      assert main, "#{ruby}: no blocked read at line 7\n#{err}"
+      polls = err.lines.grep(/^\[#{main}\] .*ppoll@/)
+      refute_empty polls, ruby
+      assert_equal [], polls.grep(/:7: ppoll/), ruby
+    end
+  end
+
+  def shared_libruby?(ruby)
+    IO.popen([ruby, "-e", "print RbConfig::CONFIG['ENABLE_SHARED']"], &:read) == "yes"
   end
 
   # Tracing execve itself (or `-x '*'`) keeps the exec watch, which holds an exec until the last
