@@ -2,9 +2,11 @@
 
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "agent/ruby_caller.h"
 #include "agent/ruby_runtime.h"
+#include "agent/ruby_vm_end_watch.h"
 #include "core/hook/got_hook.h"
 
 namespace memprof::agent {
@@ -49,8 +51,10 @@ uintptr_t put_back(uintptr_t data) {
 
 uintptr_t enter_region(Entry real, std::array<uintptr_t, 6> arguments) {
   // Called as Ruby requires, with the GVL: the line is read now, while the frames cannot move.
-  // (Called otherwise -- a misuse Ruby itself would trip on -- it is only passed on.)
-  if (g_has_gvl() == 0) return real(arguments[0], arguments[1], arguments[2], arguments[3], arguments[4], arguments[5]);
+  // (Called otherwise -- a misuse Ruby itself would trip on -- or after the VM's end, whose
+  // freed thread would answer the GVL question, it is only passed on.)
+  if (ruby_vm_ended() || g_has_gvl() == 0)
+    return real(arguments[0], arguments[1], arguments[2], arguments[3], arguments[4], arguments[5]);
   Call call{real, arguments, t_record};
   Record entered;
   entered.line = ruby_caller(entered.file, sizeof entered.file);
