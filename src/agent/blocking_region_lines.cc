@@ -1,12 +1,19 @@
 #include "agent/blocking_region_lines.h"
 
+#include <dlfcn.h>
+
 #include <array>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "agent/ruby_caller.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_vm_end_watch.h"
+#include "core/hook/call_site_hook.h"
 #include "core/hook/got_hook.h"
 
 namespace memprof::agent {
@@ -91,7 +98,42 @@ Result<std::unique_ptr<BlockingRegionLines>> BlockingRegionLines::install() {
     lines->hooks_.push_back(std::move(*hooked));
   }
   if (lines->hooks_.empty()) return err("this Ruby has none of {}", kEntries[0]);
+  MEMPROF_TRY_STATUS(lines->redirect_direct_calls());
   return lines;
+}
+
+// With libruby linked into the executable, Ruby's own IO enters its regions by direct calls
+// between the executable's functions, past any GOT: those `call rel32` sites are redirected to
+// the same hooks (core/hook/call_site_hook.h). They are found by decoding the executable once
+// (~100 ms) and kept: its code does not change while the process lives.
+Status BlockingRegionLines::redirect_direct_calls() {
+  const void* first = nullptr;
+  for (Entry real : g_real)
+    if (real != nullptr) first = reinterpret_cast<const void*>(real);
+  Dl_info info{};
+  if (first == nullptr || ::dladdr(first, &info) == 0 || info.dli_fname == nullptr ||
+      std::string_view(info.dli_fname).find("libruby") != std::string_view::npos)
+    return ok_status();  // a shared libruby: its calls between its functions go through its GOT
+  static std::mutex mutex;
+  static std::optional<Result<std::map<const void*, std::vector<uintptr_t>>>> found;
+  std::lock_guard lock(mutex);
+  if (!found) {
+    std::vector<const void*> targets;
+    for (Entry real : g_real)
+      if (real != nullptr) targets.push_back(reinterpret_cast<const void*>(real));
+    found.emplace(hook::CallSiteHook::find_sites(targets, first));
+  }
+  if (!found->ok()) return err("finding the calls into blocking regions: {}", found->message());
+  for (size_t i = 0; i < kEntries.size(); ++i) {
+    if (g_real[i] == nullptr) continue;
+    auto sites = found->value().find(reinterpret_cast<const void*>(g_real[i]));
+    if (sites == found->value().end() || sites->second.empty()) continue;
+    auto hooked = hook::CallSiteHook::install_at(reinterpret_cast<void*>(g_real[i]),
+                                                 reinterpret_cast<void*>(kEntryHooks[i]), sites->second);
+    if (!hooked.ok()) return err("redirecting the calls of {}: {}", kEntries[i], hooked.message());
+    call_site_hooks_.push_back(std::move(*hooked));
+  }
+  return ok_status();
 }
 
 BlockingRegionLines::~BlockingRegionLines() = default;

@@ -12,10 +12,10 @@
 // would be a wrong answer), and puts the record back as it was. A region entered inside
 // another (through rb_thread_call_with_gvl) has its own line until it ends.
 //
-// Not seen: regions a ruby with libruby linked in enters inside its own code (no GOT between
-// its functions: its IO keeps "(without the GVL)"; its C extensions call through their GOT and
-// are seen), and blocking regions Ruby enters by its internal macros (sleep, waiting for a
-// child, Queue#pop: no library call worth a line is made there).
+// A ruby with libruby linked in calls them inside its own code with no GOT between: there the
+// call sites are redirected (call_site_hook.h). Not seen: blocking regions Ruby enters by its
+// internal macros (IO#wait_readable's poll, sleep, waiting for a child, Queue#pop): calls
+// there keep "(without the GVL)".
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,7 @@
 #include "core/util/result.h"
 
 namespace memprof::hook {
+class CallSiteHook;
 class GotHook;
 }
 
@@ -42,7 +43,9 @@ class BlockingRegionLines {
 
  private:
   BlockingRegionLines() = default;
+  Status redirect_direct_calls();
   std::vector<std::unique_ptr<hook::GotHook>> hooks_;
+  std::vector<std::unique_ptr<hook::CallSiteHook>> call_site_hooks_;
 };
 
 // The calling thread's line when it entered the blocking region it is in, or false when no
