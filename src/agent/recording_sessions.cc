@@ -19,7 +19,21 @@
 #include "tracer/trampoline.h"
 
 namespace memprof::agent {
+
 namespace {
+
+// Installs a T (T::install()) into `slot` unless one is there; a failure is not the session's:
+// it goes to `problems` as "`consequence` (why)".
+template <typename T>
+void install_once(std::unique_ptr<T>& slot, std::vector<std::string>& problems, std::string_view consequence) {
+  if (slot != nullptr) return;
+  auto installed = T::install();
+  if (!installed.ok()) {
+    problems.push_back(fmt::format("{} ({})", consequence, installed.message()));
+    return;
+  }
+  slot = std::move(*installed);
+}
 
 std::atomic<bool> g_session_started{false};
 std::atomic<bool> g_session_starting{false};
@@ -261,13 +275,7 @@ void RecordingSessions::end_native() {
 }
 
 void RecordingSessions::watch_exec(std::vector<std::string>& problems) {
-  if (exec_watch_ != nullptr) return;
-  auto watch = ExecWatch::install();
-  if (!watch.ok()) {
-    problems.push_back(fmt::format("an exec will not wait for the last reads ({})", watch.message()));
-    return;
-  }
-  exec_watch_ = std::move(*watch);
+  install_once(exec_watch_, problems, "an exec will not wait for the last reads");
 }
 
 void RecordingSessions::drop_unused_exec_watch() {
@@ -282,13 +290,7 @@ bool RecordingSessions::read_with_exec_release() {
 Status RecordingSessions::watch_vm_end() { return RubyVmEndWatch::hold(vm_end_watch_); }
 
 void RecordingSessions::record_blocking_region_lines(std::vector<std::string>& problems) {
-  if (blocking_region_lines_ != nullptr) return;
-  auto lines = BlockingRegionLines::install();
-  if (!lines.ok()) {
-    problems.push_back(fmt::format("calls made without the GVL have no Ruby line ({})", lines.message()));
-    return;
-  }
-  blocking_region_lines_ = std::move(*lines);
+  install_once(blocking_region_lines_, problems, "calls made without the GVL have no Ruby line");
 }
 
 void RecordingSessions::drop_unused_vm_end_watch() {
