@@ -29,7 +29,8 @@ struct ForkedChild {
 };
 
 // Forks. In the child, records what `changed` holds (the Ractor and its threads, this one among
-// them or not) and the roots, those of this thread's frames above `app_frames_end` (heap_at_fork.h), then calls `work(arg)` (which must not raise: the caller wraps Ruby code in
+// them or not) and the roots, this thread's only from its frames above `app_frames_end`
+// (heap_at_fork.h), then calls `work(arg)` (which must not raise: the caller wraps Ruby code in
 // rb_protect), sends the bytes it returns, and ends (status 0; 1 when `work` reports a failure
 // by returning false, after which nothing is sent); never returns there. In the parent, returns
 // the child. Fails when fork(2) or pipe(2) does (no process is left behind).
