@@ -292,8 +292,11 @@ bool yield_in_child(void*, std::string* answer) {
 // threads run, and an interrupt of it (Thread#raise, Ctrl-C) kills the child before it raises.
 [[gnu::noinline]] VALUE in_child_process(VALUE changed_list, VALUE stall_seconds, const void* app_frames_end) {
   constexpr size_t kMostAnswerBytes = size_t{64} << 20;
-  const auto stall_limit = std::chrono::milliseconds(
-      NIL_P(stall_seconds) ? 0 : static_cast<int64_t>(NUM2DBL(stall_seconds) * 1000));
+  // (lib/memprof.rb lets only positive finite numbers through; a year is as good as forever, and
+  // anything shorter than a millisecond is one.)
+  const double seconds = NIL_P(stall_seconds) ? 0 : std::min(NUM2DBL(stall_seconds), 3.2e7);
+  const auto stall_limit =
+      std::chrono::milliseconds(NIL_P(stall_seconds) ? 0 : std::max<int64_t>(1, static_cast<int64_t>(seconds * 1000)));
   VALUE answer = Qnil;
   std::string failure;
   int state = 0;
