@@ -44,11 +44,9 @@ module Memprof
       end
       shown = path_of(target, api)
       path = link_target(shown)
-      if File.exist?(path) && !File.file?(path)
-        raise Errno::EISDIR, "#{api}: cannot write #{shown}" if File.directory?(path)
+      raise Errno::EISDIR, "#{api}: cannot write #{shown}" if File.directory?(path)
+      return self.open(path, api) { |io| replace(io, api) { |partial| yield partial } } if special_file?(path)
 
-        return self.open(path, api) { |io| replace(io, api) { |partial| yield partial } }
-      end
       scratch_file(path, "partial", api) do |partial|
         yield partial
         with_path_in_errors(shown, api) { File.rename(partial, path) }
@@ -60,9 +58,14 @@ module Memprof
     def self.written_into?(target, api)
       return false if io?(target)
 
-      path = link_target(path_of(target, api))
+      special_file?(link_target(path_of(target, api)))
+    end
+
+    # A device, FIFO or socket (what exists and is neither a regular file nor a directory).
+    def self.special_file?(path)
       File.exist?(path) && !File.file?(path) && !File.directory?(path)
     end
+    private_class_method :special_file?
 
     # The file `path` names once symbolic links are followed (a link to a file not created yet
     # included), or `path` when the links go round.
