@@ -218,7 +218,7 @@ module Memprof
       end
 
       stall_timeout = nil if Output.written_into?(target, "Memprof.dump_all")
-      leftovers = -> { Output.dump_scratch_files(target, Native.getpid) }
+      leftovers = ->(child) { Output.dump_scratch_files(target, Native.getpid, child) }
       ChildDump.run(leftovers: leftovers, stall_timeout: stall_timeout) do
         Output.replace(target, "Memprof.dump_all") do |annotated_path|
           Output.scratch_file(annotated_path, "raw", "Memprof.dump_all") do |raw|

@@ -286,11 +286,13 @@ bool yield_in_child(void*, std::string* answer) {
 // Memprof.dump_all's child process (forked_child.h): runs the block in a child that holds only
 // this thread (`changed`: the Ractor and Thread.list, whose references the dump shows as they
 // were) and returns the String the block returned there, or nil when no child could be
-// made (the caller does the work in this process). Raises Memprof::Error when the child ended
+// made (the caller does the work in this process); the child's pid is pushed onto `forked` as
+// soon as it runs, for the caller's clean-up if it dies or is killed. Raises Memprof::Error when the child ended
 // without answering, or when it was asleep for `stall_seconds` (nil: no limit) with no CPU time
 // and no I/O (core/util/child_progress.h) and so was killed. The wait lets the app's other
 // threads run, and an interrupt of it (Thread#raise, Ctrl-C) kills the child before it raises.
-[[gnu::noinline]] VALUE in_child_process(VALUE changed_list, VALUE stall_seconds, const void* app_frames_end) {
+[[gnu::noinline]] VALUE in_child_process(VALUE changed_list, VALUE stall_seconds, VALUE forked,
+                                         const void* app_frames_end) {
   constexpr size_t kMostAnswerBytes = size_t{64} << 20;
   // (lib/memprof.rb lets only positive finite numbers through; a year is as good as forever, and
   // anything shorter than a millisecond is one.)
@@ -301,8 +303,12 @@ bool yield_in_child(void*, std::string* answer) {
   std::string failure;
   int state = 0;
   {
+    // The slot is made before the fork: once there is a child, nothing may raise before the wait.
+    rb_ary_push(forked, Qnil);
+    const long slot = RARRAY_LEN(forked) - 1;
     auto child = memprof::ruby::fork_child(values_of(changed_list), app_frames_end, yield_in_child, nullptr);
     if (!child.ok()) return Qnil;
+    RARRAY_ASET(forked, slot, PIDT2NUM(child->pid));
     memprof::StallWatch watch(stall_limit);
     std::string stall;
     auto keep_waiting = [&] {
@@ -334,9 +340,10 @@ bool yield_in_child(void*, std::string* answer) {
 
 // The frames below this one are memprof's: the child's roots leave out what only they hold
 // (ruby/heap_at_fork.h). Every callee-saved register of the caller is saved in this frame.
-VALUE native_in_child_process(VALUE, VALUE changed_list, VALUE stall_seconds) {
+VALUE native_in_child_process(VALUE, VALUE changed_list, VALUE stall_seconds, VALUE forked) {
   __builtin_unwind_init();
-  return in_child_process(changed_list, stall_seconds,
+  Check_Type(forked, T_ARRAY);
+  return in_child_process(changed_list, stall_seconds, forked,
                           reinterpret_cast<const void*>(memprof::util::stack_pointer()));
 }
 
@@ -519,7 +526,7 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   rb_define_module_function(native, "report", on_zeroed_stack<report_block>, 0);
   rb_define_module_function(native, "tracked_objects", native_tracked_objects, 0);
   rb_define_module_function(native, "read_frame", native_read_frame, 2);
-  rb_define_module_function(native, "in_child_process", native_in_child_process, 2);
+  rb_define_module_function(native, "in_child_process", native_in_child_process, 3);
   rb_define_module_function(native, "window_begin", native_window_begin, 0);
   rb_define_module_function(native, "window_end", on_zeroed_stack<end_window>, 0);
   rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);

@@ -68,7 +68,7 @@ module Memprof
         verb, path = command.split(" ", 2)
         return unless verb == "dump" && path
 
-        Output.dump_scratch_files(path, pid).each { |scratch| File.unlink(scratch) if File.exist?(scratch) }
+        Output.dump_scratch_files(path, pid, pid).each { |scratch| File.unlink(scratch) if File.exist?(scratch) }
       end
 
       private

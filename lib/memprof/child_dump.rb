@@ -22,14 +22,16 @@ module Memprof
     # raised in the child is raised here. The child names its scratch files after this process
     # (Output.owner_pid): if it dies, if it is asleep for `stall_timeout` seconds (unless nil)
     # with no CPU time and no I/O (then killed: Memprof::Error), or if the wait is interrupted
-    # (Thread#raise, Ctrl-C: the child is killed), the files `leftovers` names are removed.
+    # (Thread#raise, Ctrl-C: the child is killed), the files `leftovers` names for its pid are
+    # removed.
     def self.run(leftovers:, stall_timeout:, &work)
       return work.call unless wanted?
 
       parent = Native.getpid
       answered = false
+      forked = [] # the child's pid, once it is made
       begin
-        answer = Native.in_child_process([Ractor.current, *Thread.list], stall_timeout) do
+        answer = Native.in_child_process([Ractor.current, *Thread.list], stall_timeout, forked) do
           Output.owner_pid = parent
           outcome_of(&work)
         end
@@ -39,7 +41,10 @@ module Memprof
       ensure
         # Dead, or killed because the wait was interrupted (an ensure: Timeout's is a throw,
         # which no rescue sees): its files go.
-        leftovers.call.each { |file| File.unlink(file) if File.exist?(file) } unless answered
+        unless answered
+          files = forked.compact.flat_map { |child| leftovers.call(child) }
+          files.each { |file| File.unlink(file) if File.exist?(file) }
+        end
       end
       # No child could be made (fork failed): written here, as before children were used.
       return work.call if answer.nil?

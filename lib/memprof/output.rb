@@ -98,11 +98,14 @@ module Memprof
     # call per directory entry, each a wait for the GVL behind the app's busy threads -- and
     # which cannot be required in trap context.)
     def self.private_scratch_file(api)
-      dir = ENV.fetch("TMPDIR", "")
-      dir = "/tmp" unless !dir.empty? && File.directory?(dir) && File.writable?(dir)
-      scratch = File.join(dir, format("memprof-%d-%016x.output", Native.getpid, Random.rand(1 << 64)))
+      scratch = File.join(private_scratch_dir, format("memprof-%d-%016x.output", Native.getpid, Random.rand(1 << 64)))
       with_path_in_errors(scratch, api) { create_exclusively(scratch, 0o600) }
       removed_afterwards(scratch) { yield scratch }
+    end
+
+    def self.private_scratch_dir
+      dir = ENV.fetch("TMPDIR", "")
+      !dir.empty? && File.directory?(dir) && File.writable?(dir) ? dir : "/tmp"
     end
 
     # EXCL: never through a link or a FIFO someone put in a shared directory under this name.
@@ -115,19 +118,30 @@ module Memprof
     ensure
       File.unlink(path) if File.exist?(path)
     end
-    private_class_method :create_exclusively, :removed_afterwards
+    private_class_method :create_exclusively, :removed_afterwards, :private_scratch_dir
 
     # The name of process `pid`'s scratch file `tag` beside `near`.
     def self.scratch_path(near, tag, pid)
       File.join(File.dirname(near), ".#{File.basename(near)}.#{pid}.#{tag}")
     end
 
-    # The scratch files process `pid` writes a dump to `path` through: `replace`'s "partial"
-    # beside the file, and dump_all's "raw" beside that.
-    def self.dump_scratch_files(path, pid)
-      partial = scratch_path(link_target(path), "partial", pid)
-      [partial, scratch_path(partial, "raw", pid)]
+    # The scratch files a dump to `path` by the child process `child`, whose files are named
+    # after process `owner` (owner_pid), may leave when killed: `replace`'s "partial" beside the
+    # file and dump_all's "raw" beside that; for a FIFO, device or socket, the child's private
+    # scratch file and its "raw" in the temporary directory.
+    def self.dump_scratch_files(path, owner, child)
+      partial = scratch_path(link_target(path), "partial", owner)
+      [partial, *private_scratch_files(child)].flat_map { |file| [file, scratch_path(file, "raw", owner)] }
     end
+
+    # The private scratch files (private_scratch_file) process `pid` made and did not remove.
+    def self.private_scratch_files(pid)
+      dir = private_scratch_dir
+      Dir.children(dir).grep(/\Amemprof-#{pid}-\h{16}\.output\z/).map { |name| File.join(dir, name) }
+    rescue SystemCallError
+      []
+    end
+    private_class_method :private_scratch_files
 
     # Whose scratch files these are: this process's, or, in a child that writes a dump for its
     # parent (ChildDump), the parent's, which removes them if it has to end the child.

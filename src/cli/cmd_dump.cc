@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include <simdjson.h>
 
@@ -55,6 +56,23 @@ struct DumpOptions {
   double stall_seconds = 30;
 };
 
+// Whether `path` (absolute), or a symbolic link it leads through, names a file by the
+// descriptors of the process that opens it (/dev/stdout, /dev/fd/N, /proc/self/...).
+bool names_the_openers_own_file(std::filesystem::path path) {
+  static constexpr std::string_view kOwn[] = {"/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/",
+                                              "/proc/self/", "/proc/thread-self/"};
+  for (int hop = 0; hop < 40; ++hop) {
+    for (const std::string& text : {path.string(), path.lexically_normal().string()})
+      for (std::string_view own : kOwn)
+        if (text.starts_with(own)) return true;
+    std::error_code error;
+    std::filesystem::path target = std::filesystem::read_symlink(path, error);
+    if (error) return false;
+    path = target.is_absolute() ? target : path.parent_path() / target;
+  }
+  return false;
+}
+
 int run_dump(const DumpOptions& options) {
   // The process writes the file itself (a child it forks): memprof's stdout is not its to write.
   if (options.output == "-")
@@ -64,6 +82,11 @@ int run_dump(const DumpOptions& options) {
   // The target resolves the path in its own working directory.
   std::string path = std::filesystem::absolute(options.output, error).string();
   if (error) return fail(fmt::format("{}: {}", options.output, error.message()));
+  // ... and its own descriptors: /dev/stdout there was the server's log.
+  if (names_the_openers_own_file(path))
+    return fail(fmt::format("dump -o {}: the process opens the path itself, where it names the process's "
+                            "own descriptor, not memprof's (give a file path, then `memprof analyze FILE`)",
+                            options.output));
   auto stall_ms = static_cast<uint64_t>(options.stall_seconds * 1000);
   const bool existed = !proc::process_gone(options.pid);
   SayWhenInterrupted interrupted(fmt::format(

@@ -374,6 +374,16 @@ class AttachCliTest < Minitest::Test
     assert_equal [1, ""], [status.exitstatus, out], err
     assert_equal "memprof: dump -o -: the process writes the dump itself, so it needs a file path (give one, " \
                  "then `memprof analyze FILE`)\n", err
+    # Nor are /dev/stdout and its kind, which the process opened as its own: the dump went into
+    # the target's standard output (a server's log), whatever memprof's was.
+    File.symlink("/dev/stderr", link = File.join(@tmpdir, "err.json"))
+    ["/dev/stdout", "/dev/fd/2", "/proc/self/fd/1", "/proc/thread-self/fd/1", "/dev//stderr", link].each do |own|
+      out, err, status = memprof("dump", "-p", target.pid, "-o", own)
+      assert_equal [1, ""], [status.exitstatus, out], err
+      assert_equal "memprof: dump -o #{own}: the process opens the path itself, where it names the process's " \
+                   "own descriptor, not memprof's (give a file path, then `memprof analyze FILE`)\n", err
+    end
+    assert_equal "", target.stderr_text
     assert_alive(target)
     detach!(target)
   end
@@ -397,6 +407,29 @@ class AttachCliTest < Minitest::Test
     detach!(target)
     target.send_line("finish")
     assert target.wait_exit.success?, target.context
+  end
+
+  # Into a FIFO, the child writes the dump to a private file in the process's $TMPDIR, then
+  # copies it into the FIFO. A reader that reads nothing stalls the copy: the child is killed
+  # after --stall-timeout, and the private file went with it only once the agent's clean-up
+  # knew it (before: a file as big as the dump stayed in $TMPDIR).
+  def test_a_dump_child_killed_while_writing_into_a_fifo_leaves_nothing_in_tmpdir
+    tmp = File.join(@tmpdir, "tmp")
+    Dir.mkdir(tmp)
+    target = threads_target(%(ENV["TMPDIR"] = #{tmp.inspect}\n$kept = Array.new(20_000) { |i| "kept \#{i}" }))
+    attach!(target)
+    fifo = File.join(@tmpdir, "heap.fifo")
+    File.mkfifo(fifo)
+    reader = Thread.new { File.open(fifo) { |pipe| sleep 0.05 until File.exist?("#{fifo}.done"); pipe.read } }
+    out, err, status = memprof("dump", "-p", target.pid, "-o", fifo, "--stall-timeout", "1",
+                               prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
+    assert_equal [1, ""], [status.exitstatus, out], err
+    assert_match(/made no progress for 1 s \(asleep in \w+, no CPU time and no I\/O\) and was killed\n\z/, err)
+    assert_equal [], Dir.children(tmp)
+    File.write("#{fifo}.done", "")
+    reader.join
+    assert_alive(target)
+    detach!(target)
   end
 
   # Ctrl-C on `memprof dump` stops the dump: the agent sees its requester go away, kills the

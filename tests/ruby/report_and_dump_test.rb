@@ -711,6 +711,44 @@ class ReportAndDumpTest < Minitest::Test
     end
   end
 
+  # A child writing into a FIFO writes the dump in full to a private file in $TMPDIR, then copies
+  # it into the FIFO. Killed meanwhile (here Timeout ends the wait while the reader reads
+  # nothing), it left that file behind, as big as the dump: the parent knew only the names of
+  # the scratch files beside the FIFO. It now knows the child's pid, and so its private files.
+  def test_a_killed_dump_child_writing_into_a_fifo_leaves_nothing_in_tmpdir
+    Dir.mktmpdir("memprof-dump") do |dir|
+      fifo = File.join(dir, "heap.fifo")
+      File.mkfifo(fifo)
+      tmp = File.join(dir, "tmp")
+      Dir.mkdir(tmp)
+      reading = File.join(dir, "reading")
+      reader = Thread.new do
+        File.open(fifo) do |pipe| # opens the FIFO, then reads nothing until the test is over
+          File.write(reading, "")
+          sleep 0.1 until File.exist?(File.join(dir, "done"))
+          pipe.read
+        end
+      end
+      run_ruby(<<~RUBY, env: { "TMPDIR" => tmp }) do |out|
+        require "timeout"
+        Thread.new { sleep }
+        $kept = Array.new(20_000) { |i| "kept \#{i}" } # a dump much bigger than a pipe holds
+        begin
+          Timeout.timeout(3) { Memprof.dump_all(#{fifo.inspect}) }
+          puts "written"
+        rescue Timeout::Error
+          puts "timed out"
+        end
+        puts Dir.children(#{tmp.inspect}).inspect
+      RUBY
+        assert_equal "timed out\n[]\n", out
+      end
+      assert File.exist?(reading), "the reader never opened the FIFO"
+      File.write(File.join(dir, "done"), "")
+      reader.join
+    end
+  end
+
   # Timeout around a dump written by a child ends the child and leaves nothing: before, Ruby's
   # own interrupt check at the end of the wait raised past memprof's (the child ran on and wrote
   # the file after the timeout), and Timeout's throw passed the rescue that removed the scratch
