@@ -34,7 +34,8 @@ Result<std::string> attach_one(pid_t pid, bool json) {
     attach::read_field(status, "ractors", ractors);
   }
   std::string how = mechanism == "hooks"
-                        ? fmt::format("hooks on {} GOT slots and {} call sites", slots, call_sites)
+                        ? fmt::format("hooks on {} GOT slot{} and {} call site{}", slots, slots == 1 ? "" : "s",
+                                      call_sites, call_sites == 1 ? "" : "s")
                         : fmt::format("Ruby's NEWOBJ event ({})", mechanism);
   std::string said;
   if (outcome.injected)
