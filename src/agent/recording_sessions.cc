@@ -302,7 +302,7 @@ void RecordingSessions::drop_unused_vm_end_watch() {
 Result<std::string> RecordingSessions::native_start(const std::string& body) {
   hook::HookChange change;
   if (native_ != nullptr)
-    return err("already tracked by memprof native (memprof native -p {})", ::getpid());
+    return err("already tracked by another memprof native");
   MEMPROF_TRY(request, native::decode_native_request(body));
   native::NativeOptions options;
   options.attribution.stack_depth = request.stack_depth;

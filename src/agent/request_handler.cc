@@ -125,7 +125,7 @@ Result<std::string> RequestHandler::hello() const {
 
 Status RequestHandler::require_memprof() const {
   if (ruby_ == nullptr) return err("{}", kNoSupportedRuby);
-  if (!g_memprof_loaded) return err("memprof is not loaded (memprof attach -p {})", ::getpid());
+  if (!g_memprof_loaded) return err("memprof is not loaded (memprof attach loads it)");
   return ok_status();
 }
 

@@ -14,6 +14,7 @@
 #include "attach/ruby_target.h"
 #include "core/proc/maps.h"
 #include "core/proc/process_access.h"
+#include "core/proc/process_view.h"
 #include "core/util/scoped_fd.h"
 #include "inject/preflight.h"
 
@@ -35,19 +36,25 @@ Error no_agent(pid_t pid, bool explain) {
   return err("no memprof agent in process {} (run: memprof attach -p {})", pid, pid);
 }
 
+// The agent's socket as this process reaches it: the agent names it with its own pid, in its
+// own /tmp (a systemd service with PrivateTmp, a process in a pid namespace of its own).
+std::string agent_socket(pid_t pid, uid_t uid) {
+  return proc::path_from_here(pid, agent::socket_path(uid, proc::pid_inside(pid)));
+}
+
 Result<ScopedFd> connect_to_agent(pid_t pid, bool explain = true) {
   MEMPROF_TRY_STATUS(proc::check_process_exists(pid));
   MEMPROF_TRY_STATUS(inject::check_process_can_answer(pid));
   auto uid = proc::process_uid(pid);
   if (!uid) return err("cannot read the owner of process {}", pid);
-  std::string path = agent::socket_path(*uid, pid);
+  std::string path = agent_socket(pid, *uid);
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     // Another user's 0700 directory hides whether there is a socket at all.
     if (errno == EACCES)
       return err("permission denied on {}: process {} belongs to uid {} (run as that user or "
                  "root)",
-                 agent::socket_directory(*uid), pid, *uid);
+                 proc::path_from_here(pid, agent::socket_directory(*uid)), pid, *uid);
     return no_agent(pid, explain);
   }
   if (!S_ISSOCK(st.st_mode) || st.st_uid != *uid)
@@ -58,7 +65,9 @@ Result<ScopedFd> connect_to_agent(pid_t pid, bool explain = true) {
   if (!fd.valid()) return err("socket: {}", std::strerror(errno));
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), std::min(path.size() + 1, sizeof(address.sun_path)));
+  if (path.size() >= sizeof(address.sun_path))
+    return err("cannot connect to {}: longer than a socket path may be", path);
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     if (errno == EACCES || errno == EPERM)
       return err("permission denied on {}: process {} belongs to uid {} (run as that user or "
@@ -90,7 +99,7 @@ bool agent_listening(pid_t pid) { return connect_to_agent(pid, /*explain=*/false
 AgentSocketFile agent_socket_file(pid_t pid) {
   auto uid = proc::process_uid(pid);
   struct stat st {};
-  if (!uid || ::lstat(agent::socket_path(*uid, pid).c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return {};
+  if (!uid || ::lstat(agent_socket(pid, *uid).c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return {};
   return {st.st_ino, int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec};
 }
 

@@ -1,5 +1,6 @@
 // memprof dump -p PID -o FILE: a heap dump of a running process, written by a forked child.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "attach/agent_client.h"
 #include "cli/command.h"
 #include "core/proc/process_access.h"
+#include "core/proc/process_view.h"
 #include "heap/units.h"
 
 namespace memprof::cli {
@@ -73,6 +75,17 @@ bool names_the_openers_own_file(std::filesystem::path path) {
   return false;
 }
 
+// The file process `pid` wrote at `path`, as memprof reaches it: through /proc/PID/root when
+// the process has mounts of its own (its own /tmp), unless both see the same file there.
+std::string reachable_from_here(pid_t pid, const std::string& path) {
+  const std::string through_root = proc::path_from_here(pid, path);
+  if (through_root == path) return path;
+  struct stat here {}, there {};
+  const bool same_file = ::stat(path.c_str(), &here) == 0 && ::stat(through_root.c_str(), &there) == 0 &&
+                         here.st_dev == there.st_dev && here.st_ino == there.st_ino;
+  return same_file ? path : through_root;
+}
+
 int run_dump(const DumpOptions& options) {
   // The process writes the file itself (a child it forks): memprof's stdout is not its to write.
   if (options.output == "-")
@@ -114,7 +127,11 @@ int run_dump(const DumpOptions& options) {
     return fail("malformed reply from the agent");
   fmt::print("wrote {} ({}) from a child of process {}, which paused {:.1f} ms for the fork\n",
              path, heap::bytes_text(bytes), options.pid, static_cast<double>(fork_us) / 1000.0);
-  fmt::print("next: memprof analyze {}\n", path);
+  const std::string here = reachable_from_here(options.pid, path);
+  if (here != path)
+    fmt::print("process {} has mounts of its own (systemd's PrivateTmp, a container): from here the "
+               "file is {}\n", options.pid, here);
+  fmt::print("next: memprof analyze {}\n", here);
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/proc/process_view.h"
 #include "core/util/proc_file.h"
 #include "inject/signal_frame.h"
 
@@ -203,8 +204,11 @@ Status HijackedThread::prepare_return_path(std::chrono::milliseconds timeout) {
   stub_page_ = *page;
   quiet_signal_ = quiet_signal(session_->pid());
   // Written through /proc/PID/mem: the page is never writable and executable at once.
-  if (!session_->write_through_mem_file(stub_page_, return_stub(session_->pid(), tid_, quiet_signal_))
-           .ok()) {
+  // The stub's tgkill runs in the target: its pid and tid there (a pid namespace of its own
+  // numbers them otherwise, and the signal went to no thread: every call "did not return").
+  stub_pid_ = proc::pid_inside(session_->pid());
+  const auto stub = return_stub(stub_pid_, proc::tid_inside(session_->pid(), tid_), quiet_signal_);
+  if (!session_->write_through_mem_file(stub_page_, stub).ok()) {
     // A kernel that lets no one write read-only pages through /proc/PID/mem: calls return to 0.
     if (libc_->munmap != 0) {
       auto unmapped = call_via(ReturnPath::kLibcTrampoline, libc_->munmap, {stub_page_, kStubPageSize},
@@ -369,7 +373,7 @@ Status HijackedThread::wait_for_return(ReturnPath path, std::string_view what,
       return ok_status();
     }
     if (path == ReturnPath::kStub && quiet_signal_ != 0 && event.signal == quiet_signal_ &&
-        info.si_code == SI_TKILL && info.si_pid == pid &&
+        info.si_code == SI_TKILL && info.si_pid == stub_pid_ &&
         regs.rip == stub_page_ + kStubTrampolineOffset) {
       at_signal_delivery_ = true;  // the stub's own signal, dropped when the thread is let go
       MEMPROF_TRY(stored, memory_.read_value<uint64_t>(frame_.result_slot()));

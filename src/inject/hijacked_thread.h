@@ -109,6 +109,7 @@ class HijackedThread {
   bool return_path_prepared_ = false;
   uint64_t stub_page_ = 0;
   int quiet_signal_ = 0;  // the stub's signal to itself; 0: its rt_sigreturn is caught instead
+  pid_t stub_pid_ = 0;     // the process's pid as it knows itself (its pid namespace's), the sender of that signal
   std::vector<unsigned char> saved_stack_;
   bool frame_written_ = false;
   bool mask_checked_ = false;        // the frame's signal mask read again once the thread ran

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/proc/process_access.h"
+#include "core/proc/process_view.h"
 #include "core/util/proc_file.h"
 #include "core/util/scoped_fd.h"
 #include "inject/inject.h"
@@ -88,20 +89,6 @@ bool can_read_as(const std::string& path, const FileCredentials& credentials) {
   return ::stat(path.c_str(), &st) == 0 && permits(st, credentials, S_IRUSR);
 }
 
-bool same_mount_namespace(pid_t pid) {
-  char ours[64] = {}, theirs[64] = {};
-  if (::readlink("/proc/self/ns/mnt", ours, sizeof(ours) - 1) < 0) return true;
-  if (::readlink(fmt::format("/proc/{}/ns/mnt", pid).c_str(), theirs, sizeof(theirs) - 1) < 0) {
-    return true;  // unreadable: assume the common case
-  }
-  return std::strcmp(ours, theirs) == 0;
-}
-
-// Where the target's "/" is from here.
-std::string target_root(pid_t pid) {
-  return same_mount_namespace(pid) ? std::string() : fmt::format("/proc/{}/root", pid);
-}
-
 Status copy_file(const std::string& from, const std::string& to, const FileCredentials& owner) {
   ScopedFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in.valid()) return err("cannot read {}: {}", from, std::strerror(errno));
@@ -134,7 +121,7 @@ Result<std::string> make_readable_for(pid_t pid, const std::string& path) {
     return err("cannot read the library {}: {}", path, std::strerror(errno));
   }
   MEMPROF_TRY(credentials, target_credentials(pid));
-  const std::string root = target_root(pid);
+  const std::string root = proc::root_of(pid);
   if (root.empty() && can_read_as(resolved, credentials)) return path;
 
   std::string directory = root + std::string(kCopyDirectoryPrefix) + "XXXXXX";
@@ -164,7 +151,7 @@ Status remove_private_copy(pid_t pid, const std::string& path) {
   if (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos) {
     return ok_status();
   }
-  const std::string root = target_root(pid);
+  const std::string root = proc::root_of(pid);
   const std::string file = root + path;
   const std::string directory = root + path.substr(0, slash);
   if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
