@@ -46,6 +46,9 @@ class AttachNamespacesTest < Minitest::Test
     pid = Integer(File.read("/proc/#{launcher.pid}/task/#{launcher.pid}/children").split.fetch(0))
 
     assert_match(/^tracking process #{pid}: /, memprof!("attach", "-p", pid))
+    # Listed, though its socket is in its own /tmp.
+    assert_match(/^ *#{pid}  #{Regexp.escape(RUBY_VERSION)} +tracking +#{Regexp.escape("#{RbConfig.ruby} #{script}")}$/,
+                 memprof!("ps"))
     launcher.send_line("make")
     launcher.wait_for(/\Amade\z/)
     assert_equal 1000, live_stats(pid)["#{script}:#{marked_line(script, 'kept')}:String"]
