@@ -1,5 +1,6 @@
 #include "attach/attach_flow.h"
 
+#include <filesystem>
 #include <thread>
 
 #include <simdjson.h>
@@ -9,6 +10,7 @@
 #include "attach/agent_client.h"
 #include "attach/installation.h"
 #include "attach/ruby_target.h"
+#include "core/proc/process_view.h"
 #include "inject/inject.h"
 
 namespace memprof::attach {
@@ -39,6 +41,17 @@ Result<std::string> json_string_field(const std::string& json, const char* key) 
   return std::string(value);
 }
 
+// The process loads memprof's Ruby code and extension from the paths memprof has them at: a
+// process with mounts of its own (a container) may not have them.
+Status visible_to(pid_t pid, const std::string& path) {
+  if (proc::same_mount_namespace(pid)) return ok_status();
+  std::error_code error;
+  if (std::filesystem::exists(proc::path_from_here(pid, path), error)) return ok_status();
+  return err("process {} has mounts of its own (a container?), and memprof's {} is not in its "
+             "filesystem: run memprof inside it, or make {} visible there",
+             pid, path, std::filesystem::path(path).parent_path().string());
+}
+
 }  // namespace
 
 Result<AttachOutcome> ensure_agent(pid_t pid) {
@@ -62,6 +75,8 @@ Result<AttachOutcome> ensure_agent(pid_t pid) {
 
 Result<AttachOutcome> attach_ruby(pid_t pid) {
   MEMPROF_TRY(target, find_ruby(pid));
+  MEMPROF_TRY(lib, gem_entry_file());
+  MEMPROF_TRY_STATUS(visible_to(pid, lib));  // before anything is injected
   MEMPROF_TRY(outcome, ensure_agent(pid));
   MEMPROF_TRY(hello, agent_request(pid, "hello"));
   auto version = json_string_field(hello, "ruby");
@@ -69,8 +84,8 @@ Result<AttachOutcome> attach_ruby(pid_t pid) {
     return err("process {}: the agent finds no Ruby it supports (memprof attaches to Ruby 3.1 "
                "to 3.4)",
                pid);
-  MEMPROF_TRY(lib, gem_entry_file());
   MEMPROF_TRY(extension, choose_extension(pid, *version, target, installed_extensions()));
+  MEMPROF_TRY_STATUS(visible_to(pid, extension.path));
   MEMPROF_TRY_STATUS(agent_request(pid, "load", lib + "\n" + extension.path));
   MEMPROF_TRY(status, ruby_request(pid, "start"));
   simdjson::dom::parser parser;

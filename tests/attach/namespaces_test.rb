@@ -66,4 +66,23 @@ class AttachNamespacesTest < Minitest::Test
     launcher.send_line("finish")
     assert launcher.wait_exit.success?, launcher.context
   end
+
+  # A container without memprof's installation in its filesystem: said before anything is
+  # injected. Before: the agent was injected, then "loading memprof into the process: LoadError:
+  # cannot load such file -- .../lib/memprof.rb".
+  def test_a_process_whose_mounts_lack_memprofs_installation_is_refused_before_injection
+    lib = File.realpath(File.expand_path("../lib", File.dirname(MEMPROF)))
+    script = File.join(@tmpdir, "app.rb")
+    File.write(script, "$stdout.sync = true\nputs \"ready\"\n$stdin.gets\n")
+    target = spawn_target(command: ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                                    "mount -t tmpfs tmpfs #{lib} && exec #{RbConfig.ruby} #{script}"], script: script)
+    target.wait_for(/\Aready\z/)
+    out, err, status = memprof("attach", "-p", target.pid)
+    assert_equal [1, ""], [status.exitstatus, out], err
+    assert_equal "memprof: process #{target.pid} has mounts of its own (a container?), and memprof's " \
+                 "#{lib}/memprof.rb is not in its filesystem: run memprof inside it, or make #{lib} visible there\n", err
+    refute_includes File.read("/proc/#{target.pid}/maps"), "memprof_agent"
+    target.send_line("")
+    assert target.wait_exit.success?, target.context
+  end
 end
