@@ -98,11 +98,13 @@ module Memprof
     # call per directory entry, each a wait for the GVL behind the app's busy threads -- and
     # which cannot be required in trap context.)
     def self.private_scratch_file(api)
-      scratch = File.join(private_scratch_dir, format("memprof-%d-%016x.output", Native.getpid, Random.rand(1 << 64)))
+      name = format("memprof-%d-%016x.output", Native.getpid, Random.rand(1 << 64))
+      scratch = File.join(private_scratch_dir, name)
       with_path_in_errors(scratch, api) { create_exclusively(scratch, 0o600) }
       removed_afterwards(scratch) { yield scratch }
     end
 
+    # $TMPDIR when it is a directory this process can write, else /tmp.
     def self.private_scratch_dir
       dir = ENV.fetch("TMPDIR", "")
       !dir.empty? && File.directory?(dir) && File.writable?(dir) ? dir : "/tmp"
