@@ -13,6 +13,8 @@ class AttachNamespacesTest < Minitest::Test
   def setup
     super
     skip "making namespaces (unshare) needs root" unless Process.uid.zero?
+    _, err, status = Open3.capture3("unshare", "--mount", "--pid", "--fork", "--mount-proc", "true")
+    skip "this machine makes no namespaces: unshare: #{err.strip}" unless status.success?
   end
 
   # Before: the injector's return stub signalled the thread by the pid and tid memprof sees, which
