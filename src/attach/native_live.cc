@@ -12,7 +12,7 @@
 
 namespace memprof::attach {
 
-NativeLiveSource::NativeLiveSource(pid_t pid) : pid_(pid), symbols_(proc::SymbolIndex::build({}, "", 0, false)) {}
+NativeLiveSource::NativeLiveSource(pid_t pid) : pid_(pid), symbols_(proc::SymbolIndex::build({}, 0, false)) {}
 
 Result<std::unique_ptr<NativeLiveSource>> NativeLiveSource::start(pid_t pid) {
   MEMPROF_TRY(process, RecordedProcess::open(pid, {}));

@@ -66,7 +66,7 @@ class SiteNamer {
 
  private:
   pid_t pid_;
-  proc::SymbolIndex index_ = proc::SymbolIndex::build({}, "", 0, false);
+  proc::SymbolIndex index_ = proc::SymbolIndex::build({}, 0, false);
   std::map<uint64_t, attach::SourceLine> sources_;
 };
 

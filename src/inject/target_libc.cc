@@ -121,12 +121,16 @@ Result<TargetLibc> find_target_libc(pid_t pid, const std::vector<proc::LoadedObj
   if (const auto* loader = find_object(objects, is_loader_path)) target.loader = ranges_of(*loader);
   target.libc_bias = libc->load_bias;
 
-  // Files through /proc/PID/root: the target may live in another mount namespace.
+  // Through /proc/PID/root (the target may have mounts of its own), or map_files for a file
+  // deleted since it was mapped (LoadedObject::file).
   auto load_symbols = [&](const proc::LoadedObject& object) {
-    return elf::ObjectSymbols::load(fmt::format("/proc/{}/root{}", pid, object.path),
-                                    /*use_debug_files=*/false);
+    return elf::ObjectSymbols::load(object.file, /*use_debug_files=*/false);
   };
   auto libc_symbols = load_symbols(*libc);
+  if (!libc_symbols && libc->file.find("/map_files/") != std::string::npos)
+    return err("process {}: its C library {} was deleted since it was loaded (an upgrade?), and its "
+               "mapped copy cannot be read ({}): run memprof as root, or restart the process",
+               pid, libc->path, libc_symbols.message());
   if (!libc_symbols) {
     return err("process {}: cannot read the symbols of its C library: {}", pid,
                libc_symbols.message());

@@ -181,7 +181,7 @@ TEST(TopScreen, MallocBlocksWithoutRubyLinesAreShownByCallSite) {
   site.live_blocks = 3;
   site.live_bytes = 96;
   snapshot.sites.push_back(site);
-  LiveSnapshot now = live_snapshot_of(snapshot, proc::SymbolIndex::build({}, "", 0, false), 1);
+  LiveSnapshot now = live_snapshot_of(snapshot, proc::SymbolIndex::build({}, 0, false), 1);
   EXPECT_FALSE(now.ruby_lines);
   auto rows = rows_of(now, nullptr, Grouping::kBoth);
   ASSERT_EQ(rows.size(), 1u);
@@ -193,7 +193,7 @@ TEST(TopScreen, MallocBlocksWithoutRubyLinesAreShownByCallSite) {
   snapshot.ruby_files.push_back("app.rb");
   snapshot.sites[0].ruby_file = 2;
   snapshot.sites[0].ruby_line = 7;
-  now = live_snapshot_of(snapshot, proc::SymbolIndex::build({}, "", 0, false), 1);
+  now = live_snapshot_of(snapshot, proc::SymbolIndex::build({}, 0, false), 1);
   EXPECT_TRUE(now.ruby_lines);
   EXPECT_TRUE(has_line_starting(render_top(frame, TopSettings{}, 80, 24), "by Ruby line + call site"));
 }

@@ -29,6 +29,8 @@ TEST(ProcMaps, ParsesEveryField) {
   EXPECT_EQ(text.inode, 173521u);
   EXPECT_EQ(text.path, "/usr/bin/dbus-daemon");
   EXPECT_TRUE(text.is_file());
+  EXPECT_FALSE(text.is_deleted_file());
+  EXPECT_EQ(text.file_path(), "/usr/bin/dbus-daemon");
   EXPECT_TRUE(text.contains(0x451fff));
   EXPECT_FALSE(text.contains(0x452000));
 
@@ -42,6 +44,10 @@ TEST(ProcMaps, ParsesEveryField) {
   EXPECT_EQ(deleted.offset, 0x1a000u);
   EXPECT_TRUE(deleted.shared);
   EXPECT_FALSE(deleted.is_file());
+  EXPECT_TRUE(deleted.is_deleted_file());
+  EXPECT_EQ(deleted.file_path(), "/tmp/name with spaces");
+  EXPECT_FALSE((*maps)[1].is_deleted_file());
+  EXPECT_EQ((*maps)[1].file_path(), "[stack]");
 
   EXPECT_EQ((*maps)[3].path, "");
   EXPECT_FALSE((*maps)[3].readable);

@@ -69,6 +69,16 @@ std::optional<uint64_t> bias_from_maps(const std::vector<MapEntry>& maps, const 
   return std::nullopt;
 }
 
+// Where to open the file of an object one of whose mappings is `mapped`: through the process's
+// root, or, once the file was deleted since it was mapped (an upgrade renamed a new file over
+// it: the path names another object now, or nothing), through that mapping's map_files entry,
+// which opens the mapped file itself (root only: CAP_SYS_ADMIN).
+std::string file_of(pid_t pid, const std::string& root, const std::string& path, const MapEntry* mapped) {
+  if (mapped != nullptr && mapped->is_deleted_file())
+    return fmt::format("/proc/{}/map_files/{:x}-{:x}", pid, mapped->start, mapped->end);
+  return root + path;
+}
+
 std::vector<elf::Segment> segments_of(const std::string& path) {
   auto file = elf::ElfFile::open(path);
   return file ? file->segments() : std::vector<elf::Segment>{};
@@ -90,8 +100,8 @@ Result<uint64_t> r_debug_from_dynamic(const RemoteMemory& memory, const elf::Elf
 }
 
 // The loader's exported _r_debug, for executables without DT_DEBUG.
-std::optional<uint64_t> r_debug_from_loader(const std::vector<MapEntry>& maps, const elf::ElfFile& exe,
-                                            const std::string& root) {
+std::optional<uint64_t> r_debug_from_loader(pid_t pid, const std::vector<MapEntry>& maps,
+                                            const elf::ElfFile& exe, const std::string& root) {
   auto interp = std::find_if(exe.segments().begin(), exe.segments().end(),
                              [](const elf::Segment& s) { return s.type == PT_INTERP; });
   if (interp == exe.segments().end()) return std::nullopt;
@@ -102,9 +112,10 @@ std::optional<uint64_t> r_debug_from_loader(const std::vector<MapEntry>& maps, c
   std::error_code ec;
   std::string real = std::filesystem::canonical(root + std::string(*loader_path), ec).string();
   for (const auto& entry : maps) {
-    if (entry.offset != 0 || !entry.is_file()) continue;
-    if (root + entry.path != real && entry.path != *loader_path) continue;
-    auto symbols = elf::ObjectSymbols::load(root + entry.path, false);
+    if (entry.offset != 0 || !(entry.is_file() || entry.is_deleted_file())) continue;
+    const std::string path(entry.file_path());
+    if (root + path != real && path != *loader_path) continue;
+    auto symbols = elf::ObjectSymbols::load(file_of(pid, root, path, &entry), false);
     if (!symbols) return std::nullopt;
     auto found = symbols->find("_r_debug");
     if (found.empty()) return std::nullopt;
@@ -136,7 +147,9 @@ Result<std::vector<LoadedObject>> walk_link_map(const RemoteMemory& memory, uint
     object.is_vdso = dynamic_map != nullptr && dynamic_map->path == "[vdso]";
     // The loader knows the main executable by an empty name.
     if (object.is_main && object.path.empty()) object.path = exe_path;
-    if (!object.is_vdso && !object.path.empty()) object.segments = segments_of(root + object.path);
+    object.file = object.is_main ? fmt::format("/proc/{}/exe", memory.pid())
+                                 : file_of(memory.pid(), root, object.path, dynamic_map);
+    if (!object.is_vdso && !object.path.empty()) object.segments = segments_of(object.file);
     objects.push_back(std::move(object));
     node = link.l_next;
   }
@@ -144,26 +157,28 @@ Result<std::vector<LoadedObject>> walk_link_map(const RemoteMemory& memory, uint
 }
 
 // Objects from the maps alone: every file mapped from offset 0 that parses as ELF, plus the vdso.
-std::vector<LoadedObject> objects_from_maps(const std::vector<MapEntry>& maps,
+std::vector<LoadedObject> objects_from_maps(pid_t pid, const std::vector<MapEntry>& maps,
                                             const std::string& exe_path, const std::string& root) {
   std::vector<LoadedObject> objects;
   std::unordered_set<std::string> seen;
   for (const auto& entry : maps) {
-    if (entry.offset != 0 || !(entry.is_file() || entry.path == "[vdso]")) continue;
-    if (!seen.insert(entry.path).second) continue;
+    if (entry.offset != 0 || !(entry.is_file() || entry.is_deleted_file() || entry.path == "[vdso]")) continue;
+    std::string path(entry.file_path());
+    if (!seen.insert(path).second) continue;
     LoadedObject object;
-    object.path = entry.path;
+    object.path = path;
     if (entry.path == "[vdso]") {
       object.is_vdso = true;
       object.load_bias = entry.start;  // corrected from the image's headers by the symbol index
       objects.push_back(std::move(object));
       continue;
     }
-    auto file = elf::ElfFile::open(root + entry.path);
+    object.is_main = path == exe_path || entry.path == exe_path;  // readlink says " (deleted)" too
+    object.file = object.is_main ? fmt::format("/proc/{}/exe", pid) : file_of(pid, root, path, &entry);
+    auto file = elf::ElfFile::open(object.file);
     if (!file) continue;  // a mapped data file, not an ELF object
     object.load_bias = entry.start - file->first_load_address();
     object.segments = file->segments();
-    object.is_main = entry.path == exe_path;
     for (const auto& segment : object.segments) {
       if (segment.type == PT_DYNAMIC) object.dynamic = object.load_bias + segment.vaddr;
     }
@@ -190,13 +205,13 @@ Result<ProcessObjects> process_objects(pid_t pid) {
     MEMPROF_TRY(from_dynamic, r_debug_from_dynamic(memory, exe, *bias));
     r_debug_address = from_dynamic;
   }
-  if (r_debug_address == 0) r_debug_address = r_debug_from_loader(maps, exe, root).value_or(0);
+  if (r_debug_address == 0) r_debug_address = r_debug_from_loader(pid, maps, exe, root).value_or(0);
   if (r_debug_address != 0) {
     MEMPROF_TRY(objects, walk_link_map(memory, r_debug_address, maps, exe_path, root));
     // r_map is still empty while the loader has not started its work.
     if (!objects.empty()) return ProcessObjects{std::move(objects), ObjectSource::kLinkMap};
   }
-  return ProcessObjects{objects_from_maps(maps, exe_path, root), ObjectSource::kMaps};
+  return ProcessObjects{objects_from_maps(pid, maps, exe_path, root), ObjectSource::kMaps};
 }
 
 }  // namespace memprof::proc

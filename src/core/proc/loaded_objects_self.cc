@@ -62,6 +62,7 @@ std::vector<LoadedObject> self_objects() {
   if (!collector.objects.empty() && collector.objects.front().path.empty()) {
     collector.objects.front().path = self_executable_path();
   }
+  for (LoadedObject& object : collector.objects) object.file = object.path;
   return std::move(collector.objects);
 }
 

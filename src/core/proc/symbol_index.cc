@@ -43,23 +43,22 @@ bool in_loaded_segment(const LoadedObject& object, uint64_t address) {
 }  // namespace
 
 Result<SymbolIndex> SymbolIndex::for_self(bool use_debug_files) {
-  return build(self_objects(), "", ::getpid(), use_debug_files);
+  return build(self_objects(), ::getpid(), use_debug_files);
 }
 
 Result<SymbolIndex> SymbolIndex::for_process(pid_t pid, bool use_debug_files) {
   MEMPROF_TRY(found, process_objects(pid));
-  return build(std::move(found.objects), fmt::format("/proc/{}/root", pid), pid, use_debug_files);
+  return build(std::move(found.objects), pid, use_debug_files);
 }
 
-SymbolIndex SymbolIndex::build(std::vector<LoadedObject> objects, const std::string& file_prefix,
-                               pid_t pid, bool use_debug_files) {
+SymbolIndex SymbolIndex::build(std::vector<LoadedObject> objects, pid_t pid, bool use_debug_files) {
   SymbolIndex index;
   index.objects_.reserve(objects.size());
   for (auto& object : objects) {
     IndexedObject indexed;
     // The main executable through /proc/PID/exe: that works even when its file was deleted or
     // replaced since the process started.
-    std::string path = object.is_main ? fmt::format("/proc/{}/exe", pid) : file_prefix + object.path;
+    std::string path = object.is_main ? fmt::format("/proc/{}/exe", pid) : object.file;
     Result<elf::ObjectSymbols> symbols = object.is_vdso
                                              ? vdso_symbols(pid, object)
                                              : elf::ObjectSymbols::load(path, use_debug_files);

@@ -38,13 +38,13 @@ class SymbolIndex {
  public:
   // This process. With use_debug_files, symbols of installed separate debug files are merged.
   static Result<SymbolIndex> for_self(bool use_debug_files = true);
-  // Another process; its files are read through /proc/PID/root so containers work.
+  // Another process; its files are read where LoadedObject::file says (its own mounts, files
+  // deleted since they were mapped).
   static Result<SymbolIndex> for_process(pid_t pid, bool use_debug_files = true);
   // Objects already enumerated in process `pid` (whose memory holds the vdso image); files are
-  // opened as file_prefix + path. Objects whose file cannot be read or parsed are kept without
+  // opened at their `file`. Objects whose file cannot be read or parsed are kept without
   // symbols and their error goes to warnings().
-  static SymbolIndex build(std::vector<LoadedObject> objects, const std::string& file_prefix,
-                           pid_t pid, bool use_debug_files = true);
+  static SymbolIndex build(std::vector<LoadedObject> objects, pid_t pid, bool use_debug_files = true);
 
   const std::vector<IndexedObject>& objects() const { return objects_; }
   const std::vector<std::string>& warnings() const { return warnings_; }

@@ -37,8 +37,18 @@ std::string_view take_word(std::string_view& line) {
 
 }  // namespace
 
-bool MapEntry::is_file() const {
-  return !path.empty() && path.front() == '/' && !path.ends_with(" (deleted)");
+namespace {
+constexpr std::string_view kDeleted = " (deleted)";
+}  // namespace
+
+bool MapEntry::is_file() const { return path.starts_with('/') && !path.ends_with(kDeleted); }
+
+bool MapEntry::is_deleted_file() const { return path.starts_with('/') && path.ends_with(kDeleted); }
+
+std::string_view MapEntry::file_path() const {
+  std::string_view file = path;
+  if (is_deleted_file()) file.remove_suffix(kDeleted.size());
+  return file;
 }
 
 Result<std::vector<MapEntry>> parse_maps(std::string_view text) {

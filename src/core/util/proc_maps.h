@@ -24,6 +24,10 @@ struct MapEntry {
   bool contains(uint64_t address) const { return address >= start && address < end; }
   // A mapping of a regular file (not anonymous, not a [pseudo] region, not "(deleted)").
   bool is_file() const;
+  // A mapping of a file deleted since it was mapped: "/path (deleted)".
+  bool is_deleted_file() const;
+  // The mapped file's path, without " (deleted)".
+  std::string_view file_path() const;
   // The permissions as mprotect takes them: PROT_READ | PROT_WRITE | PROT_EXEC bits.
   int protection() const {
     return (readable ? PROT_READ : 0) | (writable ? PROT_WRITE : 0) | (executable ? PROT_EXEC : 0);
