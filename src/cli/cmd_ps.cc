@@ -13,7 +13,6 @@
 #include "attach/agent_client.h"
 #include "attach/json_field.h"
 #include "cli/command.h"
-#include "core/proc/process_access.h"
 #include "core/proc/process_view.h"
 #include "core/util/json_escape.h"
 #include "core/util/proc_file.h"
@@ -58,10 +57,7 @@ std::vector<pid_t> processes_with_agent_sockets() {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10));
-    if (pid <= 0 || proc::same_mount_namespace(pid)) continue;
-    auto uid = proc::process_uid(pid);
-    std::error_code inner;
-    if (uid && fs::is_socket(proc::path_from_here(pid, agent::socket_path(*uid, proc::pid_inside(pid))), inner))
+    if (pid > 0 && !proc::same_mount_namespace(pid) && attach::agent_socket_file(pid).inode != 0)
       pids.push_back(pid);
   }
   std::sort(pids.begin(), pids.end());
