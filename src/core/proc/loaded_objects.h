@@ -20,10 +20,10 @@ namespace memprof::proc {
 
 struct LoadedObject {
   std::string path;         // as the loader knows it; the main executable's real path
-  // Where this process opens the object's file: `path` itself for this process; for another,
+  // Where this process opens the object's file: `path` itself in this process; in another,
   // /proc/PID/root/PATH (its mounts may be its own), or /proc/PID/map_files/START-END when the
   // file was deleted since it was mapped (an upgraded libc: the path then names another file,
-  // or none); /proc/PID/exe for the main executable.
+  // or none). The main executable through /proc/self/exe or /proc/PID/exe.
   std::string file;
   uint64_t load_bias = 0;   // l_addr / dlpi_addr
   uint64_t dynamic = 0;     // runtime address of PT_DYNAMIC (l_ld), 0 when none

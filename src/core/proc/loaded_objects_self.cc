@@ -62,7 +62,9 @@ std::vector<LoadedObject> self_objects() {
   if (!collector.objects.empty() && collector.objects.front().path.empty()) {
     collector.objects.front().path = self_executable_path();
   }
-  for (LoadedObject& object : collector.objects) object.file = object.path;
+  // The executable through /proc/self/exe, as another process's through /proc/PID/exe: that
+  // works even once its file was deleted or replaced.
+  for (LoadedObject& object : collector.objects) object.file = object.is_main ? "/proc/self/exe" : object.path;
   return std::move(collector.objects);
 }
 

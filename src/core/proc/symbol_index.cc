@@ -56,12 +56,8 @@ SymbolIndex SymbolIndex::build(std::vector<LoadedObject> objects, pid_t pid, boo
   index.objects_.reserve(objects.size());
   for (auto& object : objects) {
     IndexedObject indexed;
-    // The main executable through /proc/PID/exe: that works even when its file was deleted or
-    // replaced since the process started.
-    std::string path = object.is_main ? fmt::format("/proc/{}/exe", pid) : object.file;
-    Result<elf::ObjectSymbols> symbols = object.is_vdso
-                                             ? vdso_symbols(pid, object)
-                                             : elf::ObjectSymbols::load(path, use_debug_files);
+    Result<elf::ObjectSymbols> symbols = object.is_vdso ? vdso_symbols(pid, object)
+                                                        : elf::ObjectSymbols::load(object.file, use_debug_files);
     if (symbols) {
       if (object.segments.empty()) object.segments = symbols->file().segments();
       indexed.symbols = std::make_shared<const elf::ObjectSymbols>(std::move(*symbols));
