@@ -125,7 +125,12 @@ Result<std::string> RequestHandler::hello() const {
 
 Status RequestHandler::require_memprof() const {
   if (ruby_ == nullptr) return err("{}", kNoSupportedRuby);
-  if (!g_memprof_loaded) return err("memprof is not loaded (memprof attach loads it)");
+  // The agent alone: loaded by trace, native or `run --no-track`, or by an attach that gave up
+  // waiting for Ruby (a long call that held the GVL).
+  if (!g_memprof_loaded)
+    return err("the memprof agent is loaded but does not track Ruby objects (trace, native and run "
+               "--no-track load it alone, and an attach that did not finish leaves it so): run memprof "
+               "attach first");
   return ok_status();
 }
 

@@ -195,6 +195,39 @@ class AttachCliTest < Minitest::Test
     assert run.wait_exit.success?, run.context
   end
 
+  # `run --no-track` preloads the agent alone: the commands that read the tracking say it is not
+  # on and how to start it (before: "memprof is not loaded", while `ps` listed the agent), and
+  # an attach then tracks from that moment.
+  def test_run_no_track_loads_the_agent_alone_until_attach
+    script = File.join(@tmpdir, "later.rb")
+    File.write(script, <<~RUBY)
+      # frozen_string_literal: true
+      $stdout.sync = true
+      String.new("warm-up") # (Ruby 3.1's first String.new interns its keyword names)
+      $stdout.puts "up \#{Process.pid}"
+      while $stdin.gets
+        $kept = Array.new(300) { String.new("kept") } # MARK: kept
+        $stdout.puts "made"
+      end
+    RUBY
+    run = spawn_target(command: [MEMPROF, "run", "--no-track", "--", RbConfig.ruby, script])
+    ruby_pid = Integer(run.wait_for(/\Aup \d+\z/).split.last)
+    row = memprof!("ps").lines.find { |line| line.split.first == ruby_pid.to_s }
+    assert_equal format("%8d  %-8s  %-10s  ", ruby_pid, RUBY_VERSION, "agent only"), row&.slice(0, 32)
+    %w[stats top leaks].each do |command|
+      extra = { "top" => ["--once"], "leaks" => ["--rounds", "1", "--interval", "0.1s"] }.fetch(command, [])
+      assert_one_line_error([command, "-p", ruby_pid, *extra],
+                            /\Amemprof: process #{ruby_pid}: the memprof agent is loaded but does not track Ruby objects .*: run memprof attach first\n\z/)
+    end
+    assert_match(/^tracking process #{ruby_pid}: /, memprof!("attach", "-p", ruby_pid))
+    run.send_line("go")
+    run.wait_for(/\Amade\z/)
+    assert_equal 300, live_stats(ruby_pid)["#{script}:#{marked_line(script, 'kept')}:String"]
+    detach!(ruby_pid)
+    run.stdin.close
+    assert run.wait_exit.success?, run.context
+  end
+
   # A program the agent cannot be preloaded into runs, and memprof says so at once. Before:
   # nothing was said, and `memprof top -p PID` then failed with "no agent".
   def test_run_says_when_the_agent_cannot_be_preloaded
