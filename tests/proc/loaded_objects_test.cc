@@ -43,5 +43,26 @@ TEST(SelfObjects, DlopenedLibraryWithTheLoadersBias) {
   dlclose(handle);
 }
 
+// dlopen("./lib.so") leaves the loader a relative name, which names nothing once the process
+// has moved to another directory (servers chdir): the object is named from the root.
+TEST(SelfObjects, LibraryDlopenedByARelativePathIsNamedFromTheRoot) {
+  const std::filesystem::path library = std::filesystem::canonical(TARGET_LIB);
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(library.parent_path());
+  void* handle = dlopen(("./" + library.filename().string()).c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::filesystem::current_path("/");
+  std::vector<LoadedObject> objects = self_objects();
+  std::filesystem::current_path(before);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  link_map* map = nullptr;
+  ASSERT_EQ(dlinfo(handle, RTLD_DI_LINKMAP, &map), 0);
+  auto it = std::find_if(objects.begin(), objects.end(),
+                         [&](const LoadedObject& o) { return o.load_bias == map->l_addr && !o.is_main; });
+  ASSERT_NE(it, objects.end());
+  EXPECT_EQ(it->path, library.string());
+  EXPECT_EQ(it->file, library.string());
+  dlclose(handle);
+}
+
 }  // namespace
 }  // namespace memprof::proc

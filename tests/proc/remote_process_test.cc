@@ -82,6 +82,37 @@ TEST_P(RemoteTarget, SymbolsAtTheAddressesTheProcessUses) {
 INSTANTIATE_TEST_SUITE_P(Variants, RemoteTarget,
                          ::testing::Values(TARGET_PIE, TARGET_NOPIE, TARGET_STATIC));
 
+// dlopen("./lib.so") leaves the loader a relative name, which names nothing once the process has
+// moved to another directory (and named a file under memprof's root before). The object is
+// named by its path from the root, and its symbols are found. Before: no symbols for it, and
+// `memprof native` charged its leaks to "?".
+TEST(RemoteTargetRelative, LibraryDlopenedByARelativePath) {
+  const std::filesystem::path library = std::filesystem::canonical(TARGET_LIB);
+  ChildProcess child({"sh", "-c", "cd \"$1\" && exec \"$2\" \"./$3\"", "sh", library.parent_path().string(),
+                      TARGET_DLOPEN, library.filename().string()});
+  ASSERT_TRUE(child.started());
+  std::istringstream line(child.read_line());
+  std::string ready;
+  uint64_t function = 0;
+  line >> ready >> std::hex >> function;
+  ASSERT_EQ(ready, "ready");
+
+  auto objects = process_objects(child.pid());
+  ASSERT_TRUE(objects.ok()) << objects.message();
+  EXPECT_EQ(std::count_if(objects->objects.begin(), objects->objects.end(),
+                          [&](const LoadedObject& o) { return o.path == library.string(); }),
+            1);
+  auto index = SymbolIndex::for_process(child.pid());
+  ASSERT_TRUE(index.ok()) << index.message();
+  EXPECT_TRUE(index->warnings().empty()) << index->warnings().front();
+  EXPECT_EQ(only_address(*index, "proc_target_function"), function);
+  auto inside = index->lookup(function + 1);
+  ASSERT_TRUE(inside.has_value());
+  ASSERT_NE(inside->symbol, nullptr);
+  EXPECT_EQ(inside->symbol->name, "proc_target_function");
+  EXPECT_EQ(inside->object->object.path, library.string());
+}
+
 // A deployment replaced the program after the process started: the file is gone, the process
 // still runs it. Its symbols come from /proc/PID/exe.
 TEST(RemoteTargetDeleted, ExecutableDeletedAfterStart) {

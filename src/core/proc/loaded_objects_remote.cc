@@ -145,6 +145,12 @@ Result<std::vector<LoadedObject>> walk_link_map(const RemoteMemory& memory, uint
     }
     const MapEntry* dynamic_map = link.l_ld != 0 ? find_mapping(maps, link.l_ld) : nullptr;
     object.is_vdso = dynamic_map != nullptr && dynamic_map->path == "[vdso]";
+    // The loader keeps the name it was given, and dlopen("./plugin.so") or a relative
+    // LD_LIBRARY_PATH entry gives a relative one: the file as seen from the directory the
+    // process was in then. The mapping of its dynamic section names it from the root.
+    if (!object.is_main && !object.path.starts_with('/') && dynamic_map != nullptr &&
+        (dynamic_map->is_file() || dynamic_map->is_deleted_file()))
+      object.path = dynamic_map->file_path();
     // The loader knows the main executable by an empty name.
     if (object.is_main && object.path.empty()) object.path = exe_path;
     object.file = object.is_main ? fmt::format("/proc/{}/exe", memory.pid())

@@ -6,8 +6,10 @@
 
 #include <climits>
 #include <new>
+#include <optional>
 
 #include "core/proc/loaded_objects.h"
+#include "core/util/proc_maps.h"
 
 namespace memprof::proc {
 
@@ -51,6 +53,27 @@ int collect(dl_phdr_info* info, size_t, void* data) noexcept {
   }
 }
 
+// The loader keeps the name it was given, and dlopen("./plugin.so") or a relative
+// LD_LIBRARY_PATH entry gives a relative one: the file as seen from the directory the process
+// was in then, not necessarily now (servers chdir). The mapping of the object's dynamic section
+// names it from the root.
+void name_relative_objects_from_the_root(std::vector<LoadedObject>& objects) {
+  std::optional<std::vector<MapEntry>> maps;
+  for (LoadedObject& object : objects) {
+    if (object.is_main || object.is_vdso || object.path.empty() || object.path.starts_with('/') ||
+        object.dynamic == 0)
+      continue;
+    if (!maps) {
+      auto read = read_self_maps();
+      if (!read.ok()) return;  // the names stay as the loader has them
+      maps = std::move(*read);
+    }
+    const MapEntry* mapping = find_mapping(*maps, object.dynamic);
+    if (mapping != nullptr && (mapping->is_file() || mapping->is_deleted_file()))
+      object.path = mapping->file_path();
+  }
+}
+
 }  // namespace
 
 std::vector<LoadedObject> self_objects() {
@@ -62,6 +85,7 @@ std::vector<LoadedObject> self_objects() {
   if (!collector.objects.empty() && collector.objects.front().path.empty()) {
     collector.objects.front().path = self_executable_path();
   }
+  name_relative_objects_from_the_root(collector.objects);
   // The executable through /proc/self/exe, as another process's through /proc/PID/exe: that
   // works even once its file was deleted or replaced.
   for (LoadedObject& object : collector.objects) object.file = object.is_main ? "/proc/self/exe" : object.path;
