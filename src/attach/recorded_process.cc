@@ -14,6 +14,7 @@
 #include "agent/protocol.h"
 #include "attach/attach_flow.h"
 #include "core/proc/process_access.h"
+#include "core/util/print_stderr.h"
 #include "core/util/scoped_fd.h"
 
 namespace memprof::attach {
@@ -134,7 +135,7 @@ int RecordedProcess::wait() {
   stop_following();
   if (!launched_) return 0;
   int status = launched_->wait();
-  fmt::print(stderr, "memprof: process {} {}\n", pid_, launched_->ending());
+  print_stderr("memprof: process {} {}\n", pid_, launched_->ending());
   return status;
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/object_filter_options.h"
+#include "core/util/print_stderr.h"
 #include "heap/analysis_report.h"
 #include "heap/loader.h"
 
@@ -46,7 +47,7 @@ int run_analyze(const AnalyzeOptions& options) {
     if (!options.filter.site.empty())
       hints.push_back("sites are written as the by-location table writes them (the file whole or its "
                       "tail after a '/', with or without its ':LINE')");
-    fmt::print(stderr, "memprof: no object of {} matches {}{}{}\n", options.dump, options.filter.describe(),
+    print_stderr("memprof: no object of {} matches {}{}{}\n", options.dump, options.filter.describe(),
                hints.empty() ? "" : ": ", fmt::join(hints, "; "));
   }
   return 0;

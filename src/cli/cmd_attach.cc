@@ -7,6 +7,7 @@
 #include "attach/attach_flow.h"
 #include "cli/command.h"
 #include "cli/process_tree_command.h"
+#include "core/util/print_stderr.h"
 
 namespace memprof::cli {
 namespace {
@@ -43,7 +44,7 @@ Result<std::string> attach_one(pid_t pid, bool json) {
   said += fmt::format("{} process {}: {}\n", outcome.started ? "tracking" : "already tracking", pid, how);
   // Said now rather than by every read-out later (Tracker::prune says why).
   if (ractors > 1)
-    fmt::print(stderr,
+    print_stderr(
                "memprof: note: process {} runs {} Ractors: allocations are tracked, but stats, top, "
                "leaks, report and dump answer only once the main Ractor is left alone\n",
                pid, ractors);

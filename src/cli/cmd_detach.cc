@@ -12,6 +12,7 @@
 #include "attach/process_tree.h"
 #include "cli/command.h"
 #include "cli/process_tree_command.h"
+#include "core/util/print_stderr.h"
 
 namespace memprof::cli {
 namespace {
@@ -50,7 +51,7 @@ void note_attached_descendants(pid_t pid) {
   for (pid_t descendant : attach::process_tree(pid))
     if (descendant != pid && attach::agent_listening(descendant)) attached.push_back(descendant);
   if (attached.empty()) return;
-  fmt::print(stderr, "memprof: {} of process {} still {} a memprof agent ({}): detach them with -p {} "
+  print_stderr("memprof: {} of process {} still {} a memprof agent ({}): detach them with -p {} "
              "--children, or each with -p\n",
              attached.size() == 1 ? "1 descendant" : fmt::format("{} descendants", attached.size()), pid,
              attached.size() == 1 ? "has" : "have", fmt::join(attached, ", "), pid);

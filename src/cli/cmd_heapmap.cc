@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/heap_map_command.h"
+#include "core/util/print_stderr.h"
 #include "heap/units.h"
 #include "report/heap_map.h"
 #include "report/output_file.h"
@@ -31,7 +32,7 @@ int run_heapmap(const HeapMapCommandArguments& args) {
   std::FILE* summary = report::is_standard_output(args.output) ? stderr : stdout;  // not into the PNG
   const report::LayoutChoice& layout = drawing->layout;
   if (drawing->undrawn != 0) {
-    fmt::print(stderr, "memprof: warning: objects not drawn (no free slot in the {} layout): {}\n",
+    print_stderr("memprof: warning: objects not drawn (no free slot in the {} layout): {}\n",
                layout.layout->name, heap::count_text(drawing->undrawn));
   }
   auto counted = [](uint64_t count, std::string_view noun) {

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/heap_map_command.h"
+#include "core/util/print_stderr.h"
 #include "report/html_report.h"
 #include "report/output_file.h"
 
@@ -29,7 +30,7 @@ int run_html(const HtmlArguments& args) {
   auto report = report::render_html_report(args.common.dump, dump->heap, report_options);
   if (!report) return fail(fmt::format("{}: {}", args.common.dump, report.message()));
   if (!report->heapmap_error.empty()) {
-    fmt::print(stderr, "memprof: warning: heap map left out of the page: {}\n",
+    print_stderr("memprof: warning: heap map left out of the page: {}\n",
                report->heapmap_error);
   }
   const std::string& html = report->html;

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "core/proc/process_access.h"
 #include "cli/process_tree_command.h"
+#include "core/util/print_stderr.h"
 #include "heap/json_writer.h"
 #include "heap/units.h"
 
@@ -96,7 +97,7 @@ int run_leaks(const LeaksOptions& options) {
     notes.say(snapshot->left_out);
     snapshots.push_back(std::move(*snapshot));
     if (!options.json && round != 0)
-      fmt::print(stderr, "round {}/{} done\n", round, options.rounds);
+      print_stderr("round {}/{} done\n", round, options.rounds);
   }
   auto suspects = attach::find_leak_suspects(snapshots);
   options.json ? print_json(suspects, options) : print_text(suspects, options, *interval);

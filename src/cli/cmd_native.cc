@@ -17,6 +17,7 @@
 #include "attach/recorded_process.h"
 #include "cli/command.h"
 #include "core/proc/symbol_index.h"
+#include "core/util/print_stderr.h"
 #include "native/native_wire.h"
 #include "profile/collapsed_stacks.h"
 #include "profile/flame_graph_html.h"
@@ -122,11 +123,11 @@ int run_native(const NativeOptions& options) {
   }
   auto first = attach::parse_native_snapshot(*started);
   if (!first.ok()) return fail(first.message());
-  for (const std::string& problem : first->problems) fmt::print(stderr, "memprof: {}\n", problem);
+  for (const std::string& problem : first->problems) print_stderr("memprof: {}\n", problem);
   SiteNamer namer(pid);
   auto start = std::chrono::steady_clock::now();
   const auto deadline = attach::deadline_after(*duration);
-  fmt::print(stderr, "memprof: tracking the malloc family in process {}{}\n", pid,
+  print_stderr("memprof: tracking the malloc family in process {}{}\n", pid,
              process.launched() ? "" : " (Ctrl-C stops)");
 
   // The latest snapshot: what is reported if the process ends without a stop (_exit, a signal).
@@ -151,11 +152,11 @@ int run_native(const NativeOptions& options) {
     auto restarted = attach::recording_request(pid, "native-start", encoded_request);
     if (!restarted.ok()) return cannot_follow(restarted.message());
     MEMPROF_TRY(snapshot, attach::parse_native_snapshot(*restarted));
-    for (const std::string& problem : snapshot.problems) fmt::print(stderr, "memprof: {}\n", problem);
+    for (const std::string& problem : snapshot.problems) print_stderr("memprof: {}\n", problem);
     last = std::move(snapshot);
     last_taken = start = std::chrono::steady_clock::now();
     namer.refresh({});
-    fmt::print(stderr, "memprof: process {} replaced its program (exec): tracking the malloc family in the new one\n",
+    print_stderr("memprof: process {} replaced its program (exec): tracking the malloc family in the new one\n",
                pid);
     return true;
   };
@@ -191,7 +192,7 @@ int run_native(const NativeOptions& options) {
     namer.refresh(last.snapshot);  // before the stop: a process in exit() goes once it has the reply
     process.stop_following();
     if (!options.no_gc && !exiting)
-      if (auto said = attach::collect_garbage_before_readout(pid)) fmt::print(stderr, "{}\n", *said);
+      if (auto said = attach::collect_garbage_before_readout(pid)) print_stderr("{}\n", *said);
     auto stopped = attach::recording_request(pid, "native-stop");
     if (stopped.ok()) {
       auto snapshot = attach::parse_native_snapshot(*stopped);
@@ -203,7 +204,7 @@ int run_native(const NativeOptions& options) {
     }
   }
   if (replaced) {
-    fmt::print(stderr,
+    print_stderr(
                "memprof: warning: process {} replaced its program (exec): {}the report is the old program's "
                "last snapshot, taken {:.1f} s before memprof saw the exec\n",
                pid, not_followed.empty() ? "" : not_followed + "; ",
@@ -211,18 +212,18 @@ int run_native(const NativeOptions& options) {
   } else if (!final_snapshot) {
     // Without this, a program that ended by _exit or a signal between two reads showed the
     // counts of an earlier read (all zeros for a short one) as if they were the whole run.
-    fmt::print(stderr,
+    print_stderr(
                "memprof: warning: process {} ended without exit() (_exit or a signal): the report is its "
                "last snapshot, taken {:.1f} s before memprof saw it end; what came after it is missing\n",
                pid, std::chrono::duration<double>(std::chrono::steady_clock::now() - last_taken).count());
   } else if (exiting && last.exit_gc_ms >= 0) {
-    fmt::print(stderr,
+    print_stderr(
                "memprof: a full garbage collection in process {} took {:.1f} ms at its end (after its at_exit "
                "blocks), so that blocks of unreachable Ruby objects are not counted as live (--no-gc skips it)\n",
                pid, last.exit_gc_ms);
   } else if (exiting && !options.no_gc && ran_ruby(last.snapshot)) {
     // The collection at the end did not run (exit!, or Ruby was never free to arrange it).
-    fmt::print(stderr,
+    print_stderr(
                "memprof: process {} ended by itself, with no garbage collection before the readout: live blocks "
                "include those of Ruby objects that were garbage at its exit (a GC.start at its end, or stopping it "
                "with Ctrl-C or --duration, leaves them out)\n",

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "core/proc/process_access.h"
 #include "core/util/mapped_file.h"
+#include "core/util/print_stderr.h"
 #include "profile/pprof_writer.h"
 
 namespace memprof::cli {
@@ -57,7 +58,7 @@ int run_report(const ReportOptions& options) {
   // With this memprof's pid: the agent refuses a second report while this one's window is open.
   auto opened = attach::ruby_request(options.pid, fmt::format("report-begin {}", ::getpid()));
   if (!opened.ok()) return fail(opened.message());
-  fmt::print(stderr, "window open for {:g} s in process {} (Ctrl-C closes it early)\n",
+  print_stderr("window open for {:g} s in process {} (Ctrl-C closes it early)\n",
              static_cast<double>(duration->count()) / 1000, options.pid);
   bool full = attach::Interruption::sleep_for(*duration);
   // Closed on every path, Ctrl-C included: an open window keeps the free watch on.
@@ -86,7 +87,7 @@ int run_report(const ReportOptions& options) {
     fmt::print("{}\n", *closed);
     return 0;
   }
-  fmt::print(stderr, "window of {:.1f} s{}; closing it (a full GC) paused the process {:.0f} ms\n",
+  print_stderr("window of {:.1f} s{}; closing it (a full GC) paused the process {:.0f} ms\n",
              seconds, full ? "" : " (interrupted)", pause_ms);
   fmt::print("{}", text);
   return 0;

@@ -5,6 +5,7 @@
 #include "attach/installation.h"
 #include "attach/launched_command.h"
 #include "cli/command.h"
+#include "core/util/print_stderr.h"
 
 namespace memprof::cli {
 namespace {
@@ -39,17 +40,17 @@ attach::LaunchedCommand::Environment tracking_environment() {
 // (a command that ended at once needs no word).
 void announce(const attach::LaunchedCommand& command, bool track) {
   if (Status ready = command.wait_for_agent(); !ready.ok()) {
-    if (command.running()) fmt::print(stderr, "memprof: warning: {}; it runs without memprof\n", ready.message());
+    if (command.running()) print_stderr("memprof: warning: {}; it runs without memprof\n", ready.message());
     return;
   }
   pid_t pid = command.pid();
   // The agent answers before the command's own code runs: a Ruby program is tracked from its
   // first line, anything else only carries the agent (trace and native work on it).
   if (track)
-    fmt::print(stderr, "memprof: agent loaded in process {}; a Ruby program is tracked from its first line "
+    print_stderr("memprof: agent loaded in process {}; a Ruby program is tracked from its first line "
                "(memprof top -p {})\n", pid, pid);
   else
-    fmt::print(stderr, "memprof: agent loaded in process {} (memprof attach -p {})\n", pid, pid);
+    print_stderr("memprof: agent loaded in process {} (memprof attach -p {})\n", pid, pid);
 }
 
 int run_run(const RunOptions& options) {

@@ -7,6 +7,7 @@
 #include "attach/live_snapshot.h"
 #include "attach/process_tree.h"
 #include "core/track/aggregate.h"
+#include "core/util/print_stderr.h"
 #include "heap/json_writer.h"
 #include "cli/command.h"
 #include "cli/process_tree_command.h"
@@ -24,7 +25,7 @@ struct StatsOptions {
 // An empty table printed nothing at all: a new user could not tell it from a broken command.
 // On stderr, so that stdout stays the lines.
 void say_nothing_is_tracked(pid_t pid, bool children) {
-  fmt::print(stderr,
+  print_stderr(
              "memprof: no live tracked objects in process {}{}: memprof tracks what is allocated "
              "after `memprof attach` (what was made before is in `memprof dump -p {}`)\n",
              pid, children ? " and its descendants" : "", pid);
@@ -74,7 +75,7 @@ int run_stats_of_groups(const StatsOptions& options) {
   }
   LeftOutNotes().say(snapshot->left_out);
   for (const attach::LiveGroup& group : groups) fmt::print("{}\n", track::stats_line(group));
-  for (const std::string& note : snapshot->notes) fmt::print(stderr, "memprof: {}\n", note);
+  for (const std::string& note : snapshot->notes) print_stderr("memprof: {}\n", note);
   if (groups.empty()) say_nothing_is_tracked(options.pid, options.children);
   return 0;
 }
@@ -94,7 +95,7 @@ int run_stats(const StatsOptions& options) {
   }
   // What the agent wants said about these lines (objects the tracker had to forget).
   if (std::string_view note; root["note"].get(note) == simdjson::SUCCESS)
-    fmt::print(stderr, "memprof: process {}: {}\n", options.pid, note);
+    print_stderr("memprof: process {}: {}\n", options.pid, note);
   if (lines.size() == 0) say_nothing_is_tracked(options.pid, false);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "attach/top_screen.h"
 #include "cli/command.h"
 #include "cli/process_tree_command.h"
+#include "core/util/print_stderr.h"
 #include "heap/json_writer.h"
 
 namespace memprof::cli {
@@ -188,7 +189,7 @@ int run_top(const TopOptions& options) {
     std::string error = run_screen(pids, read, *interval, *settings, std::move(*first));
     return error.empty() ? 0 : fail(error);
   }
-  if (native) fmt::print(stderr, "memprof: tracking the malloc family in process {}\n", options.pid);
+  if (native) print_stderr("memprof: tracking the malloc family in process {}\n", options.pid);
   // Rates need two readings: one interval apart.
   std::this_thread::sleep_for(*interval);
   auto now = read();

@@ -24,6 +24,7 @@
 #include "attach/unexported_functions.h"
 #include "cli/command.h"
 #include "core/elf/demangle.h"
+#include "core/util/print_stderr.h"
 #include "core/util/scoped_fd.h"
 #include "core/util/whole_lines.h"
 #include "trace/capture_plan.h"
@@ -141,7 +142,7 @@ class TracePrinter {
   // `unfinished`: show the calls that had not returned (the trace's stop, an exec that replaced
   // the program), else leave them out (an exec that failed returns to them).
   void take(trace::Readout readout, bool unfinished = false) {
-    for (const std::string& problem : readout.problems) fmt::print(stderr, "memprof: {}\n", problem);
+    for (const std::string& problem : readout.problems) print_stderr("memprof: {}\n", problem);
     // A function seen through the GOT only came with a problem line that says why.
     for (const trace::ReadoutFunction& function : readout.functions) {
       // Prototypes are found by the symbol; -C shows the C++ name.
@@ -203,19 +204,19 @@ class TracePrinter {
       write(options_.json ? trace::summary_json(std::move(rows)) : trace::summary_table(std::move(rows)));
       if (const size_t never_called = traced_names_.size() - called.size(); never_called > 0) {
         if (traced_names_.size() == 1)
-          fmt::print(stderr, "memprof: the traced function was not called\n");
+          print_stderr("memprof: the traced function was not called\n");
         else
-          fmt::print(stderr, "memprof: {} of the {} traced functions {} not called\n", never_called,
+          print_stderr("memprof: {} of the {} traced functions {} not called\n", never_called,
                      traced_names_.size(), never_called == 1 ? "was" : "were");
       }
     }
     if (const uint64_t dropped = earlier_dropped_ + dropped_; dropped > 0)
-      fmt::print(stderr, "memprof: {} calls were counted but not shown: the reader fell behind\n", dropped);
+      print_stderr("memprof: {} calls were counted but not shown: the reader fell behind\n", dropped);
     if (const uint64_t untraced = earlier_untraced_ + untraced_; untraced > 0)
-      fmt::print(stderr, "memprof: {} calls were not traced (nested over 128 deep, or over 512 threads)\n",
+      print_stderr("memprof: {} calls were not traced (nested over 128 deep, or over 512 threads)\n",
                  untraced);
     if (in_flight_ > 0)
-      fmt::print(stderr, "memprof: {} traced call{} not returned when the trace stopped\n", in_flight_,
+      print_stderr("memprof: {} traced call{} not returned when the trace stopped\n", in_flight_,
                  in_flight_ == 1 ? " had" : "s had");
   }
 
@@ -326,7 +327,7 @@ int run_trace(TraceOptions options) {
   auto prototypes = load_prototypes(options.prototype_files);
   if (!prototypes.ok()) return fail(prototypes.message());
   if (options.string_limit > trace::kLongestStringLimit)
-    fmt::print(stderr, "memprof: -s {}: strings are shown up to {} characters (what a call's record holds)\n",
+    print_stderr("memprof: -s {}: strings are shown up to {} characters (what a call's record holds)\n",
                options.string_limit, trace::kLongestStringLimit);
   ScopedFd file;  // close-on-exec: not the traced program's
   const bool to_stdout = options.output == "-";
@@ -350,9 +351,9 @@ int run_trace(TraceOptions options) {
       const std::string& pattern = options.symbols[i];
       const auto& filter = options.filters[i];  // none for an event
       if (!filter)
-        fmt::print(stderr, "memprof: no program of the command ran a supported Ruby: {} recorded nothing\n", pattern);
+        print_stderr("memprof: no program of the command ran a supported Ruby: {} recorded nothing\n", pattern);
       else
-        fmt::print(stderr, "memprof: {} a function matching '{}'{}{}{}\n",
+        print_stderr("memprof: {} a function matching '{}'{}{}{}\n",
                    at_end ? "no program of the command defined" : "no loaded object exports", pattern,
                    libraries_named(options), at_end ? "" : " (objects loaded later are watched)",
                    at_end ? "" : unexported_note(pid, *filter));
@@ -365,7 +366,7 @@ int run_trace(TraceOptions options) {
     if (ending) process.wait_for_end();
     printer.finish();
     warn_unmatched(printer, true);
-    if (!process.launched()) fmt::print(stderr, "memprof: process {} ended while traced\n", pid);
+    if (!process.launched()) print_stderr("memprof: process {} ended while traced\n", pid);
     return process.wait();
   };
   const std::string request = tracer::encode_trace_request(make_request(options, *prototypes));
@@ -376,7 +377,7 @@ int run_trace(TraceOptions options) {
       process.stop_following();
       printer.finish();
       warn_unmatched(printer, true);
-      fmt::print(stderr, "memprof: process {} replaced its program (exec): {}; the trace ended with the old one\n",
+      print_stderr("memprof: process {} replaced its program (exec): {}; the trace ended with the old one\n",
                  pid, why);
       return process.wait();
     };
@@ -387,7 +388,7 @@ int run_trace(TraceOptions options) {
     auto readout = trace::parse_readout(*restarted);
     if (!readout.ok()) return fail(readout.message());
     printer.take(std::move(*readout));
-    fmt::print(stderr, "memprof: process {} replaced its program (exec): tracing {} function{} in the new one\n",
+    print_stderr("memprof: process {} replaced its program (exec): tracing {} function{} in the new one\n",
                pid, printer.functions(), printer.functions() == 1 ? "" : "s");
     return std::nullopt;
   };
@@ -400,7 +401,7 @@ int run_trace(TraceOptions options) {
       if (may_follow) return follow_exec(printer);
       printer.finish();
       warn_unmatched(printer, true);
-      fmt::print(stderr, "memprof: process {} replaced its program (exec): the trace ended with the old one\n", pid);
+      print_stderr("memprof: process {} replaced its program (exec): the trace ended with the old one\n", pid);
       return process.wait();
     }
     if (process.ended_after_failure()) return finish_with_process(printer, true);
@@ -429,7 +430,7 @@ int run_trace(TraceOptions options) {
   if (!first.ok()) return fail(first.message());
   printer.take(std::move(*first));
   warn_unmatched(printer, false);
-  fmt::print(stderr, "memprof: tracing {} function{} in process {}{}{}\n", printer.functions(),
+  print_stderr("memprof: tracing {} function{} in process {}{}{}\n", printer.functions(),
              printer.functions() == 1 ? "" : "s", pid, printer.functions() == 0 ? ", watching dlopen" : "",
              process.launched() ? "" : " (Ctrl-C stops)");
 
@@ -465,7 +466,7 @@ int run_trace(TraceOptions options) {
     if (!process.launched()) return fail(problem);
     // `memprof trace -- server | head`: the command is memprof's child, and leaving it to run
     // on unseen (an orphan of init) would be worse than waiting for it, as after Ctrl-C.
-    fmt::print(stderr, "memprof: {}; waiting for process {} to end, whose exit status is memprof's\n",
+    print_stderr("memprof: {}; waiting for process {} to end, whose exit status is memprof's\n",
                problem, pid);
     return finish_with_process(printer, exiting);
   }
@@ -473,7 +474,7 @@ int run_trace(TraceOptions options) {
     // Stopped by Ctrl-C or --duration while the command runs on (it may ignore SIGINT).
     const bool ending = exiting || process.ends_within(std::chrono::milliseconds(200));
     if (!ending)
-      fmt::print(stderr, "memprof: the trace has stopped; waiting for process {} to end, whose exit status "
+      print_stderr("memprof: the trace has stopped; waiting for process {} to end, whose exit status "
                  "is memprof's\n", pid);
     return finish_with_process(printer, ending);
   }

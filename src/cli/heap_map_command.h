@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "core/util/print_stderr.h"
 #include "core/util/result.h"
 #include "heap/loader.h"
 #include "report/heap_map.h"
@@ -58,7 +59,7 @@ inline Result<DumpForHeapMap> load_dump_for_heap_map(const HeapMapCommandArgumen
   // Every cell would be "no generation", which reads like a broken picture.
   if (map_options->coloring == report::MapColoring::kGeneration &&
       std::ranges::none_of(heap->generation, [](uint32_t g) { return g != heap::kNoGeneration; }))
-    fmt::print(stderr,
+    print_stderr(
                "memprof: warning: {}: no object has a generation (the dump was written without "
                "ObjectSpace.trace_object_allocations): every cell is colored as \"none\"\n",
                heap::dump_display_name(args.dump));

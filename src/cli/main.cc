@@ -1,7 +1,10 @@
 // memprof: the command-line front end. Subcommands register themselves (see command.h).
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <new>
+#include <system_error>
 
 #include "cli/command.h"
 #include "core/util/malloc_policy.h"
@@ -92,5 +95,21 @@ int main(int argc, char** argv) {
     return chosen();
   } catch (const std::bad_alloc&) {
     return fail("out of memory");
+  } catch (const std::system_error& e) {
+    // fmt::print throws when its output cannot be written: the reader of a pipe went away
+    // (`memprof trace -- CMD 2>&1 | head`: the trace's own message about the broken pipe
+    // failed too). Uncaught, it aborted without unwinding, so a session's clean-up never ran;
+    // here the stack is unwound (sessions stopped, patched bytes restored), and memprof ends
+    // as a writer into a closed pipe does, by SIGPIPE (commands that ignore it meanwhile
+    // included).
+    if (e.code() == std::errc::broken_pipe) {
+      ::signal(SIGPIPE, SIG_DFL);
+      sigset_t pipe_only;
+      sigemptyset(&pipe_only);
+      sigaddset(&pipe_only, SIGPIPE);
+      ::sigprocmask(SIG_UNBLOCK, &pipe_only, nullptr);
+      ::raise(SIGPIPE);
+    }
+    return fail(e.what());
   }
 }

@@ -16,6 +16,7 @@
 #include "attach/process_tree.h"
 #include "cli/command.h"
 #include "core/util/json_escape.h"
+#include "core/util/print_stderr.h"
 #include "core/util/result.h"
 
 namespace memprof::cli {
@@ -40,7 +41,7 @@ int for_each_target(pid_t pid, bool children, bool json, ForOne one) {
       if (json) objects.push_back(std::move(*said));
       else fmt::print("{}", *said);
     } else {
-      fmt::print(stderr, "memprof: left out process {}: {}\n", target, said.message());
+      print_stderr("memprof: left out process {}: {}\n", target, said.message());
       if (json) objects.push_back(fmt::format(R"({{"pid":{},"error":{}}})", target, json_quoted(said.message())));
     }
   }
@@ -55,7 +56,7 @@ class LeftOutNotes {
  public:
   void say(const std::vector<std::string>& left_out) {
     for (const std::string& note : left_out)
-      if (said_.insert(note).second) fmt::print(stderr, "memprof: left out {}\n", note);
+      if (said_.insert(note).second) print_stderr("memprof: left out {}\n", note);
   }
 
  private:

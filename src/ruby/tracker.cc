@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/util/print_stderr.h"
 #include "ruby/allocation_hooks.h"
 #include "ruby/class_key.h"
 #include "ruby/dump_own_objects.h"
@@ -82,7 +83,7 @@ Status Tracker::start(Mechanism mechanism) {
       mechanism = Mechanism::kTracepoint;
       // Said once per process: the fallback costs about twice the hooks' overhead.
       if (fallback_reason_.empty())
-        fmt::print(stderr, "memprof: tracking through Ruby's NEWOBJ event instead of hooks ({})\n",
+        print_stderr("memprof: tracking through Ruby's NEWOBJ event instead of hooks ({})\n",
                    hooks.message());
       fallback_reason_ = hooks.message();
     }

@@ -358,6 +358,28 @@ class TraceCliTest < Minitest::Test
     assert_equal before, target.wait_for(/\Abytes /, from: count)
   end
 
+  # `memprof trace -- CMD 2>&1 | head`: the trace and memprof's messages share the pipe, so the
+  # message about the broken pipe cannot be written either. That write threw out of memprof,
+  # which aborted (SIGABRT) without waiting for the command; the message is now dropped, and
+  # memprof waits for the command and returns its status.
+  def test_a_reader_of_both_outputs_that_goes_away_leaves_the_command_waited_for
+    reader, writer = IO.pipe
+    trace = Process.spawn(MEMPROF, "trace", "-x", "traced_add", "--", TARGET, "exec", "5000",
+                          "/bin/sh", "-c", "sleep 1; exit 5", out: writer, err: writer)
+    writer.close
+    command = Timeout.timeout(PATIENCE) do  # among the fixture's lines, in the same pipe
+      loop do
+        pid = reader.gets[/\Amemprof: tracing 1 function in process (\d+)/, 1]
+        break Integer(pid) if pid
+      end
+    end
+    Timeout.timeout(PATIENCE) { nil until reader.gets.include?("traced_add") }
+    reader.close
+    _, status = Timeout.timeout(PATIENCE) { Process.wait2(trace) }
+    assert_equal 5, status.exitstatus, status.inspect  # the command's status: memprof waited for it
+    refute File.exist?("/proc/#{command}"), "the command was reaped"
+  end
+
   # `memprof trace -o - -- server | head`: the launched command is not left to run on as an orphan
   # when the reader goes away; memprof waits for it and returns its status, as after Ctrl-C.
   def test_a_reader_that_goes_away_leaves_a_launched_command_waited_for
