@@ -27,6 +27,34 @@ struct Record {
 
 thread_local Record t_record;
 
+// The line at the thread's last letting go of the GVL in Ruby's scheduler, while it waits.
+struct SchedulerWait {
+  bool waiting = false;
+  Record record;
+};
+thread_local SchedulerWait t_scheduler_wait;
+
+// Ruby's thread event hooks (ruby/thread.h, 3.2 and later).
+constexpr uint32_t kThreadResumed = 1U << 2;    // RUBY_INTERNAL_THREAD_EVENT_RESUMED
+constexpr uint32_t kThreadSuspended = 1U << 3;  // RUBY_INTERNAL_THREAD_EVENT_SUSPENDED
+using ThreadEventCallback = void (*)(uint32_t event, const void* data, void* user_data);
+void* (*g_add_thread_hook)(ThreadEventCallback, uint32_t events, void* data) = nullptr;
+bool (*g_remove_thread_hook)(void* hook) = nullptr;
+
+// On the thread itself. SUSPENDED: Ruby still holds the GVL for it (thread_pthread.c of 3.3 and
+// 3.4), so its frames cannot move while the line is read, even when it has already marked
+// itself as in a blocking region; a dying thread has no frames left (its cfp is NULL). A
+// SUSPENDED without its RESUMED (Ruby found an interrupt pending and kept the GVL) leaves the
+// line on until the thread's next event.
+void on_thread_event(uint32_t event, const void*, void*) {
+  SchedulerWait& wait = t_scheduler_wait;
+  wait.waiting = false;
+  if (event != kThreadSuspended) return;
+  wait.record.line = ruby_caller_holding_gvl(wait.record.file, sizeof wait.record.file);
+  wait.record.set = wait.record.file[0] != '\0';
+  wait.waiting = true;
+}
+
 // Every one of them takes at most six integer arguments and returns an integer or a pointer,
 // so one forwarder of six integer registers calls any of them as its caller did.
 using Entry = uintptr_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t);
@@ -64,7 +92,7 @@ uintptr_t enter_region(Entry real, std::array<uintptr_t, 6> arguments) {
     return real(arguments[0], arguments[1], arguments[2], arguments[3], arguments[4], arguments[5]);
   Record& record = t_record;
   Call call{real, arguments, record};
-  record.line = ruby_caller(record.file, sizeof record.file);
+  record.line = ruby_caller_holding_gvl(record.file, sizeof record.file);
   record.set = record.file[0] != '\0';
   return g_ensure(call_real, reinterpret_cast<uintptr_t>(&call), put_back, reinterpret_cast<uintptr_t>(&call));
 }
@@ -136,13 +164,41 @@ Status BlockingRegionLines::redirect_direct_calls() {
   return ok_status();
 }
 
-BlockingRegionLines::~BlockingRegionLines() = default;
+void BlockingRegionLines::follow_scheduler(const RubyApi& api) {
+  if (scheduler_tried_) return;
+  if (api.object_class == nullptr || *api.object_class == 0) return;  // not booted yet: later
+  scheduler_tried_ = true;
+  // Only where SUSPENDED is known to come before the GVL is handed over.
+  if (api.api_version == nullptr || api.api_version[0] != 3 || api.api_version[1] < 3 || api.api_version[1] > 4)
+    return;
+  resolve(g_add_thread_hook, "rb_internal_thread_add_event_hook");
+  resolve(g_remove_thread_hook, "rb_internal_thread_remove_event_hook");
+  if (g_add_thread_hook == nullptr || g_remove_thread_hook == nullptr) return;
+  // Called here, on the agent's thread, not as a job on a Ruby thread: the two only take Ruby's
+  // hook-list lock and allocate or free one node with ruby_xmalloc/ruby_xfree, which on 3.3 and
+  // 3.4 never collect on a thread Ruby did not make (gc.c checks ruby_native_thread_p). While
+  // the VM cannot start to end.
+  VmInUse vm;
+  if (vm.ok()) scheduler_hook_ = g_add_thread_hook(&on_thread_event, kThreadSuspended | kThreadResumed, nullptr);
+}
+
+// The hook goes first: Ruby's list lock waits for every callback running, and the GOT slots
+// are restored after. Once the VM has ended there is no thread left to call it, nor a Ruby to
+// free its node.
+BlockingRegionLines::~BlockingRegionLines() {
+  if (scheduler_hook_ == nullptr) return;
+  VmInUse vm;
+  if (vm.ok()) g_remove_thread_hook(scheduler_hook_);
+}
+
+bool in_scheduler_wait() noexcept { return t_scheduler_wait.waiting; }
 
 bool blocking_region_location(const char** path, uint32_t* line) noexcept {
-  const Record& record = t_record;
-  if (!record.set) return false;
-  *path = record.file;
-  *line = record.line;
+  const Record* record = &t_record;
+  if (!record->set && t_scheduler_wait.waiting) record = &t_scheduler_wait.record;
+  if (!record->set) return false;
+  *path = record->file;
+  *line = record->line;
   return true;
 }
 

@@ -13,9 +13,19 @@
 // another (through rb_thread_call_with_gvl) has its own line until it ends.
 //
 // A ruby with libruby linked in calls them inside its own code with no GOT between: there the
-// call sites are redirected (call_site_hook.h). Not seen: blocking regions Ruby enters by its
-// internal macros (IO#wait_readable's poll, sleep, waiting for a child, Queue#pop): calls
-// there keep "(without the GVL)".
+// call sites are redirected (call_site_hook.h).
+//
+// Ruby also lets go of the GVL where no such function is called: in the blocking regions it
+// enters by its internal macros (IO#wait_readable's poll, waiting for a child) and in its thread
+// scheduler (sleep, Queue#pop, Mutex#lock, Thread#join, a thread switch at the end of a time
+// slice, waiting for the GVL that another thread holds). In the scheduler's waits
+// ruby_thread_has_gvl_p says yes (it looks for a blocking region only): the thread's frames were
+// read there while another thread ran, and a call made while another thread collected was
+// charged to "(garbage collection)". From Ruby 3.3 on, Ruby's thread event hooks say when a
+// thread lets go of the GVL (SUSPENDED) and takes it back (RESUMED), and Ruby fires SUSPENDED
+// before it hands the GVL over (thread_pthread.c of 3.3 and 3.4): the line is read then and
+// kept for the thread's calls until RESUMED (follow_scheduler). On Ruby 3.1 calls in those
+// waits keep "(without the GVL)", or are read as before in the scheduler's.
 #pragma once
 
 #include <cstdint>
@@ -32,24 +42,38 @@ class GotHook;
 
 namespace memprof::agent {
 
+struct RubyApi;
+
 class BlockingRegionLines {
  public:
   // Hooks what the process has of the five functions (a Ruby lacking one is no failure; none
   // at all, or no rb_ensure, is).
   static Result<std::unique_ptr<BlockingRegionLines>> install();
-  ~BlockingRegionLines();  // every slot restored
+  ~BlockingRegionLines();  // the scheduler no longer followed, every slot restored
   BlockingRegionLines(const BlockingRegionLines&) = delete;
   BlockingRegionLines& operator=(const BlockingRegionLines&) = delete;
+
+  // Follows the GVL through Ruby's thread scheduler too, on Ruby 3.3 and 3.4 once the VM is up
+  // (a launched Ruby boots after the session starts: called again at each read, it does it
+  // then). Tried once; other Rubies are left as they are.
+  void follow_scheduler(const RubyApi& api);
 
  private:
   BlockingRegionLines() = default;
   Status redirect_direct_calls();
   std::vector<std::unique_ptr<hook::GotHook>> hooks_;
   std::vector<std::unique_ptr<hook::CallSiteHook>> call_site_hooks_;
+  void* scheduler_hook_ = nullptr;  // Ruby's rb_internal_thread_event_hook_t
+  bool scheduler_tried_ = false;
 };
 
-// The calling thread's line when it entered the blocking region it is in, or false when no
-// hooked entry recorded one. `path` is valid until the thread leaves the region.
+// Whether the calling thread let go of the GVL in Ruby's scheduler and has not taken it back
+// (known while the scheduler is followed, and from the thread's first wait since).
+bool in_scheduler_wait() noexcept;
+
+// The calling thread's line when it entered the blocking region it is in or let go of the GVL
+// in the scheduler, or false when nothing recorded one. `path` is valid until the thread leaves
+// the region or takes the GVL back.
 bool blocking_region_location(const char** path, uint32_t* line) noexcept;
 
 }  // namespace memprof::agent

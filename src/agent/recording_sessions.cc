@@ -184,6 +184,7 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
 // during it (hook_change.h): 3 of 120 forks right after a trace started could not be traced.
 Result<std::string> RecordingSessions::trace_read() {
   if (trace_ == nullptr) return err("not being traced");
+  follow_ruby_scheduler();
   const bool exec = read_with_exec_release();
   tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
   readout.process_exiting = exiting();
@@ -291,6 +292,11 @@ Status RecordingSessions::watch_vm_end() { return RubyVmEndWatch::hold(vm_end_wa
 
 void RecordingSessions::record_blocking_region_lines(std::vector<std::string>& problems) {
   install_once(blocking_region_lines_, problems, "calls made without the GVL have no Ruby line");
+  follow_ruby_scheduler();
+}
+
+void RecordingSessions::follow_ruby_scheduler() {
+  if (blocking_region_lines_ != nullptr && ruby_ != nullptr) blocking_region_lines_->follow_scheduler(ruby_->api());
 }
 
 void RecordingSessions::drop_unused_vm_end_watch() {
@@ -341,9 +347,11 @@ Result<std::string> RecordingSessions::native_read(const std::string& body) {
   // arranged as soon as its VM is up, not at the end of the wait (a short program is over by then).
   for (unsigned waited = 0; waited < wait_ms && !exiting() && !exec_waiting(); waited += 5) {
     arrange_collection_at_exit();
+    follow_ruby_scheduler();
     sleep_without_libc(std::chrono::milliseconds(5));
   }
   arrange_collection_at_exit();
+  follow_ruby_scheduler();
   // No HookChange, as trace_read: the snapshot reads lock-free tables.
   (void)read_with_exec_release();
   return native_snapshot_reply({});

@@ -75,6 +75,8 @@ class RecordingSessions {
   // (blocking_region_lines.h; `problems` gets why when they cannot be installed).
   Status watch_vm_end();
   void record_blocking_region_lines(std::vector<std::string>& problems);
+  // ... and, once Ruby's VM is up (a launched one boots after the start), through its scheduler.
+  void follow_ruby_scheduler();
   void drop_unused_vm_end_watch();
   // While a session runs, an exec waits for the next read (exec_watch.h); `problems` gets why
   // when it cannot be watched.

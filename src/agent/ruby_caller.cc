@@ -32,23 +32,10 @@ bool find_ruby_caller_api() {
          g_during_gc != nullptr && g_sourcefile != nullptr && g_sourceline != nullptr;
 }
 
-bool ruby_location(const char** path, uint32_t* line) noexcept {
-  // Before the VM's boot has made its first frames (a launched `ruby` held at its first
-  // instruction), the execution context is half set up: nothing to read.
-  // After the VM's end, the context is freed memory (ruby_vm_end_watch.h).
-  if (__atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) == 0 || ruby_vm_ended()) return false;
-  if (!g_has_gvl()) {
-    // A Ruby thread in a blocking region (Ruby's own reads and writes, a C extension's query
-    // that lets other threads run): its frames may be moved by a GC on another thread, so
-    // they are not read; the line recorded when it entered the region is its line
-    // (blocking_region_lines.h), or the location says why it has none. A thread Ruby did not
-    // make (the timer thread, a library's own) gets nothing.
-    if (!g_native_thread_p()) return false;
-    if (blocking_region_location(path, line)) return true;
-    *path = kWithoutGvl;
-    *line = 0;
-    return true;
-  }
+namespace {
+
+// The calling thread holds the GVL: its frames are read, unless a GC is moving them.
+bool read_frames(const char** path, uint32_t* line) noexcept {
   if (g_during_gc()) {
     *path = kGarbageCollection;
     *line = 0;
@@ -62,12 +49,17 @@ bool ruby_location(const char** path, uint32_t* line) noexcept {
   return true;
 }
 
-uint32_t ruby_caller(char* file, size_t capacity) {
+// Before the VM's boot has made its first frames (a launched `ruby` held at its first
+// instruction), the execution context is half set up: nothing to read. After the VM's end, the
+// context is freed memory (ruby_vm_end_watch.h).
+bool frames_exist() noexcept {
+  return __atomic_load_n(g_object_class, __ATOMIC_ACQUIRE) != 0 && !ruby_vm_ended();
+}
+
+// `path` copied into `file` (cut at the front when longer); the line, or 0 when none.
+uint32_t copy_location(bool found, const char* path, uint32_t line, char* file, size_t capacity) {
   file[0] = '\0';
-  const char* path;
-  uint32_t line;
-  if (capacity < 4) return 0;
-  if (!ruby_location(&path, &line)) return 0;
+  if (!found || capacity < 4) return 0;
   size_t length = std::strlen(path);
   if (length < capacity) {
     std::memcpy(file, path, length + 1);
@@ -78,6 +70,40 @@ uint32_t ruby_caller(char* file, size_t capacity) {
     std::memcpy(file + 3, path + length - kept, kept + 1);
   }
   return line;
+}
+
+}  // namespace
+
+bool ruby_location(const char** path, uint32_t* line) noexcept {
+  if (!frames_exist()) return false;
+  if (!g_has_gvl() || in_scheduler_wait()) {
+    // A Ruby thread in a blocking region (Ruby's own reads and writes, a C extension's query
+    // that lets other threads run) or waiting in Ruby's scheduler (sleep, Queue#pop, for the
+    // GVL): its frames may be moved by a GC on another thread, so they are not read; the line
+    // recorded when it let go of the GVL is its line (blocking_region_lines.h), or the location
+    // says why it has none. A thread Ruby did not make (the timer thread, a library's own)
+    // gets nothing.
+    if (!g_native_thread_p()) return false;
+    if (blocking_region_location(path, line)) return true;
+    *path = kWithoutGvl;
+    *line = 0;
+    return true;
+  }
+  return read_frames(path, line);
+}
+
+uint32_t ruby_caller(char* file, size_t capacity) {
+  const char* path = nullptr;
+  uint32_t line = 0;
+  const bool found = ruby_location(&path, &line);
+  return copy_location(found, path, line, file, capacity);
+}
+
+uint32_t ruby_caller_holding_gvl(char* file, size_t capacity) {
+  const char* path = nullptr;
+  uint32_t line = 0;
+  const bool found = frames_exist() && read_frames(&path, &line);
+  return copy_location(found, path, line, file, capacity);
 }
 
 }  // namespace memprof::agent

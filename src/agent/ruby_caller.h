@@ -29,4 +29,9 @@ bool ruby_location(const char** path, uint32_t* line) noexcept;
 // A tracer::CallerSource: the same, copied into `file` (cut at the front when longer).
 uint32_t ruby_caller(char* file, size_t capacity);
 
+// The same for a thread that holds the GVL whatever ruby_thread_has_gvl_p says: one letting go
+// of it, in Ruby's SUSPENDED thread event (blocking_region_lines.h), has already marked itself
+// as in a blocking region.
+uint32_t ruby_caller_holding_gvl(char* file, size_t capacity);
+
 }  // namespace memprof::agent

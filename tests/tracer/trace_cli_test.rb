@@ -767,6 +767,46 @@ class TraceCliTest < Minitest::Test
     assert_equal ["#{script}:2"], calls.select { |c| c["arguments"] == '1, "x\\n", 2' }.map { |c| c["ruby_caller"] }
   end
 
+  # A thread waiting in Ruby's scheduler (here: for the GVL, while the main thread collects)
+  # holds no GVL, yet ruby_thread_has_gvl_p says it does: its calls were read as the collecting
+  # thread's, "(garbage collection)", and its frames read while another thread ran. From Ruby
+  # 3.3 on, the line is the one read when it let go of the GVL (Ruby's SUSPENDED thread event);
+  # 15 of the sleeper's waits said "(garbage collection)" before. Ruby 3.1 has no such event:
+  # left out.
+  def test_a_thread_waiting_in_rubys_scheduler_keeps_its_own_line
+    script = File.join(@tmpdir, "waits.rb")
+    File.write(script, <<~RUBY)
+      $stdout.sync = true
+      $junk = Array.new(300_000) { |i| "junk \#{i}" }
+      puts "ready"
+      $stdin.gets
+      stop = false
+      sleeper = Thread.new { sleep 0.001 until stop } # MARK: sleeper
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      GC.start while Process.clock_gettime(Process::CLOCK_MONOTONIC) - started < 1.0
+      stop = true
+      sleeper.join
+      puts "done"
+    RUBY
+    sleeper_line = "#{script}:#{marked_line(script, 'sleeper')}"
+    checked = RUBIES.select { |ruby| Gem::Version.new(`#{ruby} -e 'print RUBY_VERSION'`) >= Gem::Version.new("3.3") }
+    refute_empty checked if ENV["MEMPROF_MATRIX_RUBIES"].to_s != ""
+    checked.each do |ruby|
+      target = spawn_target(command: [ruby, script])
+      target.wait_for(/\Aready\z/)
+      trace = start_trace(target.pid, "--ruby-caller", "-x", "pthread_cond_wait", "-x", "pthread_cond_timedwait")
+      target.send_line("go")
+      target.wait_for(/\Adone\z/)
+      lines = stop_trace(trace)
+      sleeper = lines.filter_map { |line| line[/\A\[(\d+)\] #{Regexp.escape(sleeper_line)}: pthread_cond_wait@/, 1] }
+      assert_operator sleeper.size, :>=, 5, "#{ruby}: the sleeper's waits for the GVL\n#{lines.join("\n")}"
+      # Its first call excepted: a new thread's first wait for the GVL comes before any event.
+      thread_lines = lines.grep(/\A\[#{sleeper.first}\] /)
+      assert_equal [], thread_lines.drop(1).grep(/\(garbage collection\)/), "#{ruby}\n#{thread_lines.join("\n")}"
+      target.kill
+    end
+  end
+
   # The line lasts as long as its region: a read blocked in one (Ruby's IO) that another thread
   # ends with an exception (a longjmp out of the region, past any plain clean-up) leaves no line
   # behind for the calls of a later region that has none (IO#wait_readable's ppoll, in Ruby's
