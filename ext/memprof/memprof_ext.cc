@@ -9,7 +9,9 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <functional>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +35,32 @@ using memprof::ruby::Mechanism;
 using memprof::ruby::Tracker;
 
 VALUE g_error_class = Qnil;  // Memprof::Error, defined by lib/memprof.rb before loading us
+
+// What every entry point is registered as: a C++ exception must not reach Ruby's C frames,
+// where std::terminate would abort the user's process (Memprof.start in a process at its
+// ulimit -v did). Out of memory becomes NoMemoryError, as for Ruby's own allocations, anything
+// else Memprof::Error; raised here, once the entry point's C++ objects are gone. Ruby's own
+// raises inside (a longjmp) pass through.
+template <typename Function, Function* function>
+struct Entry;
+
+template <typename... Args, VALUE (*function)(Args...)>
+struct Entry<VALUE(Args...), function> {
+  static VALUE call(Args... args) {
+    char failure[256] = {};
+    bool out_of_memory = false;
+    try {
+      return function(args...);
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;
+    } catch (const std::exception& e) {
+      std::strncpy(failure, e.what(), sizeof failure - 1);
+    }
+    if (out_of_memory) rb_memerror();
+    rb_raise(g_error_class, "%s", failure);
+  }
+};
+#define MEMPROF_ENTRY(function) (&Entry<decltype(function), function>::call)
 
 // Runs `body` (returning Result<VALUE>) with the tracker paused, so objects made here are
 // kept at memprof's internal site; raises Memprof::Error on failure.
@@ -485,25 +513,34 @@ extern "C" __attribute__((visibility("default"))) int memprof_set_thread_paused(
 // For the attach agent's forks (src/agent/ruby_calls.cc), which find it with dlsym: opened
 // (1) in the parent before it forks the child that writes a dump, abandoned (0) in the parent
 // after the fork; the child keeps it open (ruby/dump_own_objects.h).
-extern "C" __attribute__((visibility("default"))) void memprof_dump_window(int open) {
-  if (open != 0) {
-    memprof::ruby::DumpOwnObjects::instance().begin();
-  } else {
-    memprof::ruby::DumpOwnObjects::instance().abandon();
+extern "C" __attribute__((visibility("default"))) void memprof_dump_window(int open) noexcept {
+  try {
+    if (open != 0) {
+      memprof::ruby::DumpOwnObjects::instance().begin();
+    } else {
+      memprof::ruby::DumpOwnObjects::instance().abandon();
+    }
+  } catch (const std::bad_alloc&) {
+    // Out of memory: the dump is written without memprof's own objects marked.
   }
 }
 
 // For the attach agent's forks too: called in the child that writes a dump right after fork(2),
 // in place of rb_thread_atfork, with the Ractor and Thread.list as the parent had them and the
 // lowest address of the frames the agent's job interrupted (ruby/forked_child.h).
+// Out of memory in the child: it goes on as a plain fork's child would (the exception must
+// not reach the agent's job, nor Ruby's frames).
 extern "C" __attribute__((visibility("default"))) void memprof_forked_for_dump_above(VALUE changed,
-                                                                                    const void* app_frames_end) {
-  memprof::ruby::prepare_dump_child(values_of(changed), app_frames_end);
+                                                                                    const void* app_frames_end) noexcept {
+  try {
+    memprof::ruby::prepare_dump_child(values_of(changed), app_frames_end);
+  } catch (const std::bad_alloc&) {
+  }
 }
 
 // The same for agents of earlier versions, which do not say where the app's frames end.
-extern "C" __attribute__((visibility("default"))) void memprof_forked_for_dump(VALUE changed) {
-  memprof::ruby::prepare_dump_child(values_of(changed), nullptr);
+extern "C" __attribute__((visibility("default"))) void memprof_forked_for_dump(VALUE changed) noexcept {
+  memprof_forked_for_dump_above(changed, nullptr);
 }
 
 extern "C" __attribute__((visibility("default"))) void Init_memprof() {
@@ -513,33 +550,33 @@ extern "C" __attribute__((visibility("default"))) void Init_memprof() {
   VALUE native = rb_define_module_under(memprof, "Native");
   memprof::ruby::install_compaction_watcher(Tracker::instance());
 
-  rb_define_module_function(native, "start", native_start, 1);
-  rb_define_module_function(native, "stop", native_stop, 0);
-  rb_define_module_function(native, "active?", native_active_p, 0);
-  rb_define_module_function(native, "mechanism", native_mechanism, 0);
-  rb_define_module_function(native, "stats_lines", native_stats_lines, 0);
-  rb_define_module_function(native, "live_groups", native_live_groups, 0);
-  rb_define_module_function(native, "ignore_this_thread", native_ignore_this_thread, 0);
-  rb_define_module_function(native, "getpid", native_getpid, 0);
-  rb_define_module_function(native, "clear", native_clear, 0);
-  rb_define_module_function(native, "prune", native_prune, 0);
-  rb_define_module_function(native, "report", on_zeroed_stack<report_block>, 0);
-  rb_define_module_function(native, "tracked_objects", native_tracked_objects, 0);
-  rb_define_module_function(native, "read_frame", native_read_frame, 2);
-  rb_define_module_function(native, "in_child_process", native_in_child_process, 3);
-  rb_define_module_function(native, "window_begin", native_window_begin, 0);
-  rb_define_module_function(native, "window_end", on_zeroed_stack<end_window>, 0);
-  rb_define_module_function(native, "reset_on_fork=", native_set_reset_on_fork, 1);
-  rb_define_module_function(native, "site_of", native_site_of, 1);
-  rb_define_module_function(native, "annotate_object_line", native_annotate_object_line, 2);
-  rb_define_module_function(native, "annotate_dump_file", native_annotate_dump_file, 3);
-  rb_define_module_function(native, "own_objects_begin", native_own_objects_begin, 0);
-  rb_define_module_function(native, "own_objects_end", native_own_objects_end, 0);
-  rb_define_module_function(native, "compaction_window_begin", native_compaction_window_begin, 0);
-  rb_define_module_function(native, "compaction_window_end", native_compaction_window_end, 0);
-  rb_define_module_function(native, "auto_compaction=", native_set_auto_compaction, 1);
-  rb_define_module_function(native, "info", native_info, 0);
-  rb_define_module_function(native, "ignore_path_prefix", native_ignore_path_prefix, 1);
-  rb_define_module_function(native, "coverage_begin", native_coverage_begin, 1);
-  rb_define_module_function(native, "coverage_end", native_coverage_end, 0);
+  rb_define_module_function(native, "start", MEMPROF_ENTRY(native_start), 1);
+  rb_define_module_function(native, "stop", MEMPROF_ENTRY(native_stop), 0);
+  rb_define_module_function(native, "active?", MEMPROF_ENTRY(native_active_p), 0);
+  rb_define_module_function(native, "mechanism", MEMPROF_ENTRY(native_mechanism), 0);
+  rb_define_module_function(native, "stats_lines", MEMPROF_ENTRY(native_stats_lines), 0);
+  rb_define_module_function(native, "live_groups", MEMPROF_ENTRY(native_live_groups), 0);
+  rb_define_module_function(native, "ignore_this_thread", MEMPROF_ENTRY(native_ignore_this_thread), 0);
+  rb_define_module_function(native, "getpid", MEMPROF_ENTRY(native_getpid), 0);
+  rb_define_module_function(native, "clear", MEMPROF_ENTRY(native_clear), 0);
+  rb_define_module_function(native, "prune", MEMPROF_ENTRY(native_prune), 0);
+  rb_define_module_function(native, "report", MEMPROF_ENTRY(on_zeroed_stack<report_block>), 0);
+  rb_define_module_function(native, "tracked_objects", MEMPROF_ENTRY(native_tracked_objects), 0);
+  rb_define_module_function(native, "read_frame", MEMPROF_ENTRY(native_read_frame), 2);
+  rb_define_module_function(native, "in_child_process", MEMPROF_ENTRY(native_in_child_process), 3);
+  rb_define_module_function(native, "window_begin", MEMPROF_ENTRY(native_window_begin), 0);
+  rb_define_module_function(native, "window_end", MEMPROF_ENTRY(on_zeroed_stack<end_window>), 0);
+  rb_define_module_function(native, "reset_on_fork=", MEMPROF_ENTRY(native_set_reset_on_fork), 1);
+  rb_define_module_function(native, "site_of", MEMPROF_ENTRY(native_site_of), 1);
+  rb_define_module_function(native, "annotate_object_line", MEMPROF_ENTRY(native_annotate_object_line), 2);
+  rb_define_module_function(native, "annotate_dump_file", MEMPROF_ENTRY(native_annotate_dump_file), 3);
+  rb_define_module_function(native, "own_objects_begin", MEMPROF_ENTRY(native_own_objects_begin), 0);
+  rb_define_module_function(native, "own_objects_end", MEMPROF_ENTRY(native_own_objects_end), 0);
+  rb_define_module_function(native, "compaction_window_begin", MEMPROF_ENTRY(native_compaction_window_begin), 0);
+  rb_define_module_function(native, "compaction_window_end", MEMPROF_ENTRY(native_compaction_window_end), 0);
+  rb_define_module_function(native, "auto_compaction=", MEMPROF_ENTRY(native_set_auto_compaction), 1);
+  rb_define_module_function(native, "info", MEMPROF_ENTRY(native_info), 0);
+  rb_define_module_function(native, "ignore_path_prefix", MEMPROF_ENTRY(native_ignore_path_prefix), 1);
+  rb_define_module_function(native, "coverage_begin", MEMPROF_ENTRY(native_coverage_begin), 1);
+  rb_define_module_function(native, "coverage_end", MEMPROF_ENTRY(native_coverage_end), 0);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <new>
 #include <thread>
 
 #include "agent/ruby_vm_end_watch.h"
@@ -95,8 +96,17 @@ void RubyRuntime::run_queued_job() {
   // extension, once loaded, says so to its tracker; run() looked it up).
   auto set_paused = set_thread_paused_;
   int was_paused = set_paused != nullptr ? set_paused(1) : 0;
-  Result<std::string> result = work(api_);
+  // On a Ruby thread, inside Ruby's frames: an exception from the work (out of memory in a
+  // process at its ulimit -v) would reach them and abort the process.
+  Result<std::string> result = std::string();
+  bool out_of_memory = false;
+  try {
+    result = work(api_);
+  } catch (const std::bad_alloc&) {
+    out_of_memory = true;
+  }
   if (set_paused != nullptr) set_paused(was_paused);
+  if (out_of_memory) result = err("out of memory in the process");
   std::lock_guard lock(mutex_);
   result_ = std::move(result);
   state_ = State::kDone;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string_view>
 
@@ -68,8 +69,13 @@ void AllocationHooks::prepare_without_gvl() {
   if (g_original_allocator == nullptr) return;
   rb_thread_call_without_gvl(
       [](void*) -> void* {
-        resolve_originals();
-        (void)direct_call_sites();
+        // An exception must not unwind through Ruby's frames (it would skip taking the GVL
+        // back): out of memory here leaves the originals to install(), which says so.
+        try {
+          resolve_originals();
+          (void)direct_call_sites();
+        } catch (const std::bad_alloc&) {
+        }
         return nullptr;
       },
       nullptr, RUBY_UBF_IO, nullptr);

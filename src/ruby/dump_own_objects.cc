@@ -37,9 +37,14 @@ VALUE DumpOwnObjects::kind_of(uintptr_t address) {
 }
 
 void DumpOwnObjects::begin() {
-  if (depth_++ > 0) return;
-  // Made on first use (a Ruby object), before recording starts.
+  if (depth_ > 0) {
+    ++depth_;
+    return;
+  }
+  // Made on first use (a Ruby object), before recording starts; counted once made (out of
+  // memory leaves the window closed).
   if (!newobj_) newobj_ = std::make_unique<InternalEventHook>(RUBY_INTERNAL_EVENT_NEWOBJ, &DumpOwnObjects::on_new_object, this);
+  ++depth_;
   forget();
   thread_ = rb_thread_current();
   was_paused_ = Tracker::set_this_thread_paused(true);

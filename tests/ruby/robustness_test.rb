@@ -222,4 +222,41 @@ class RobustnessTest < Minitest::Test
       assert_equal({ "L3:Object" => 100, "L11:Process::Status" => 1 }, stats_for(parent, path))
     end
   end
+
+  # A process at its address-space limit (ulimit -v, RLIMIT_AS): C++ ran out of memory inside
+  # Memprof.start (reading /proc/self/maps to patch a GOT slot), and the std::bad_alloc crossed
+  # Ruby's frames: "terminate called", the process aborted. Each start now succeeds or raises
+  # NoMemoryError (or Memprof::Error), leaves no page writable and executable, and memprof works
+  # once there is room again. (3 of these starts run out of memory on Debian's 3.1, 15-28 on
+  # 3.4, where one did so without the GVL and Ruby's check of rb_memerror aborted; 3.3 finds
+  # what it needs in memory it already has.)
+  def test_memprof_start_at_the_address_space_limit_raises_instead_of_aborting
+    run_ruby(<<~'RUBY') do |out|
+      outcomes = Hash.new(0)
+      mapped = File.read("/proc/self/status")[/^VmSize:\s+(\d+)/, 1].to_i * 1024
+      writable_code = 0
+      (0..100).each do |step|
+        Process.setrlimit(:AS, mapped - (4 << 20) + step * 128 * 1024, Process::RLIM_INFINITY)
+        begin
+          Memprof.start
+          outcomes["started"] += 1
+        rescue NoMemoryError, Memprof::Error => e
+          outcomes[e.class.name] += 1
+        ensure
+          Process.setrlimit(:AS, Process::RLIM_INFINITY, Process::RLIM_INFINITY)
+        end
+        Memprof.stop if Memprof.started?
+        writable_code += File.readlines("/proc/self/maps").count { |line| line.split[1] == "rwxp" }
+      end
+      Memprof.start
+      kept = Array.new(300) { Object.new }
+      puts "rwx #{writable_code}"
+      $stderr.puts outcomes.inspect
+      Memprof.stats($stdout)
+    RUBY
+      lines = out.lines.map(&:strip)
+      assert_equal "rwx 0", lines[0]
+      assert_equal 1, lines.count { |line| line.match?(/\A300 \S*program\.rb:\d+:Object\z/) }, out
+    end
+  end
 end

@@ -1,6 +1,7 @@
 #include "core/hook/call_site_hook.h"
 
 #include <algorithm>
+#include <new>
 #include <cstring>
 #include <optional>
 
@@ -254,21 +255,26 @@ Result<std::unique_ptr<CallSiteHook>> CallSiteHook::install_at(void* target, voi
   return hook;
 }
 
+// Out of memory (a process at its ulimit -v) must not end the process from a destructor: the
+// sites then keep calling their thunks, which stay valid (they are never unmapped).
 CallSiteHook::~CallSiteHook() {
-  // An unloaded object's pages may now belong to something else: never touch them.
-  if (sites_.empty() || hooks_frozen() || !is_loaded(object_key_)) return;
-  HookChange change;
-  std::vector<SmallPatch> patches;
-  for (const auto& site : sites_) {
-    // Only a site that still calls our thunk is ours to restore.
-    if (site.address + kRel32InstructionSize + static_cast<uintptr_t>(displacement_of(site.address)) !=
-        site.thunk)
-      continue;
-    patches.push_back(displacement_patch(
-        site.address,
-        site.address + kRel32InstructionSize + static_cast<int64_t>(site.previous_displacement)));
+  try {
+    // An unloaded object's pages may now belong to something else: never touch them.
+    if (sites_.empty() || hooks_frozen() || !is_loaded(object_key_)) return;
+    HookChange change;
+    std::vector<SmallPatch> patches;
+    for (const auto& site : sites_) {
+      // Only a site that still calls our thunk is ours to restore.
+      if (site.address + kRel32InstructionSize + static_cast<uintptr_t>(displacement_of(site.address)) !=
+          site.thunk)
+        continue;
+      patches.push_back(displacement_patch(
+          site.address,
+          site.address + kRel32InstructionSize + static_cast<int64_t>(site.previous_displacement)));
+    }
+    (void)patch_memory(patches);
+  } catch (const std::bad_alloc&) {
   }
-  (void)patch_memory(patches);
 }
 
 }  // namespace memprof::hook

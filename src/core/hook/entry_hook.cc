@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <new>
 #include <optional>
 
 #include "core/hook/entry_trap.h"
@@ -390,11 +391,16 @@ EntryHook::~EntryHook() {
   std::lock_guard lock(registry_mutex());
   std::erase_if(hooked_targets(),
                 [&](const HookedTarget& t) { return t.address == reinterpret_cast<uintptr_t>(target_); });
-  // An unloaded object's pages may now belong to something else: never touch them.
-  if (object_key_.dynamic != nullptr && !is_loaded(object_key_)) return;
   // Restoring the bytes is always safe for running threads: the jump was one instruction, so
-  // no thread can be stopped inside it. A failure leaves the jump, which stays valid.
-  (void)patch_memory(target_, saved_);
+  // no thread can be stopped inside it. A failure leaves the jump, which stays valid; so does
+  // running out of memory (a process at its ulimit -v), which must not end the process from a
+  // destructor.
+  try {
+    // An unloaded object's pages may now belong to something else: never touch them.
+    if (object_key_.dynamic != nullptr && !is_loaded(object_key_)) return;
+    (void)patch_memory(target_, saved_);
+  } catch (const std::bad_alloc&) {
+  }
 }
 
 }  // namespace memprof::hook

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <set>
 
 #include "core/hook/got_hook_state.h"
@@ -121,10 +122,14 @@ Status patch_slots_locked(GotHook::State& state, const LoadedObject& object,
                           const std::vector<FoundSlot>& slots) {
   ObjectKey key = object.key();
   state.seen.push_back(key);
+  // Out of memory must not come between a slot's write and its record (it would never be
+  // restored): the room and the record are made before the write.
+  state.slots.reserve(state.slots.size() + slots.size());
   for (const FoundSlot& found : slots) {
     void* previous = __atomic_load_n(found.address, __ATOMIC_ACQUIRE);
+    decltype(state.slots)::value_type record{{found.address, previous, object.path, found.jump_slot}, key};
     MEMPROF_TRY_STATUS(write_slot(found.address, state.replacement));
-    state.slots.push_back({{found.address, previous, object.path, found.jump_slot}, key});
+    state.slots.push_back(std::move(record));
   }
   return ok_status();
 }
@@ -213,13 +218,19 @@ Result<std::shared_ptr<GotHook::State>> install_got_hook_locked(std::string symb
     __atomic_store_n(state->options.publish_original, original, __ATOMIC_RELEASE);
 
   // The slots found above: narrowing state->version to their one version excludes none of them.
-  for (size_t i = 0; i < objects.size(); ++i) {
-    if (Status status = patch_slots_locked(*state, objects[i], object_slots[i]); !status.ok()) {
-      unpatch_all_locked(*state);
-      return err("hooking '{}' in {}: {}", state->symbol, objects[i].path, status.message());
+  // Out of memory half way (a process at its ulimit -v) puts back what was written, as an error does.
+  try {
+    for (size_t i = 0; i < objects.size(); ++i) {
+      if (Status status = patch_slots_locked(*state, objects[i], object_slots[i]); !status.ok()) {
+        unpatch_all_locked(*state);
+        return err("hooking '{}' in {}: {}", state->symbol, objects[i].path, status.message());
+      }
     }
+    active_got_hooks().push_back(state);
+  } catch (const std::bad_alloc&) {
+    unpatch_all_locked(*state);
+    throw;
   }
-  active_got_hooks().push_back(state);
   return state;
 }
 
@@ -228,16 +239,24 @@ Result<std::unique_ptr<GotHook>> GotHook::install(std::string symbol, void* repl
   if (hooks_frozen()) return err("{}", kFrozenHooks);
   HookChange change;
   std::lock_guard lock(got_registry_mutex());
+  // Made before any slot is written: once they are, nothing may fail for want of memory.
+  std::unique_ptr<GotHook> hook(new GotHook(nullptr));
   bool follow = options.follow_dlopen;
   // The follower first: a dlopen completing while the slots are being written is then seen.
   if (follow) MEMPROF_TRY_STATUS(retain_dlopen_follower_locked());
-  auto state = install_got_hook_locked(std::move(symbol), replacement, std::move(options),
-                                       /*internal=*/false);
+  Result<std::shared_ptr<State>> state = err("not installed");
+  try {
+    state = install_got_hook_locked(std::move(symbol), replacement, std::move(options), /*internal=*/false);
+  } catch (const std::bad_alloc&) {
+    if (follow) release_dlopen_follower_locked();
+    throw;
+  }
   if (!state.ok()) {
     if (follow) release_dlopen_follower_locked();
     return state.error();
   }
-  return std::unique_ptr<GotHook>(new GotHook(std::move(*state)));
+  hook->state_ = std::move(*state);
+  return hook;
 }
 
 Result<void*> GotHook::find_original(std::string_view symbol) {
@@ -248,13 +267,19 @@ Result<void*> GotHook::find_original(std::string_view symbol) {
 GotHook::GotHook(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
 GotHook::~GotHook() {
+  if (state_ == nullptr) return;  // never installed
   if (hooks_frozen()) return;  // the slots keep the replacement, which calls the original
   HookChange change;
   std::lock_guard lock(got_registry_mutex());
   auto& hooks = active_got_hooks();
   hooks.erase(std::find(hooks.begin(), hooks.end(), state_));
-  unpatch_all_locked(*state_);
-  if (state_->options.follow_dlopen) release_dlopen_follower_locked();
+  // Out of memory (a process at its ulimit -v) must not end the process from a destructor: the
+  // slots then keep the replacement, which stays valid (the agent is never unloaded).
+  try {
+    unpatch_all_locked(*state_);
+    if (state_->options.follow_dlopen) release_dlopen_follower_locked();
+  } catch (const std::bad_alloc&) {
+  }
 }
 
 void* GotHook::original() const { return state_->original; }

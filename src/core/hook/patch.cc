@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <vector>
 
@@ -170,9 +171,9 @@ Status make_writable(const std::vector<MapEntry>& mappings, uintptr_t begin, uin
   return ok_status();
 }
 
-}  // namespace
-
-void restore_patch_protections_in_child() noexcept {
+// Puts back the protections the patch in progress recorded, with raw system calls: nothing here
+// allocates or throws.
+void put_back_recorded_protections() noexcept {
   const size_t count = g_unprotected_count.exchange(0, std::memory_order_acq_rel);
   const auto size = static_cast<long>(g_unprotected_page_size.load(std::memory_order_relaxed));
   for (size_t i = 0; i < count; ++i) {
@@ -180,6 +181,23 @@ void restore_patch_protections_in_child() noexcept {
                       size, g_unprotected_original[i].load(std::memory_order_relaxed));
   }
 }
+
+// An allocation that fails while pages are writable (out of memory: a process at its ulimit -v)
+// throws past the patch: on the way out, the pages are put back as they were. Never left
+// writable, and code never writable and executable.
+class ProtectionsPutBackOnUnwind {
+ public:
+  ~ProtectionsPutBackOnUnwind() {
+    if (std::uncaught_exceptions() > exceptions_) put_back_recorded_protections();
+  }
+
+ private:
+  int exceptions_ = std::uncaught_exceptions();
+};
+
+}  // namespace
+
+void restore_patch_protections_in_child() noexcept { put_back_recorded_protections(); }
 
 namespace {
 
@@ -189,6 +207,7 @@ template <typename Write>
 Status patch_one(void* address, size_t size, Write write) {
   if (size == 0) return ok_status();
   std::lock_guard lock(patch_mutex());
+  ProtectionsPutBackOnUnwind put_back;
   MEMPROF_TRY(mappings, read_self_maps());
   auto begin = reinterpret_cast<uintptr_t>(address);
   std::vector<PageProtection> pages;
@@ -217,6 +236,7 @@ template <typename Write>
 Status patch_many(std::span<const SmallPatch> patches, Write write) {
   if (patches.empty()) return ok_status();
   std::lock_guard lock(patch_mutex());
+  ProtectionsPutBackOnUnwind put_back;
   MEMPROF_TRY(mappings, read_self_maps());
   std::vector<const SmallPatch*> by_address;
   for (const SmallPatch& p : patches) by_address.push_back(&p);
