@@ -64,6 +64,7 @@ Result<InjectResult> load_library(pid_t pid, const std::string& library_path,
                                   const InjectOptions& options) {
   const std::string path = absolute_library_path(library_path);
   MEMPROF_TRY_STATUS(check_process_can_be_traced(pid));
+  MEMPROF_TRY_STATUS(check_address_space_room(pid));
   MEMPROF_TRY(objects, proc::process_objects(pid));
   MEMPROF_TRY(libc, find_target_libc(pid, objects.objects));
 

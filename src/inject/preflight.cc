@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/proc/loaded_objects.h"
@@ -137,8 +139,48 @@ std::string seccomp_hint(pid_t pid) {
                      "container's seccomp profile must allow them)", pid, pid);
 }
 
+namespace {
+
+// The soft limit of /proc/PID/limits' "Max address space" line, or nullopt for unlimited (or
+// unreadable).
+std::optional<uint64_t> address_space_limit(pid_t pid) {
+  auto limits = read_proc_file(fmt::format("/proc/{}/limits", pid));
+  if (!limits) return std::nullopt;
+  constexpr std::string_view kLine = "Max address space";
+  const size_t at = limits->find(kLine);
+  if (at == std::string::npos) return std::nullopt;
+  std::string_view rest = std::string_view(*limits).substr(at + kLine.size());
+  rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+  uint64_t limit = 0;
+  auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), limit);
+  if (error != std::errc() || end == rest.data()) return std::nullopt;  // "unlimited"
+  return limit;
+}
+
+std::string mebibytes(uint64_t bytes) { return fmt::format("{:.1f} MB", static_cast<double>(bytes) / (1 << 20)); }
+
+}  // namespace
+
+Status check_address_space_room(pid_t pid) {
+  const std::optional<uint64_t> limit = address_space_limit(pid);
+  if (!limit) return ok_status();
+  auto status = read_proc_file(fmt::format("/proc/{}/status", pid));
+  if (!status) return ok_status();
+  const std::string size = status_field(*status, "VmSize");  // "75216 kB"
+  uint64_t mapped_kb = 0;
+  if (std::from_chars(size.data(), size.data() + size.size(), mapped_kb).ec != std::errc()) return ok_status();
+  const uint64_t mapped = mapped_kb << 10;
+  if (mapped + kAgentAddressSpace <= *limit) return ok_status();
+  return err("process {} may map at most {} (its ulimit -v, RLIMIT_AS) and has {} mapped: memprof's "
+             "agent needs about {} more, and taking what is left could make the process's own "
+             "allocations fail; raise its limit (prlimit --pid {} --as=BYTES, up to its hard "
+             "limit) or restart it without one",
+             pid, mebibytes(*limit), mebibytes(mapped), mebibytes(kAgentAddressSpace), pid);
+}
+
 Status check_can_inject(pid_t pid) {
   MEMPROF_TRY_STATUS(check_process_can_be_traced(pid));
+  MEMPROF_TRY_STATUS(check_address_space_room(pid));
   MEMPROF_TRY(found, proc::process_objects(pid));
   bool has_libc = std::any_of(found.objects.begin(), found.objects.end(),
                               [](const proc::LoadedObject& object) {

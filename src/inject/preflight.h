@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,14 @@ namespace memprof::inject {
 // No such process, a thread id, zombie, stopped, already traced, permissions, seccomp strict
 // mode.
 Status check_process_can_be_traced(pid_t pid);
+
+// Room in the address space for memprof's agent under the process's RLIMIT_AS (ulimit -v): its
+// libraries, threads and tables take ~45 MB of address space. Taking what a process has left
+// made its own allocations fail, and Ruby exits when it cannot raise NoMemoryError ("[FATAL]
+// failed to allocate memory"): refused unless kAgentAddressSpace is free, saying how to raise
+// the limit. No limit, or an unreadable one: ok.
+inline constexpr uint64_t kAgentAddressSpace = uint64_t{64} << 20;
+Status check_address_space_room(pid_t pid);
 
 // A process whose threads can run, so that its agent's thread can answer: refuses one stopped
 // by SIGSTOP or by a tracer (a request would wait out its whole timeout). Other states pass.

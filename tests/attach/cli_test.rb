@@ -195,6 +195,34 @@ class AttachCliTest < Minitest::Test
     assert run.wait_exit.success?, run.context
   end
 
+  # A process near its ulimit -v (RLIMIT_AS): the agent's libraries, threads and tables took
+  # what it had left, and the process died of its own next allocation ("[FATAL] failed to
+  # allocate memory", or NoMemoryError in its main thread). attach and trace now refuse before
+  # injecting anything, and say how to raise the limit; raised, attach works.
+  def test_a_process_near_its_address_space_limit_is_refused_before_injection
+    target = ruby_job_target("$stdin.gets\n$kept = Array.new(400) { Object.new }\nputs 'made'\n$stdin.gets")
+    mapped = File.read("/proc/#{target.pid}/status")[/^VmSize:\s+(\d+)/, 1].to_i * 1024
+    soft = mapped + (16 << 20)
+    system("prlimit", "--pid", target.pid.to_s, "--as=#{soft}:", exception: true)
+    said = format("memprof: process %<pid>d may map at most %<limit>.1f MB (its ulimit -v, RLIMIT_AS) and has " \
+                  "%<mapped>.1f MB mapped: memprof's agent needs about 64.0 MB more, and taking what is left could " \
+                  "make the process's own allocations fail; raise its limit (prlimit --pid %<pid>d --as=BYTES, " \
+                  "up to its hard limit) or restart it without one\n",
+                  pid: target.pid, limit: soft / 1048576.0, mapped: mapped / 1048576.0)
+    [%w[attach], %w[trace -x malloc --duration 1s]].each do |command, *rest|
+      out, err, status = memprof(command, "-p", target.pid, *rest)
+      assert_equal [1, "", said], [status.exitstatus, out, err], command
+    end
+    refute_includes File.read("/proc/#{target.pid}/maps"), "memprof_agent"
+    system("prlimit", "--pid", target.pid.to_s, "--as=unlimited:", exception: true)
+    attach!(target)
+    target.send_line("go")
+    target.wait_for(/\Amade\z/)
+    assert_equal 400, live_stats(target.pid).select { |key, _| key.end_with?(":Object") }.values.sum
+    detach!(target)
+    assert_alive(target)
+  end
+
   # `run --no-track` preloads the agent alone: the commands that read the tracking say it is not
   # on and how to start it (before: "memprof is not loaded", while `ps` listed the agent), and
   # an attach then tracks from that moment.
