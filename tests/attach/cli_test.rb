@@ -15,6 +15,18 @@ class AttachCliTest < Minitest::Test
     assert_match pattern, err
   end
 
+  # A script in the test's directory whose String counts are exact: frozen literals, and the
+  # String.new that Ruby 3.1 counts once on its first call made before `body`.
+  def counted_script(name, body)
+    path = File.join(@tmpdir, name)
+    File.write(path, <<~RUBY + body)
+      # frozen_string_literal: true
+      $stdout.sync = true
+      String.new("warm-up") # (Ruby 3.1's first String.new interns its keyword names)
+    RUBY
+    path
+  end
+
   def test_stats_of_a_process_not_attached_says_to_attach
     target = spawn_target("target.rb", "sleep")
     target.wait_for(/\Aready #{target.pid}\z/)
@@ -98,11 +110,7 @@ class AttachCliTest < Minitest::Test
   end
 
   def test_run_tracks_from_the_start_and_keeps_the_exit_status
-    script = File.join(@tmpdir, "app.rb")
-    File.write(script, <<~RUBY)
-      # frozen_string_literal: true
-      $stdout.sync = true
-      String.new("warm-up") # (Ruby 3.1's first String.new interns its keyword names)
+    script = counted_script("app.rb", <<~RUBY)
       $early = Array.new(1000) { String.new("early") } # MARK: early
       $stdout.puts "up \#{Process.pid}"
       $stdin.gets
@@ -227,11 +235,7 @@ class AttachCliTest < Minitest::Test
   # on and how to start it (before: "memprof is not loaded", while `ps` listed the agent), and
   # an attach then tracks from that moment.
   def test_run_no_track_loads_the_agent_alone_until_attach
-    script = File.join(@tmpdir, "later.rb")
-    File.write(script, <<~RUBY)
-      # frozen_string_literal: true
-      $stdout.sync = true
-      String.new("warm-up") # (Ruby 3.1's first String.new interns its keyword names)
+    script = counted_script("later.rb", <<~RUBY)
       $stdout.puts "up \#{Process.pid}"
       while $stdin.gets
         $kept = Array.new(300) { String.new("kept") } # MARK: kept
