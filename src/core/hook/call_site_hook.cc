@@ -1,8 +1,8 @@
 #include "core/hook/call_site_hook.h"
 
 #include <algorithm>
-#include <new>
 #include <cstring>
+#include <new>
 #include <optional>
 
 #include "core/hook/hook_change.h"
