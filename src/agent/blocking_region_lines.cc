@@ -1,6 +1,7 @@
 #include "agent/blocking_region_lines.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstring>
@@ -179,14 +180,19 @@ void BlockingRegionLines::follow_scheduler(const RubyApi& api) {
   // 3.4 never collect on a thread Ruby did not make (gc.c checks ruby_native_thread_p). While
   // the VM cannot start to end.
   VmInUse vm;
-  if (vm.ok()) scheduler_hook_ = g_add_thread_hook(&on_thread_event, kThreadSuspended | kThreadResumed, nullptr);
+  if (!vm.ok()) return;
+  scheduler_hook_ = g_add_thread_hook(&on_thread_event, kThreadSuspended | kThreadResumed, nullptr);
+  scheduler_hook_process_ = ::getpid();
 }
 
 // The hook goes first: Ruby's list lock waits for every callback running, and the GOT slots
 // are restored after. Once the VM has ended there is no thread left to call it, nor a Ruby to
-// free its node.
+// free its node. In a forked child (ending the sessions it inherited) the hook stays: a thread
+// of the parent may have held that lock for reading at the fork (Ruby takes it for every
+// thread event, with or without the GVL), and taking it for writing would wait forever; the
+// callback it leaves is harmless (the agent is never unloaded).
 BlockingRegionLines::~BlockingRegionLines() {
-  if (scheduler_hook_ == nullptr) return;
+  if (scheduler_hook_ == nullptr || scheduler_hook_process_ != ::getpid()) return;
   VmInUse vm;
   if (vm.ok()) g_remove_thread_hook(scheduler_hook_);
 }

@@ -28,6 +28,8 @@
 // waits keep "(without the GVL)", or are read as before in the scheduler's.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -64,6 +66,7 @@ class BlockingRegionLines {
   std::vector<std::unique_ptr<hook::GotHook>> hooks_;
   std::vector<std::unique_ptr<hook::CallSiteHook>> call_site_hooks_;
   void* scheduler_hook_ = nullptr;  // Ruby's rb_internal_thread_event_hook_t
+  pid_t scheduler_hook_process_ = 0;  // which process added it (a forked child inherits it)
   bool scheduler_tried_ = false;
 };
 
