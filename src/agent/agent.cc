@@ -290,7 +290,7 @@ extern "C" __attribute__((visibility("default"))) int memprof_agent_start() {
 __attribute__((constructor)) static void memprof_agent_loaded() {
   // Before the fork handler exists, so that no fork can run it while these are being made.
   memprof::agent::make_ruby_objects();
-  pthread_atfork(nullptr, nullptr, memprof::agent::after_fork_in_child);
+  pthread_atfork(nullptr, memprof::agent::count_fork_in_parent, memprof::agent::after_fork_in_child);
   std::atexit(memprof::agent::wait_for_sessions_at_exit);
   const auto hold = memprof::agent::claims_hold();
   // Said before the agent's thread can take a request: a trace started now finds Ruby not

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 
+#include "agent/child_processes.h"
 #include "core/util/raw_sleep.h"
 
 namespace memprof::agent {
@@ -24,9 +25,12 @@ int held_execve(const char* path, char* const argv[], char* const envp[]) {
   // thread's while one waits. No libc call before the exec: the trace may be counting them.
   const auto self = static_cast<pid_t>(raw_syscall(SYS_getpid));
   const bool runnable = raw_syscall(SYS_access, reinterpret_cast<long>(path), X_OK) == 0;
+  const bool served = self == g_served_pid.load(std::memory_order_acquire);
+  // A child sharing this memory until its exec (vfork, posix_spawn) ran no fork handler: it is
+  // counted here. (A fork()ed child counts in its own copy.)
+  if (!served && runnable) count_child_process();
   bool idle = false;
-  if (self != g_served_pid.load(std::memory_order_acquire) || !runnable ||
-      !g_waiting.compare_exchange_strong(idle, true, std::memory_order_acq_rel))
+  if (!served || !runnable || !g_waiting.compare_exchange_strong(idle, true, std::memory_order_acq_rel))
     return g_original_execve(path, argv, envp);
   const int saved_errno = errno;
   for (int waited_ms = 0; waited_ms < kExecWaitMs && !g_released.load(std::memory_order_acquire); ++waited_ms)

@@ -8,7 +8,7 @@
 // (execvp tries each PATH directory) returns to the program, which the recording follows on.
 //
 // Only the process the agent serves waits: a vfork child (posix_spawn's too) shares its memory
-// and calls execve as another pid, and goes on at once.
+// and calls execve as another pid, and goes on at once, counted (child_processes.h).
 #pragma once
 
 #include <memory>

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "agent/child_processes.h"
 #include "agent/request_handler.h"
 #include "agent/ruby_calls.h"
 #include "agent/ruby_caller.h"
@@ -62,6 +63,10 @@ void forget_sessions_in_child() {
   // session is active" and waited 2 s in exit() for a CLI read that never came.
   g_session_active.store(false, std::memory_order_relaxed);
   g_exiting.store(false, std::memory_order_relaxed);
+}
+
+void count_fork_in_parent() {
+  if (!forking_for_handler()) count_child_process();
 }
 
 void wait_for_sessions_at_exit() {
@@ -120,6 +125,7 @@ void RecordingSessions::after_reply() {
 Result<std::string> RecordingSessions::trace_start(const std::string& body) {
   hook::HookChange change;
   MEMPROF_TRY(request, tracer::decode_trace_request(body));
+  children_at_trace_start_ = child_processes();
   // A launched command held at its first instruction: its Ruby, if it has one, has not started
   // yet; a program without one (a wrapper script it runs first: an rbenv shim, sh -c) leaves
   // ruby:gc and Ruby lines to the program it execs, and the CLI says at the end when none had.
@@ -169,7 +175,7 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
     gc_events_ = std::move(*events);
   }
   note_started();
-  tracer::TraceReadout readout = trace_->read(0);
+  tracer::TraceReadout readout = read_trace(0);
   readout.problems.insert(readout.problems.end(), problems.begin(), problems.end());
   // With the functions a dlopen hooked since the session started: this read took them, and a
   // function never announced is never shown (a library loaded in a loop, back at the same
@@ -186,7 +192,7 @@ Result<std::string> RecordingSessions::trace_read() {
   if (trace_ == nullptr) return err("not being traced");
   follow_ruby_scheduler();
   const bool exec = read_with_exec_release();
-  tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
+  tracer::TraceReadout readout = read_trace(kRecordsPerReadout);
   readout.process_exiting = exiting();
   readout.exec_waiting = exec;
   // An exec that succeeds ends every call in flight, its own execve first: the CLI shows them
@@ -200,12 +206,18 @@ Result<std::string> RecordingSessions::trace_stop() {
   hook::HookChange change;
   if (trace_ == nullptr) return err("not being traced");
   (void)read_with_exec_release();
-  tracer::TraceReadout readout = trace_->read(kRecordsPerReadout);
+  tracer::TraceReadout readout = read_trace(kRecordsPerReadout);
   note_ruby_gc_stop(readout);
   append_unfinished_calls(readout);
   auto totals = trace_->totals();
   end_trace();
   return tracer::encode_readout(readout, readout.new_functions, totals, tracer::calls_in_flight());
+}
+
+tracer::TraceReadout RecordingSessions::read_trace(size_t max_records) {
+  tracer::TraceReadout readout = trace_->read(max_records);
+  readout.children = child_processes() - children_at_trace_start_;
+  return readout;
 }
 
 void RecordingSessions::append_unfinished_calls(tracer::TraceReadout& readout) const {
@@ -265,7 +277,8 @@ void RecordingSessions::arrange_collection_at_exit() {
 
 std::string RecordingSessions::native_snapshot_reply(const std::vector<std::string>& problems) const {
   return native::encode_snapshot(native_->snapshot(), problems, exiting(),
-                                 collect_at_exit_ ? collection_at_exit_ms() : -1);
+                                 collect_at_exit_ ? collection_at_exit_ms() : -1,
+                                 child_processes() - children_at_native_start_);
 }
 
 void RecordingSessions::end_native() {
@@ -310,6 +323,7 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
   if (native_ != nullptr)
     return err("already tracked by another memprof native");
   MEMPROF_TRY(request, native::decode_native_request(body));
+  children_at_native_start_ = child_processes();
   native::NativeOptions options;
   options.attribution.stack_depth = request.stack_depth;
   options.track_mmap = request.track_mmap;

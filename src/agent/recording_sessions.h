@@ -53,6 +53,8 @@ class RecordingSessions {
   Result<std::string> trace_start(const std::string& body);
   Result<std::string> trace_read();
   Result<std::string> trace_stop();
+  // The session's calls (at most `max_records`) and news since the last read.
+  tracer::TraceReadout read_trace(size_t max_records);
   // Tells the CLI, once, that ruby:gc went off at a first Ractor.new (RubyGcEvents).
   void note_ruby_gc_stop(tracer::TraceReadout& readout);
   // The calls not returned (trace records only: -c has no lines), after the finished ones.
@@ -97,6 +99,9 @@ class RecordingSessions {
   bool collection_at_exit_arranged_ = false;  // tried for this session
   std::chrono::steady_clock::time_point last_trace_read_;
   std::chrono::steady_clock::time_point last_native_read_;
+  // child_processes() when each session started: its readouts count the children since.
+  uint64_t children_at_trace_start_ = 0;
+  uint64_t children_at_native_start_ = 0;
 };
 
 // Whether a session has been started in this process (held launches wait for it).
@@ -109,5 +114,8 @@ void note_launch_held(bool held);
 void wait_for_sessions_at_exit();
 // In a forked child: the parent's sessions are not the child's, and no CLI waits for its exit.
 void forget_sessions_in_child();
+// In the parent after a fork() (a pthread_atfork handler): counts the child (child_processes.h)
+// unless the agent forked it.
+void count_fork_in_parent();
 
 }  // namespace memprof::agent

@@ -58,6 +58,9 @@ Result<NativeSnapshotView> parse_native_snapshot(std::string_view json) {
     return err("{}", kMalformed);
   MEMPROF_TRY_STATUS(read_totals(totals, out.snapshot.totals));
   if (double ms = 0; root["exit_gc_ms"].get(ms) == simdjson::SUCCESS) out.exit_gc_ms = ms;
+  // Absent from an agent of an earlier memprof, which a process keeps mapped after a detach.
+  // Absent from an agent of an earlier memprof, which a process keeps mapped after a detach.
+  if (uint64_t n = 0; root["children"].get(n) == simdjson::SUCCESS) out.children = n;
   for (simdjson::dom::element problem : problems) {
     std::string_view text;
     if (problem.get(text) == simdjson::SUCCESS) out.problems.emplace_back(text);

@@ -14,6 +14,7 @@ namespace memprof::attach {
 struct NativeSnapshotView {
   bool exiting = false;
   double exit_gc_ms = -1;  // the collection at a Ruby process's end; negative: none ran
+  uint64_t children = 0;   // child processes started since the start, which are not tracked
   std::vector<std::string> problems;
   native::NativeSnapshot snapshot;
 };

@@ -13,6 +13,7 @@
 #include "attach/agent_client.h"
 #include "agent/protocol.h"
 #include "attach/attach_flow.h"
+#include "attach/process_tree.h"
 #include "core/proc/process_access.h"
 #include "core/util/print_stderr.h"
 #include "core/util/scoped_fd.h"
@@ -144,6 +145,18 @@ void RecordedProcess::abandon() {
   if (!launched_) return;
   ::kill(pid_, SIGKILL);
   launched_->wait();
+}
+
+std::string child_processes_notice(pid_t pid, uint64_t children, std::string_view left_out) {
+  std::vector<pid_t> running = process_tree(pid);
+  running.erase(running.begin());  // pid itself
+  constexpr size_t kShown = 5;
+  std::string listed;
+  for (size_t i = 0; i < running.size() && i < kShown; ++i) listed += fmt::format("{}{}", i ? ", " : "", running[i]);
+  if (running.size() > kShown) listed += fmt::format(" and {} more", running.size() - kShown);
+  return fmt::format("process {} started {}{}; {}: memprof records one process, -p CHILD records a child", pid,
+                     children == 1 ? "a child process" : fmt::format("{} child processes", children),
+                     listed.empty() ? "" : fmt::format(" (running now: {})", listed), left_out);
 }
 
 }  // namespace memprof::attach

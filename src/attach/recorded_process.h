@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -85,5 +86,12 @@ class RecordedProcess {
   FollowMarker follow_marker_;    // launched commands, while they are followed through exec
   std::optional<LaunchedCommand> launched_;
 };
+
+// What a recording says when its process started child processes (the agent counts them,
+// agent/child_processes.h): a child is recorded only by a command of its own, so a trace of a
+// preforking server's master shows none of its workers' calls, and one of `sh -c` none of the
+// commands it runs. "process 42 started 2 child processes (running now: 43, 44); `left_out`:
+// memprof records one process, -p CHILD records a child".
+std::string child_processes_notice(pid_t pid, uint64_t children, std::string_view left_out);
 
 }  // namespace memprof::attach

@@ -229,6 +229,8 @@ int run_native(const NativeOptions& options) {
                "with Ctrl-C or --duration, leaves them out)\n",
                pid);
   }
+  if (last.children > 0)
+    print_stderr("memprof: {}\n", attach::child_processes_notice(pid, last.children, "their blocks are not in this report"));
   attach::NativeReportOptions report{options.top,
                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                                      &namer.sources(), options.full_names};
@@ -312,7 +314,8 @@ MEMPROF_COMMAND(
           "(--no-gc: none), and a Ruby command that ends by itself is collected after its\n"
           "at_exit blocks, so that the buffers of objects that are garbage by then are not\n"
           "listed as live. The report goes to stdout with -p, to stderr for a command (its\n"
-          "stdout stays its own), or to -o FILE. Every patched byte is restored.\n"
+          "stdout stays its own), or to -o FILE. Every patched byte is restored. One process is\n"
+          "tracked, not its children (the report says how many it started; -p CHILD tracks one).\n"
           "Live view: memprof top -p PID --native. docs/native.md.");
       return [options] { return run_native(*options); };
     });

@@ -131,8 +131,8 @@ int64_t realtime_offset_ns() {
 
 class TracePrinter {
  public:
-  TracePrinter(const TraceOptions& options, const Prototypes& prototypes, int out_fd)
-      : options_(options), prototypes_(prototypes), out_fd_(out_fd) {
+  TracePrinter(const TraceOptions& options, const Prototypes& prototypes, pid_t pid, int out_fd)
+      : options_(options), prototypes_(prototypes), pid_(pid), out_fd_(out_fd) {
     line_.timestamps = options.timestamps;
     line_.durations = options.durations;
     line_.format.string_limit = std::min(options.string_limit, trace::kLongestStringLimit);
@@ -167,7 +167,10 @@ class TracePrinter {
     dropped_ = readout.dropped;
     untraced_ = readout.untraced;
     in_flight_ = readout.in_flight;
+    children_ = readout.children;
     totals_ = std::move(readout.totals);
+    // Said at once: a trace of a preforking server's master shows none of its workers' calls.
+    if (children_noticed_ == 0 && children() > 0) note_children();
   }
 
   // The process exec'd and is traced again: the next readouts' function ids are the new
@@ -176,9 +179,10 @@ class TracePrinter {
     for (trace::SummaryRow& row : called_rows()) earlier_rows_.push_back(std::move(row));
     earlier_dropped_ += dropped_;
     earlier_untraced_ += untraced_;
+    earlier_children_ += children_;
     functions_.clear();
     totals_.clear();
-    dropped_ = untraced_ = in_flight_ = 0;
+    dropped_ = untraced_ = in_flight_ = children_ = 0;
   }
 
   // This program's traced functions, by name (a library loaded at two addresses has one each).
@@ -218,6 +222,7 @@ class TracePrinter {
     if (in_flight_ > 0)
       print_stderr("memprof: {} traced call{} not returned when the trace stopped\n", in_flight_,
                  in_flight_ == 1 ? " had" : "s had");
+    if (children() > children_noticed_) note_children();
   }
 
  private:
@@ -230,6 +235,14 @@ class TracePrinter {
     return rows;
   }
 
+  // Child processes the process started since the trace started, in every program it ran.
+  uint64_t children() const { return earlier_children_ + children_; }
+
+  void note_children() {
+    children_noticed_ = children();
+    print_stderr("memprof: {}\n", attach::child_processes_notice(pid_, children_noticed_, "their calls are not in this trace"));
+  }
+
   // Whole lines per write(2): the traced program may share this terminal or pipe.
   void write(const std::string& text) {
     if (!write_error_.empty() || text.empty()) return;
@@ -238,6 +251,7 @@ class TracePrinter {
 
   const TraceOptions& options_;
   const Prototypes& prototypes_;
+  pid_t pid_;
   int out_fd_;
   std::string write_error_;
   trace::LineOptions line_;
@@ -245,10 +259,11 @@ class TracePrinter {
   std::set<std::string> traced_names_;
   std::set<std::string> matched_names_;
   std::vector<trace::ReadoutTotals> totals_;
-  uint64_t dropped_ = 0, untraced_ = 0, in_flight_ = 0;
+  uint64_t dropped_ = 0, untraced_ = 0, in_flight_ = 0, children_ = 0;
+  uint64_t children_noticed_ = 0;  // the count the last notice gave
   // What the programs the process ran before an exec counted.
   std::vector<trace::SummaryRow> earlier_rows_;  // called in the programs the process ran before an exec
-  uint64_t earlier_dropped_ = 0, earlier_untraced_ = 0;
+  uint64_t earlier_dropped_ = 0, earlier_untraced_ = 0, earlier_children_ = 0;
 };
 
 // The indexes in options.symbols of the patterns that match no function of any program of the
@@ -415,7 +430,7 @@ int run_trace(TraceOptions options) {
   // A launched command's stdout is its own (`trace -- gzip -c f > f.gz` must still make a gzip
   // file): the trace then goes to stderr, as ltrace's does.
   const int report_fd = file.valid() ? file.get() : process.launched() && !to_stdout ? STDERR_FILENO : STDOUT_FILENO;
-  TracePrinter printer(options, *prototypes, report_fd);
+  TracePrinter printer(options, *prototypes, pid, report_fd);
   auto started = [&] {
     // Hooking thousands of functions of a busy process takes seconds and cannot be cut short.
     attach::InterruptionNotice notice("memprof: the trace stops as soon as its functions are hooked\n");
@@ -537,7 +552,8 @@ MEMPROF_COMMAND(
           "four arguments in hex. Ctrl-C or --duration stops the trace; every patched byte is\n"
           "restored and the process goes on. Calls left by longjmp or an exception show\n"
           "'= <unwound>'; calls not returned at the stop (or ended by an exec)\n"
-          "'<unfinished ...>'. A launched command's exit status is memprof's.");
+          "'<unfinished ...>'. A launched command's exit status is memprof's. One process is\n"
+          "traced, not its children (memprof says how many it started; -p CHILD traces one).");
       return [options] { return run_trace(*options); };
     });
 

@@ -37,8 +37,8 @@ Result<NativeRequest> decode_native_request(std::string_view body) {
 }
 
 std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<std::string>& problems, bool exiting,
-                            double exit_gc_ms) {
-  std::string out = fmt::format("{{\"exiting\":{},", exiting);
+                            double exit_gc_ms, uint64_t children) {
+  std::string out = fmt::format("{{\"exiting\":{},\"children\":{},", exiting, children);
   if (exit_gc_ms >= 0) out += fmt::format("\"exit_gc_ms\":{:.1f},", exit_gc_ms);
   out += "\"problems\":[";
   for (size_t i = 0; i < problems.size(); ++i) out += (i ? "," : "") + json_quoted(problems[i]);

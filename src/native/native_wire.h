@@ -8,6 +8,7 @@
 //
 // A snapshot is one JSON object:
 //   {"exiting":BOOL, "exit_gc_ms":MS (present once a collection at the Ruby process's end ran),
+//    "children":N (child processes started since the start, which are not tracked),
 //    "problems":[..], "totals":{allocations, allocated_bytes, frees, freed_bytes,
 //    temporaries, unknown_frees, live_blocks, live_bytes, peak_live_bytes, missed_frees, dropped,
 //    engine_bytes},
@@ -39,7 +40,8 @@ std::string encode_native_request(const NativeRequest& request);
 Result<NativeRequest> decode_native_request(std::string_view body);
 
 // `exit_gc_ms`: how long the collection at the process's end took; negative: none ran.
+// `children`: child processes the process started since the start (they are not tracked).
 std::string encode_snapshot(const NativeSnapshot& snapshot, const std::vector<std::string>& problems, bool exiting,
-                            double exit_gc_ms = -1);
+                            double exit_gc_ms = -1, uint64_t children = 0);
 
 }  // namespace memprof::native

@@ -38,6 +38,7 @@ Result<Readout> parse_readout(std::string_view body) {
     if (p.get(text) == simdjson::SUCCESS) out.problems.emplace_back(text);
   }
   // Absent from an agent of an earlier memprof, which a process keeps mapped after a detach.
+  if (uint64_t n = 0; root["children"].get(n) == simdjson::SUCCESS) out.children = n;
   if (simdjson::dom::array untraceable; root["untraceable"].get(untraceable) == simdjson::SUCCESS) {
     for (simdjson::dom::element name : untraceable) {
       std::string_view text;

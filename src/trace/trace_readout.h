@@ -34,6 +34,7 @@ struct Readout {
   uint64_t in_flight = 0;
   bool exiting = false;  // the process is in exit(), waiting for trace-stop
   bool exec = false;     // a thread waits in execve for this readout to be out (agent/exec_watch.h)
+  uint64_t children = 0;  // child processes started since the trace started, which are not traced
   std::vector<ReadoutTotals> totals;
   std::vector<CallRecord> records;
 };

@@ -84,6 +84,7 @@ struct TraceReadout {
   uint64_t untraced = 0;  // calls not traced: nested too deep, or no thread state left
   bool process_exiting = false;  // exit() is waiting for the trace to stop
   bool exec_waiting = false;     // an exec is waiting for this readout to be out
+  uint64_t children = 0;         // child processes started since this trace's start: not traced
 };
 
 class TraceSession {

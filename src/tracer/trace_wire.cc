@@ -73,10 +73,10 @@ std::string encode_readout(const TraceReadout& readout, const std::vector<Hooked
   out += "],\"untraceable\":[";
   for (size_t i = 0; i < readout.untraceable.size(); ++i)
     out += (i ? "," : "") + json_quoted(readout.untraceable[i]);
-  out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"exiting\":{},\"exec\":{},\"records\":{},"
-                     "\"totals\":[",
+  out += fmt::format("],\"dropped\":{},\"untraced\":{},\"in_flight\":{},\"exiting\":{},\"exec\":{},\"children\":{},"
+                     "\"records\":{},\"totals\":[",
                      readout.dropped, readout.untraced, in_flight, readout.process_exiting, readout.exec_waiting,
-                     readout.records.size());
+                     readout.children, readout.records.size());
   for (size_t i = 0; i < totals.size(); ++i)
     out += fmt::format("{}[{},{},{}]", i ? "," : "", totals[i].id, totals[i].calls, totals[i].nanoseconds);
   out += "]}\n";

@@ -9,10 +9,11 @@
 //
 // A readout is one line of JSON, a newline, then `records` CallRecords as they are in memory:
 //   {"functions":[{"id","name","object","address","got"}],"problems":[..],"untraceable":[names],"dropped","untraced",
-//    "in_flight","exiting","records","totals":[[id,calls,nanoseconds],..]}
+//    "in_flight","exiting","exec","children","records","totals":[[id,calls,nanoseconds],..]}
 // "functions" lists the functions hooked since the last readout; "totals" is every function of
 // the trace since its start. "exiting": the process called exit() and waits (2 s at most) for
-// a trace-stop, so that its last calls are not lost.
+// a trace-stop, so that its last calls are not lost. "children": child processes the process
+// started since the trace started (agent/child_processes.h), which are not traced.
 #pragma once
 
 #include <string>

@@ -273,6 +273,21 @@ TEST(NativeSnapshotJson, TheCollectionAtTheEndGoesBothWays) {
   EXPECT_LT(parse_native_snapshot(native::encode_snapshot({}, {}, true))->exit_gc_ms, 0);
 }
 
+// The children a process started during the session: read back as written, and 0 from an
+// agent of an earlier memprof that does not write them (a process keeps that agent mapped).
+TEST(NativeSnapshotJson, TheChildProcessesCountGoesBothWays) {
+  auto counted = parse_native_snapshot(native::encode_snapshot({}, {}, false, -1, 3));
+  ASSERT_TRUE(counted.ok()) << counted.message();
+  EXPECT_EQ(counted->children, 3u);
+  std::string older = native::encode_snapshot({}, {}, false);
+  const std::string field = "\"children\":0,";
+  ASSERT_NE(older.find(field), std::string::npos) << older;
+  older.erase(older.find(field), field.size());
+  auto without = parse_native_snapshot(older);
+  ASSERT_TRUE(without.ok()) << without.message();
+  EXPECT_EQ(without->children, 0u);
+}
+
 TEST(Duration, UnitsFromMillisecondsToHours) {
   using std::chrono::milliseconds;
   EXPECT_EQ(*parse_duration("500ms"), milliseconds(500));

@@ -185,6 +185,9 @@ class NativeCliTest < Minitest::Test
     leaked = section(stop_native(native), "Live at the end (leaked), by call site")
     assert_equal [15_360, 30], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0]
     refute leaked_sites(stop_native(parent)).any? { |_, name| name.include?("native_leak") }
+    assert_includes parent.stderr_text, "memprof: process #{target.pid} started a child process (running now: " \
+                                        "#{child}); their blocks are not in this report: memprof records one " \
+                                        "process, -p CHILD records a child\n"
   ensure
     Process.kill(:KILL, child) if child
   end

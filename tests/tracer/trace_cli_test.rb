@@ -164,8 +164,43 @@ class TraceCliTest < Minitest::Test
     run_job(target, "threads 2 1000", /\Adone threads 1001000\z/)
     assert_equal 2000, summary_calls(stop_trace(child_trace))["traced_add"]
     assert_nil summary_calls(stop_trace(parent_trace))["traced_add"], "the child's calls are not its parent's"
+    # Said once, at the first read after the fork, while the child ran.
+    assert_equal ["memprof: process #{target.pid} started a child process (running now: #{child}); their calls " \
+                  "are not in this trace: memprof records one process, -p CHILD records a child\n"],
+                 parent_trace.stderr_text.lines.grep(/child process/)
   ensure
     Process.kill(:KILL, child) if child
+  end
+
+  # Children made without fork() run no fork handler: posix_spawn (glibc's system() too, dash,
+  # Python's subprocess) vforks and execs. Counted when they exec.
+  def test_children_made_by_posix_spawn_are_counted
+    target = c_target
+    trace = start_trace(target.pid, "-c", "-x", "traced_add")
+    run_job(target, "spawn 3", /\Adone spawn 3\z/)
+    stop_trace(trace)
+    notices = trace.stderr_text.lines.grep(/child process/)
+    assert_equal "memprof: process #{target.pid} started 3 child processes; their calls are not in this trace: " \
+                 "memprof records one process, -p CHILD records a child\n", notices.last, trace.stderr_text
+  end
+
+  # Each way a Ruby program starts a process is counted, and the trace says at its end how many
+  # it left out.
+  def test_every_child_process_a_traced_ruby_starts_is_counted
+    script = File.join(@tmpdir, "children.rb")
+    File.write(script, <<~'RUBY')
+      system("true")
+      `true`
+      Process.wait(spawn("true"))
+      Process.wait(fork { exit!(0) })
+      puts "made 4"
+    RUBY
+    out, err, status = memprof("trace", "-c", "-x", "getppid", "--", RbConfig.ruby, script)
+    assert status.success?, err
+    assert_equal "made 4\n", out
+    notices = err.lines.grep(/child process/)
+    assert_match(/\Amemprof: process \d+ started 4 child processes; their calls are not in this trace: /, notices.last, err)
+    assert_operator notices.size, :<=, 2, err  # at the first read that saw one, and at the end
   end
 
   # A forked child closes its parent's listening socket. Before: the child kept it open, so
