@@ -70,8 +70,10 @@ void count_fork_in_parent() {
 }
 
 void wait_for_sessions_at_exit() {
-  if (!g_session_active.load(std::memory_order_acquire)) return;
-  g_exiting.store(true, std::memory_order_release);
+  // Once: exit() waits in its atexit handler, then ends through _exit (exit_watch.h), which
+  // must not wait again for a CLI that did not answer.
+  if (!g_session_active.load(std::memory_order_acquire) || g_exiting.exchange(true, std::memory_order_acq_rel))
+    return;
   for (int waited = 0; waited < kExitWaitMs && g_session_active.load(std::memory_order_acquire); ++waited)
     sleep_without_libc(std::chrono::milliseconds(1));
 }
@@ -145,17 +147,17 @@ Result<std::string> RecordingSessions::trace_start(const std::string& body) {
   // Ruby lines must not be read, nor jobs posted (ruby:gc's disabling), once the VM has ended.
   if (request.ruby_caller || ruby_gc) MEMPROF_TRY_STATUS(watch_vm_end());
   tracer::set_caller_source(request.ruby_caller ? &ruby_caller : nullptr);
-  // The exec watch before the trace's hooks: a trace of execve itself (`-x '*'`) then sees it
-  // through the GOT, and an exec still waits for the last reads (the other way round, the
-  // trace's entry hook left the watch out).
+  // The exec and exit watches before the trace's hooks: a trace of execve or _exit itself (`-x
+  // '*'`) then sees it through the GOT, and an exec still waits for the last reads (the other
+  // way round, the trace's entry hook left the watch out).
   std::vector<std::string> problems;
   if (request.ruby_caller) record_blocking_region_lines(problems);
-  watch_exec(problems);
+  watch_program_end(problems);
   auto session = tracer::TraceSession::start(std::move(request));
   if (!session.ok()) {
     tracer::set_caller_source(nullptr);
     drop_unused_vm_end_watch();
-    drop_unused_exec_watch();
+    drop_unused_program_end_watches();
     return err("{}", session.message());
   }
   trace_ = std::move(*session);
@@ -237,7 +239,7 @@ void RecordingSessions::end_trace() {
   gc_events_.reset();
   trace_.reset();
   drop_unused_vm_end_watch();
-  drop_unused_exec_watch();
+  drop_unused_program_end_watches();
 }
 
 // Posted while the VM's end is watched (a session without Ruby lines holds no watch of its
@@ -285,15 +287,18 @@ void RecordingSessions::end_native() {
   set_collection_at_exit(false);
   native_.reset();
   drop_unused_vm_end_watch();
-  drop_unused_exec_watch();
+  drop_unused_program_end_watches();
 }
 
-void RecordingSessions::watch_exec(std::vector<std::string>& problems) {
+void RecordingSessions::watch_program_end(std::vector<std::string>& problems) {
   install_once(exec_watch_, problems, "an exec will not wait for the last reads");
+  install_once(exit_watch_, problems, "an _exit will not wait for the last reads");
 }
 
-void RecordingSessions::drop_unused_exec_watch() {
-  if (!active()) exec_watch_.reset();
+void RecordingSessions::drop_unused_program_end_watches() {
+  if (active()) return;
+  exec_watch_.reset();
+  exit_watch_.reset();
 }
 
 bool RecordingSessions::read_with_exec_release() {
@@ -344,7 +349,7 @@ Result<std::string> RecordingSessions::native_start(const std::string& body) {
   native_ = std::move(*session);
   note_started();
   problems.insert(problems.end(), native_->problems().begin(), native_->problems().end());
-  watch_exec(problems);
+  watch_program_end(problems);
   collect_at_exit_ = request.gc_at_exit && options.attribution.ruby_location != nullptr;
   collection_at_exit_arranged_ = false;
   set_collection_at_exit(collect_at_exit_);  // arranged by the next read, outside the hook change

@@ -4,8 +4,9 @@
 // (trace) or every second (native); a session nobody has read for kAbandonedAfter (its CLI was
 // killed) is ended, so that the process does not pay for hooks whose results nobody collects.
 //
-// At exit: while a session runs, exit() waits (at most 2 s) until its CLI has collected the
-// last results and stopped it (readouts say "exiting"); memprof trace/native -- CMD hold the
+// At exit: while a session runs, exit() and _exit (exit_watch.h) wait (at most 2 s) until its
+// CLI has collected the last results and stopped it (readouts say "exiting"); memprof
+// trace/native -- CMD hold the
 // program's first instruction until a session has started.
 #pragma once
 
@@ -15,6 +16,7 @@
 
 #include "agent/blocking_region_lines.h"
 #include "agent/exec_watch.h"
+#include "agent/exit_watch.h"
 #include "agent/ruby_gc_events.h"
 #include "agent/ruby_runtime.h"
 #include "agent/ruby_vm_end_watch.h"
@@ -80,10 +82,10 @@ class RecordingSessions {
   // ... and, once Ruby's VM is up (a launched one boots after the start), through its scheduler.
   void follow_ruby_scheduler();
   void drop_unused_vm_end_watch();
-  // While a session runs, an exec waits for the next read (exec_watch.h); `problems` gets why
-  // when it cannot be watched.
-  void watch_exec(std::vector<std::string>& problems);
-  void drop_unused_exec_watch();
+  // While a session runs, an exec waits for the next read (exec_watch.h) and _exit for the
+  // session's stop (exit_watch.h); `problems` gets why when they cannot be watched.
+  void watch_program_end(std::vector<std::string>& problems);
+  void drop_unused_program_end_watches();
   // What is read now for a reply: an exec that waits since before it goes on once it is out.
   bool read_with_exec_release();
 
@@ -91,6 +93,7 @@ class RecordingSessions {
   std::shared_ptr<RubyVmEndWatch> vm_end_watch_;
   std::unique_ptr<BlockingRegionLines> blocking_region_lines_;
   std::unique_ptr<ExecWatch> exec_watch_;
+  std::unique_ptr<ExitWatch> exit_watch_;
   bool release_exec_after_reply_ = false;
   std::unique_ptr<tracer::TraceSession> trace_;
   std::unique_ptr<RubyGcEvents> gc_events_;  // memprof trace -x ruby:gc
@@ -110,7 +113,7 @@ bool session_started();
 bool session_starting();
 // While a launched program waits at its first instruction for its first session (agent.cc).
 void note_launch_held(bool held);
-// At exit (an atexit handler): see above.
+// At exit (an atexit handler, and the exit watch): see above. Waits once.
 void wait_for_sessions_at_exit();
 // In a forked child: the parent's sessions are not the child's, and no CLI waits for its exit.
 void forget_sessions_in_child();

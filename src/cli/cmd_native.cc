@@ -133,8 +133,9 @@ int run_native(const NativeOptions& options) {
   // The latest snapshot: what is reported if the process ends without a stop (_exit, a signal).
   attach::NativeSnapshotView last = std::move(*first);
   auto last_taken = std::chrono::steady_clock::now();
-  // The agent saw exit() begin, or answered the stop: `last` is the whole run. Otherwise the
-  // process ended by _exit or a signal and `last` may be old.
+  // The agent saw exit() or _exit begin, or answered the stop: `last` is the whole run.
+  // Otherwise the process was killed (a signal, an exit system call of its own) and `last` may
+  // be old.
   bool final_snapshot = false;
   bool exiting = false;  // the last read found the process in exit()
   // The process exec'd: its agent and the tracking went with the old program.
@@ -178,7 +179,7 @@ int run_native(const NativeOptions& options) {
         }
         break;
       }
-      if (process.ended_after_failure()) break;  // by _exit or a signal: the last snapshot is what there is
+      if (process.ended_after_failure()) break;  // killed: the last snapshot is what there is
       return fail(read.message());
     }
     auto snapshot = attach::parse_native_snapshot(*read);
@@ -210,11 +211,12 @@ int run_native(const NativeOptions& options) {
                pid, not_followed.empty() ? "" : not_followed + "; ",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - last_taken).count());
   } else if (!final_snapshot) {
-    // Without this, a program that ended by _exit or a signal between two reads showed the
-    // counts of an earlier read (all zeros for a short one) as if they were the whole run.
+    // Without this, a program that was killed between two reads showed the counts of an
+    // earlier read (all zeros for a short one) as if they were the whole run.
     print_stderr(
-               "memprof: warning: process {} ended without exit() (_exit or a signal): the report is its "
-               "last snapshot, taken {:.1f} s before memprof saw it end; what came after it is missing\n",
+               "memprof: warning: process {} ended without exit() or _exit (a signal, or an exit system call "
+               "of its own): the report is its last snapshot, taken {:.1f} s before memprof saw it end; what "
+               "came after it is missing\n",
                pid, std::chrono::duration<double>(std::chrono::steady_clock::now() - last_taken).count());
   } else if (exiting && last.exit_gc_ms >= 0) {
     print_stderr(

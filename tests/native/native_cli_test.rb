@@ -236,7 +236,17 @@ class NativeCliTest < Minitest::Test
   def test_a_command_that_ends_without_exit_is_reported_with_a_warning
     _, err, status = memprof("native", "--", TARGET, "abort", 50, 1000)
     assert_equal 134, status.exitstatus, err
-    assert_match(/memprof: warning: process \d+ ended without exit\(\) \(_exit or a signal\): the report is its last snapshot/, err)
+    assert_match(/memprof: warning: process \d+ ended without exit\(\) or _exit \(a signal, or an exit system call of its own\): the report is its last snapshot/, err)
+  end
+
+  # _exit runs no atexit handler: the agent's exit watch waits for the last readout instead.
+  # Before, the report was the snapshot of an earlier read (0 allocations), with a warning.
+  def test_a_command_that_ends_by_exit_without_handlers_is_reported_whole
+    _, err, status = memprof("native", "--", TARGET, "once_exit", 50, 1000)
+    assert status.success?, err
+    refute_match(/ended without exit\(\)/, err)
+    leaked = section(err.lines.map(&:chomp), "Live at the end (leaked), by call site")
+    assert_equal [50_000, 50], row(leaked, /\Anative_leak\+0x\h+ \(libnative_allocating\.so\)\z/)[0]
   end
 
   # A wrapper (an rbenv shim, sh -c, bundle exec) execs the program the user meant: the report

@@ -184,6 +184,18 @@ class TraceCliTest < Minitest::Test
                  "memprof records one process, -p CHILD records a child\n", notices.last, trace.stderr_text
   end
 
+  # _exit runs no atexit handler: the agent's exit watch holds it until the last read. Before,
+  # the calls made since the last read (every one of a short program's) were lost, and so
+  # were the children of `sh -c`, which dash leaves by _exit.
+  def test_a_command_that_ends_by_exit_without_handlers_has_every_call_counted
+    _, err, status = memprof("trace", "-c", "-x", "traced_add", "--", TARGET, "once_exit", 300)
+    assert status.success?, err
+    assert_equal 300, summary_calls(err.lines)["traced_add"], err
+    _, err, status = memprof("trace", "-c", "-x", "getppid", "--", "dash", "-c", "/bin/true; /bin/true; echo done")
+    assert status.success?, err
+    assert_match(/^memprof: process \d+ started 2 child processes; their calls are not in this trace: /, err)
+  end
+
   # Each way a Ruby program starts a process is counted, and the trace says at its end how many
   # it left out.
   def test_every_child_process_a_traced_ruby_starts_is_counted
