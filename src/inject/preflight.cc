@@ -91,9 +91,7 @@ Status check_process_can_be_traced(pid_t pid) {
     }
     return err("no such process: {}; check the process id (ps -p {})", pid, pid);
   }
-  if (pid_t tgid = number_field(*status, "Tgid"); tgid != 0 && tgid != pid) {
-    return err("{} is a thread of process {}; give the process id {} instead", pid, tgid, tgid);
-  }
+  MEMPROF_TRY_STATUS(proc::check_not_a_thread(pid, *status));
   MEMPROF_TRY_STATUS(check_state(pid, *status));
   if (pid_t tracer = tracer_of(pid, *status)) {
     return traced_by(pid, tracer);

@@ -38,6 +38,21 @@ class AttachCliTest < Minitest::Test
     assert_alive(target)
   end
 
+  # A thread's id (top -H, a log line) is not its process's id. Before, stats and the other
+  # commands that talk to the agent said there was no agent "in process TID" and to attach it.
+  def test_a_thread_id_is_named_as_a_thread_of_its_process
+    target = threads_target("Thread.new { sleep }")
+    attach!(target)
+    thread = Dir.children("/proc/#{target.pid}/task").map { |tid| Integer(tid) }.find { |tid| tid != target.pid }
+    refute_nil thread
+    %w[stats top leaks dump detach report].each do |command|
+      extra = { "top" => ["--once"], "dump" => ["-o", File.join(@tmpdir, "x.json")] }.fetch(command, [])
+      assert_one_line_error([command, "-p", thread, *extra],
+                            /\Amemprof: #{thread} is a thread of process #{target.pid}; give the process id #{target.pid} instead\n\z/)
+    end
+    detach!(target)
+  end
+
   # Right after an attach nothing is tracked yet: stats printed nothing at all, which looked
   # like a broken command. It says why on stderr; stdout stays the (empty) list of lines.
   def test_stats_of_a_process_with_nothing_tracked_says_why

@@ -74,6 +74,16 @@ Status check_process_exists(pid_t pid) {
   if (fields.state == 'Z' || fields.state == 'X')
     return err("process {} has ended (a zombie its parent has not reaped yet)", pid);
   if ((fields.flags & kPfKthread) != 0) return err("process {} is a kernel thread: it runs no program", pid);
+  if (auto status = read_proc_file(fmt::format("/proc/{}/status", pid))) return check_not_a_thread(pid, *status);
+  return ok_status();
+}
+
+Status check_not_a_thread(pid_t pid, std::string_view status) {
+  const std::string field = status_field(status, "Tgid");
+  pid_t process = 0;
+  std::from_chars(field.data(), field.data() + field.size(), process);
+  if (process != 0 && process != pid)
+    return err("{} is a thread of process {}; give the process id {} instead", pid, process, process);
   return ok_status();
 }
 

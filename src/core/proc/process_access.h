@@ -15,8 +15,14 @@ namespace memprof::proc {
 std::optional<uid_t> process_uid(pid_t pid);
 
 // Ok when /proc/PID exists and the process has not ended; otherwise "no such process: PID", or
-// that it has ended (a zombie), or that it is a kernel thread (nothing to attach to or trace).
+// that it has ended (a zombie), that it is a kernel thread (nothing to attach to or trace), or
+// that PID is a thread's id (top -H, a log line), not its process's (check_not_a_thread).
 Status check_process_exists(pid_t pid);
+
+// "TID is a thread of process PID; give the process id PID instead" when the task whose
+// /proc/TID/status is `status` is a thread other than its process's first one. /proc/TID
+// exists for every thread (unlisted), so a thread id gets past a look at /proc alone.
+Status check_not_a_thread(pid_t pid, std::string_view status);
 
 // The state letter of /proc/PID/stat (R, S, D, T, Z, X, ...); '?' when it cannot be read.
 char process_state(pid_t pid);
