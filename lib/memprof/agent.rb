@@ -143,7 +143,16 @@ module Memprof
         }
       end
 
+      # memprof loaded without tracking (`memprof dump` of a process never attached): stats, top
+      # and leaks showed empty tables, which looked like a process that allocates nothing.
+      def require_tracking
+        return if Memprof.started?
+
+        raise NotStartedError, "tracking is not started (memprof dump loads memprof without it): run memprof attach first"
+      end
+
       def stats(top)
+        require_tracking
         lines = Native.stats_lines
         lines = lines.first(top) if top.positive?
         note = LostObjects.note
@@ -162,6 +171,7 @@ module Memprof
           raise ArgumentError, "groups takes \"gc\" and \"note\", not #{argument.inspect}"
         end
 
+        require_tracking
         GC.start if words.include?("gc")
         rows = Native.live_groups
         reply = {
@@ -184,6 +194,7 @@ module Memprof
           raise Error, "a report window is already open in this process (memprof report, pid " \
                        "#{@window_owner}): run this one when it has closed"
         end
+        require_tracking
         Native.window_begin
         @window_owner = owner
         @window_opened_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)

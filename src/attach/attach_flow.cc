@@ -73,7 +73,23 @@ Result<AttachOutcome> ensure_agent(pid_t pid) {
   return outcome;
 }
 
-Result<AttachOutcome> attach_ruby(pid_t pid) {
+namespace {
+
+// Whether the agent of `pid`, if any, has the gem loaded (attached, or run by `memprof run`).
+bool memprof_loaded(pid_t pid) {
+  if (!agent_listening(pid)) return false;
+  auto hello = agent_request(pid, "hello");
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  bool loaded = false;
+  if (hello.ok() && parser.parse(*hello).get(root) == simdjson::SUCCESS) read_field(root, "memprof_loaded", loaded);
+  return loaded;
+}
+
+}  // namespace
+
+Result<AttachOutcome> load_memprof(pid_t pid) {
+  if (memprof_loaded(pid)) return AttachOutcome{};
   MEMPROF_TRY(target, find_ruby(pid));
   MEMPROF_TRY(lib, gem_entry_file());
   MEMPROF_TRY_STATUS(visible_to(pid, lib));  // before anything is injected
@@ -86,7 +102,15 @@ Result<AttachOutcome> attach_ruby(pid_t pid) {
                pid);
   MEMPROF_TRY(extension, choose_extension(pid, *version, target, installed_extensions()));
   MEMPROF_TRY_STATUS(visible_to(pid, extension.path));
-  MEMPROF_TRY_STATUS(agent_request(pid, "load", lib + "\n" + extension.path));
+  MEMPROF_TRY(loaded, agent_request(pid, "load", lib + "\n" + extension.path));
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(loaded).get(root) == simdjson::SUCCESS) read_field(root, "loaded", outcome.loaded);
+  return outcome;
+}
+
+Result<AttachOutcome> attach_ruby(pid_t pid) {
+  MEMPROF_TRY(outcome, load_memprof(pid));
   MEMPROF_TRY(status, ruby_request(pid, "start"));
   simdjson::dom::parser parser;
   simdjson::dom::element root;

@@ -10,9 +10,11 @@
 #include <simdjson.h>
 
 #include "attach/agent_client.h"
+#include "attach/attach_flow.h"
 #include "cli/command.h"
 #include "core/proc/process_access.h"
 #include "core/proc/process_view.h"
+#include "core/util/print_stderr.h"
 #include "heap/units.h"
 
 namespace memprof::cli {
@@ -100,6 +102,14 @@ int run_dump(const DumpOptions& options) {
     return fail(fmt::format("dump -o {}: the process opens the path itself, where it names the process's "
                             "own descriptor, not memprof's (give a file path, then `memprof analyze FILE`)",
                             options.output));
+  // A process never attached gets the agent and the gem's code, which writes the dump, but no
+  // tracking: a dump needs none, and its objects then have no allocation site.
+  auto loaded = attach::load_memprof(options.pid);
+  if (!loaded.ok()) return fail(loaded.message());
+  if (loaded->loaded)
+    print_stderr("memprof: loaded memprof into process {} for the dump, without tracking: its objects have no "
+                 "allocation sites (after memprof attach -p {}, a dump names the file and line of every object "
+                 "allocated since)\n", options.pid, options.pid);
   auto stall_ms = static_cast<uint64_t>(options.stall_seconds * 1000);
   const bool existed = !proc::process_gone(options.pid);
   SayWhenInterrupted interrupted(fmt::format(
@@ -135,10 +145,10 @@ int run_dump(const DumpOptions& options) {
   return 0;
 }
 
-MEMPROF_COMMAND("dump", "Heap dump of an attached process (ObjectSpace.dump_all with sites)",
+MEMPROF_COMMAND("dump", "Heap dump of a running Ruby process (ObjectSpace.dump_all, with sites once attached)",
                 [](CLI::App& sub) -> std::function<int()> {
                   auto options = std::make_shared<DumpOptions>();
-                  add_pid_option(sub, options->pid, "Attached process")->required();
+                  add_pid_option(sub, options->pid, "Ruby process (attached or not)")->required();
                   sub.add_option("-o,--output", options->output, "Dump file to write")
                       ->required()
                       ->check(not_empty());
@@ -156,7 +166,9 @@ MEMPROF_COMMAND("dump", "Heap dump of an attached process (ObjectSpace.dump_all 
                       "A child that hangs (a lock another thread held at the fork, a C\n"
                       "extension's fork handler) is killed after --stall-timeout seconds\n"
                       "without CPU time or I/O, its scratch files removed, and the error\n"
-                      "says where it slept.");
+                      "says where it slept. A process that was never attached gets memprof\n"
+                      "loaded for the dump (the agent and the gem's code, as attach, without\n"
+                      "tracking): its objects then have no allocation sites.");
                   return [options] { return run_dump(*options); };
                 });
 

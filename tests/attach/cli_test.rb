@@ -30,12 +30,48 @@ class AttachCliTest < Minitest::Test
   def test_stats_of_a_process_not_attached_says_to_attach
     target = spawn_target("target.rb", "sleep")
     target.wait_for(/\Aready #{target.pid}\z/)
-    %w[stats top leaks dump detach].each do |command|
-      extra = { "top" => ["--once"], "dump" => ["-o", File.join(@tmpdir, "x.json")] }.fetch(command, [])
+    %w[stats top leaks detach].each do |command|
+      extra = { "top" => ["--once"] }.fetch(command, [])
       assert_one_line_error([command, "-p", target.pid, *extra],
                             /no memprof agent in process #{target.pid}.*memprof attach -p #{target.pid}/)
     end
     assert_alive(target)
+  end
+
+  # A heap dump needs the gem's code, not its tracking: `dump` of a process never attached
+  # loads memprof without tracking and writes it (before: "no memprof agent ... run memprof
+  # attach", and a user had to track, dump and detach). Its objects have no sites; stats, top,
+  # leaks and report say that nothing is tracked instead of showing empty tables.
+  def test_dump_of_a_process_never_attached_loads_memprof_without_tracking
+    target = ruby_job_target(<<~'RUBY')
+      Widget = Struct.new(:id)
+      $widgets = Array.new(1234) { |i| Widget.new(i) }
+      puts "made widgets"
+      $stdin.each_line { |line| break if line.strip == "finish" }
+    RUBY
+    target.wait_for(/\Amade widgets\z/)
+    dump = File.join(@tmpdir, "heap.json")
+    out, err, status = memprof("dump", "-p", target.pid, "-o", dump)
+    assert status.success?, err
+    assert_match(/\Awrote #{Regexp.escape(dump)} /, out)
+    assert_equal "memprof: loaded memprof into process #{target.pid} for the dump, without tracking: its objects " \
+                 "have no allocation sites (after memprof attach -p #{target.pid}, a dump names the file and line " \
+                 "of every object allocated since)\n", err
+    widgets = JSON.parse(memprof!("analyze", "--json", "--top", "100000", dump))["by_class"].find { |row| row["name"] == "Widget" }
+    assert_equal 1234, widgets&.fetch("count"), "no 1,234 Widgets in the dump"
+    refute File.foreach(dump).any? { |record| record.include?(%("file":"#{target.script}")) }, "a site without tracking"
+    # A second dump loads nothing more.
+    _, err, status = memprof("dump", "-p", target.pid, "-o", dump)
+    assert [status.success?, err] == [true, ""], err
+    %w[stats top leaks report].each do |command|
+      extra = { "top" => ["--once"], "report" => ["--duration", "0.1s"] }.fetch(command, [])
+      assert_one_line_error([command, "-p", target.pid, *extra],
+                            /\Amemprof: process #{target.pid}: tracking is not started \(memprof dump loads memprof without it\): run memprof attach first\n\z/)
+    end
+    attach!(target)
+    detach!(target)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
   end
 
   # A thread's id (top -H, a log line) is not its process's id. Before, stats and the other
