@@ -1,6 +1,5 @@
 #include "agent/exec_watch.h"
 
-#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -8,6 +7,7 @@
 #include <cerrno>
 
 #include "agent/child_processes.h"
+#include "agent/libc_entry_hook.h"
 #include "core/util/raw_sleep.h"
 
 namespace memprof::agent {
@@ -45,13 +45,9 @@ int held_execve(const char* path, char* const argv[], char* const envp[]) {
 }  // namespace
 
 Result<std::unique_ptr<ExecWatch>> ExecWatch::install() {
-  void* execve_in_libc = ::dlsym(RTLD_DEFAULT, "execve");
-  if (execve_in_libc == nullptr) return err("execve not found");
   g_served_pid.store(::getpid(), std::memory_order_release);
-  MEMPROF_TRY(hook, hook::EntryHook::install(execve_in_libc, reinterpret_cast<void*>(&held_execve),
-                                             {.park_threads = true,
-                                              .publish_original = reinterpret_cast<void**>(&g_original_execve),
-                                              .owner = "memprof's exec watch"}));
+  MEMPROF_TRY(hook, hook_libc_entry("execve", reinterpret_cast<void*>(&held_execve),
+                                    reinterpret_cast<void**>(&g_original_execve), "memprof's exec watch"));
   return std::unique_ptr<ExecWatch>(new ExecWatch(std::move(hook)));
 }
 

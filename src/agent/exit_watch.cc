@@ -1,11 +1,11 @@
 #include "agent/exit_watch.h"
 
-#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 
+#include "agent/libc_entry_hook.h"
 #include "agent/recording_sessions.h"
 #include "core/util/raw_syscall.h"
 
@@ -27,13 +27,9 @@ std::atomic<pid_t> g_exit_waiter{0};  // the process whose recordings the CLI re
 }  // namespace
 
 Result<std::unique_ptr<ExitWatch>> ExitWatch::install() {
-  void* exit_in_libc = ::dlsym(RTLD_DEFAULT, "_exit");
-  if (exit_in_libc == nullptr) return err("_exit not found");
   g_exit_waiter.store(::getpid(), std::memory_order_release);
-  MEMPROF_TRY(hook, hook::EntryHook::install(exit_in_libc, reinterpret_cast<void*>(&held_exit),
-                                             {.park_threads = true,
-                                              .publish_original = reinterpret_cast<void**>(&g_original_exit),
-                                              .owner = "memprof's exit watch"}));
+  MEMPROF_TRY(hook, hook_libc_entry("_exit", reinterpret_cast<void*>(&held_exit),
+                                    reinterpret_cast<void**>(&g_original_exit), "memprof's exit watch"));
   return std::unique_ptr<ExitWatch>(new ExitWatch(std::move(hook)));
 }
 

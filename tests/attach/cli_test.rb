@@ -69,9 +69,7 @@ class AttachCliTest < Minitest::Test
                             /\Amemprof: process #{target.pid}: tracking is not started \(memprof dump loads memprof without it\): run memprof attach first\n\z/)
     end
     attach!(target)
-    detach!(target)
-    target.send_line("finish")
-    assert target.wait_exit.success?, target.context
+    detach_and_finish!(target)
   end
 
   # A thread's id (top -H, a log line) is not its process's id. Before, stats and the other
@@ -412,9 +410,7 @@ class AttachCliTest < Minitest::Test
     assert report.is_a?(Hash)
     assert_includes out, "#{File.basename(target.script)}:#{line}", "analyze names no object at our line"
     assert_alive(target)
-    detach!(target)
-    target.send_line("finish")
-    assert target.wait_exit.success?, target.context
+    detach_and_finish!(target)
   end
 
   # The dump is written by a forked child. Threads of the parent that were waiting for the GVL
@@ -437,9 +433,7 @@ class AttachCliTest < Minitest::Test
     kept = File.foreach(dump).count { |record| record.match?(/"value":"t[01]"/) }
     assert_equal 1000, kept
     assert_alive(target)
-    detach!(target)
-    target.send_line("finish")
-    assert target.wait_exit.success?, target.context
+    detach_and_finish!(target)
   end
 
   # The agent's jobs run on whichever Ruby thread checks its interrupts first, also one that is
@@ -521,9 +515,7 @@ class AttachCliTest < Minitest::Test
     refute File.exist?("/proc/#{child}"), "the hung child #{child} is still there"
     assert_equal [], Dir.children(@tmpdir).grep(/heap\.json/), "the dump or its scratch files were left"
     assert_alive(target)
-    detach!(target)
-    target.send_line("finish")
-    assert target.wait_exit.success?, target.context
+    detach_and_finish!(target)
   end
 
   # Into a FIFO, the child writes the dump to a private file in the process's $TMPDIR, then
@@ -686,6 +678,13 @@ class AttachCliTest < Minitest::Test
   end
 
   # A Ruby target that runs `setup` (which starts threads), then waits for "finish" on stdin.
+  # The target detached, then told to finish, and its exit checked: it ran on unharmed.
+  def detach_and_finish!(target)
+    detach!(target)
+    target.send_line("finish")
+    assert target.wait_exit.success?, target.context
+  end
+
   def threads_target(setup)
     target = ruby_job_target("#{setup}\nputs \"threads running\"\n" \
                              "$stdin.each_line { |line| break if line.strip == \"finish\" }\n")
