@@ -7,6 +7,8 @@ rescue LoadError
 end
 require "stringio"
 require "uri"
+# `require "memprof/middleware"` alone (a config.ru may start so) needs the gem too.
+require_relative "../memprof"
 
 module Memprof
   # Rack middleware that profiles one request when the request asks for it (off by default):

@@ -257,4 +257,17 @@ class MiddlewareTest < Minitest::Test
       assert_equal "200\n[\"content-length\", \"content-type\"]\n", out
     end
   end
+
+  # `require "memprof/middleware"` alone, as a config.ru may start, loads the gem it needs.
+  def test_requiring_the_middleware_alone_loads_memprof
+    run_ruby(<<~'RUBY', preload: false) do |out|
+      require "memprof/middleware"
+      require "rack/mock"
+      app = lambda { |env| [200, { "content-type" => "text/plain" }, ["x" * 3]] }
+      response = Rack::MockRequest.new(Memprof::Middleware.new(app)).get("/?memprof=1")
+      puts response.status, response.body.lines.first
+    RUBY
+      assert_match(/\A200\nTotal allocated: \d+ bytes \(\d+ objects\)\n\z/, out)
+    end
+  end
 end

@@ -16,13 +16,15 @@ module MemprofTestHelper
   # (cmake/ruby_tests.cmake), ahead of lib/memprof/memprof.so, which is the machine ruby's.
   LOAD_PATH = [ENV["MEMPROF_EXT_DIR"], LIB].compact.flat_map { |dir| ["-I", dir] }.freeze
 
-  # Runs `code` as the script file `name` in a fresh `ruby -I lib -r memprof`; returns
-  # [stdout, stderr] and fails the test on a non-zero exit (unless `status:` says otherwise).
-  def run_ruby(code, name: "program.rb", status: 0, env: {}, args: [])
+  # Runs `code` as the script file `name` in a fresh `ruby -I lib -r memprof` (without `-r
+  # memprof` when `preload` is false: the script requires what it needs); returns [stdout,
+  # stderr] and fails the test on a non-zero exit (unless `status:` says otherwise).
+  def run_ruby(code, name: "program.rb", status: 0, env: {}, args: [], preload: true)
     Dir.mktmpdir("memprof-test") do |dir|
       path = File.join(dir, name)
       File.write(path, code)
-      out, err, st = Open3.capture3(env, RbConfig.ruby, *LOAD_PATH, "-r", "memprof", path, *args,
+      requires = preload ? ["-r", "memprof"] : []
+      out, err, st = Open3.capture3(env, RbConfig.ruby, *LOAD_PATH, *requires, path, *args,
                                     chdir: dir)
       assert_equal status, st.exitstatus, "exit status of #{name}\n--- stdout\n#{out}\n--- stderr\n#{err}"
       yield(out, err, path) if block_given?
