@@ -241,7 +241,8 @@ int run_native(const NativeOptions& options) {
   std::string text = options.json ? attach::native_report_json(last, namer.index(), report)
                                   : attach::native_report_text(last, namer.index(), report);
   // A command that is exiting writes its last output (stdio's buffers) before the report.
-  if (process.launched() && (exiting || process.ends_within(std::chrono::milliseconds(200)))) process.wait_for_end();
+  const bool ending = process.launched() && (exiting || process.ends_within(std::chrono::milliseconds(200)));
+  if (ending) process.wait_for_end();
   if (!options.output.empty()) {
     if (Status written = report::write_output_file(options.output, {reinterpret_cast<const unsigned char*>(text.data()), text.size()});
         !written.ok())
@@ -253,6 +254,11 @@ int run_native(const NativeOptions& options) {
     if (std::fwrite(text.data(), 1, text.size(), stream) != text.size() || std::fflush(stream) != 0)
       return fail(fmt::format("writing the report: {}", std::strerror(errno)));
   }
+  // Stopped by --duration (or Ctrl-C, which it may ignore) while the command runs on: say why
+  // memprof does not return yet, as trace does.
+  if (process.launched() && !ending)
+    print_stderr("memprof: tracking has stopped; waiting for process {} to end, whose exit status is memprof's\n",
+                 pid);
   return process.wait();
 }
 

@@ -213,6 +213,12 @@ class NativeCliTest < Minitest::Test
     assert_equal [50, 50_000], JSON.parse(out.lines.grep_v(/\Aleaked /).join)["sites"]
       .find { |s| s["site"].start_with?("native_leak+") }.values_at("live_blocks", "live_bytes")
     assert_empty err.lines.grep_v(/\Amemprof: /), err
+    refute_match(/waiting for process/, err)  # it ended by itself: nothing to wait for
+    # A session that stops before its command ends says why memprof goes on waiting.
+    _, err, status = memprof("native", "--duration", "0.2s", "-o", "/dev/null", "--", "/bin/sh", "-c", "sleep 1")
+    assert status.success?, err
+    assert_match(/^memprof: tracking has stopped; waiting for process \d+ to end, whose exit status is memprof's$/,
+                 err)
   end
 
   # -o keeps the report apart from the command's own output (--json mixed them, and there was
