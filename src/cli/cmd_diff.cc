@@ -48,12 +48,14 @@ int run_diff(const DiffOptions& options) {
   auto selection = heap::ObjectSelection::make(heaps[1], options.filter);
   if (!selection) return fail(selection.message());
   const heap::Heap* third = heaps.size() == 3 ? &heaps[2] : nullptr;
+  auto reachable_a = reachable_objects(heaps[0]);
   auto reachable_b = reachable_objects(heaps[1]);
   auto reachable_c = third != nullptr ? reachable_objects(*third) : std::nullopt;
   heap::DiffResult diff = heap::diff_heaps(
       heaps[0], heaps[1], third,
       {.selection = &*selection,
        .samples = options.samples,
+       .reachable_a = reachable_a ? &*reachable_a : nullptr,
        .reachable_b = reachable_b ? &*reachable_b : nullptr,
        .reachable_c = reachable_c ? &*reachable_c : nullptr});
   heap::DiffReportContext context{

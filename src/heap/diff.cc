@@ -100,11 +100,17 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
   const bool traced = a_max != kNoGeneration && result.max_generation_b != kNoGeneration;
   result.generations = traced;
 
+  // Objects of A matched with one of B, or garbage in A (no later dump can hold those).
+  std::vector<uint8_t> claimed_a(a.size(), 0);
+  if (options.reachable_a != nullptr) {
+    for (ObjectId id = 0; id < a.size(); ++id) claimed_a[id] = !(*options.reachable_a)[id];
+  }
   // Objects of A per class not yet matched with an old object of B (only needed with
   // generations, for the objects of B that have none).
   std::unordered_map<uint64_t, int64_t> room_in_a;
   if (traced) {
-    for (ObjectId id = 0; id < a.size(); ++id) ++room_in_a[sig_a.class_of(id)];
+    for (ObjectId id = 0; id < a.size(); ++id)
+      if (!claimed_a[id]) ++room_in_a[sig_a.class_of(id)];
   }
   auto old = [&](ObjectId id) {
     if (traced) --room_in_a[sig_b.class_of(id)];
@@ -114,7 +120,6 @@ DiffResult diff_heaps(const Heap& a, const Heap& b, const Heap* c, const DiffOpt
   std::vector<ObjectId> fresh;
   std::vector<ObjectId> newest;         // of A's newest generation, not at their address in A
   std::vector<ObjectId> no_generation;  // traced dumps: without generation, not held by A
-  std::vector<uint8_t> claimed_a(a.size(), 0);
   for (ObjectId id = 0; id < b.size(); ++id) {
     if (options.selection != nullptr && !(*options.selection)(id)) continue;
     const uint32_t g = b.generation[id];

@@ -48,9 +48,11 @@ struct DiffRow {
 struct DiffOptions {
   const ObjectSelection* selection = nullptr;  // objects of B to look at; nullptr: all
   size_t samples = 0;                          // sample objects per row
-  // Objects of B and of C reachable from their roots (reachable_from_roots); nullptr: every
+  // Objects of A, B and C reachable from their roots (reachable_from_roots); nullptr: every
   // object of the dump is taken as alive. An unreachable object is garbage the GC had not
-  // swept yet: not alive, whatever the dump lists.
+  // swept yet: not alive, whatever the dump lists. Garbage of A is alive in no later dump, so
+  // an object of B in its slot, or of its class, site and generation, is not it.
+  const std::vector<uint8_t>* reachable_a = nullptr;
   const std::vector<uint8_t>* reachable_b = nullptr;
   const std::vector<uint8_t>* reachable_c = nullptr;
 };
