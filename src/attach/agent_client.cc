@@ -15,6 +15,7 @@
 #include "core/proc/maps.h"
 #include "core/proc/process_access.h"
 #include "core/proc/process_view.h"
+#include "core/util/print_stderr.h"
 #include "core/util/scoped_fd.h"
 #include "inject/preflight.h"
 
@@ -105,19 +106,32 @@ AgentSocketFile agent_socket_file(pid_t pid) {
 
 namespace {
 
+// How long Ruby work may take before the wait is said (a request answers in milliseconds).
+constexpr std::chrono::seconds kSayWaitingAfter{3};
+
 // Waits for the reply to begin, in slices of a second: a process stopped meanwhile (SIGSTOP,
 // Ctrl-Z, a debugger; or a SIGSTOP not yet delivered when the request checked) cannot answer,
 // and is said so at once instead of after the whole timeout. Ok once the reply has begun (or
 // poll failed: read_frame reports it).
-Status wait_for_reply(int fd, pid_t pid, std::chrono::milliseconds timeout) {
+Status wait_for_reply(int fd, pid_t pid, std::chrono::milliseconds timeout, RunsIn runs_in) {
   using std::chrono::milliseconds;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout;
+  bool said = runs_in != RunsIn::kRuby;
   for (;;) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto now = std::chrono::steady_clock::now();
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (left <= milliseconds(0))
       return err("process {}: no reply from the agent: timed out after {} ms", pid, timeout.count());
+    if (!said && now - start >= kSayWaitingAfter) {
+      said = true;
+      print_stderr("memprof: process {} has not answered in {} s: Ruby runs memprof's request between two "
+                   "steps of Ruby code, and its main thread may be in a long call that holds the GVL (C "
+                   "code, a C extension); still waiting\n",
+                   pid, kSayWaitingAfter.count());
+    }
     pollfd readable{fd, POLLIN, 0};
-    const int n = ::poll(&readable, 1, static_cast<int>(std::min(left, milliseconds(1000)).count()));
+    const int n = ::poll(&readable, 1, static_cast<int>(std::min(left, milliseconds(500)).count()));
     if (n != 0 && !(n < 0 && errno == EINTR)) return ok_status();
     MEMPROF_TRY_STATUS(inject::check_process_can_answer(pid));
   }
@@ -126,12 +140,13 @@ Status wait_for_reply(int fd, pid_t pid, std::chrono::milliseconds timeout) {
 // `watch_process`: a process that stops or ends before it answers is said so (see
 // recording_request for why trace and native do without).
 Result<std::string> send_request(pid_t pid, std::string_view verb, std::string_view body,
-                                 std::chrono::milliseconds timeout, bool watch_process) {
+                                 std::chrono::milliseconds timeout, bool watch_process,
+                                 RunsIn runs_in = RunsIn::kAgent) {
   MEMPROF_TRY(fd, connect_to_agent(pid));
   // An agent that refuses the connection (another uid) writes its reason and closes at once,
   // so the request may meet a closed socket: the reason is still there to read.
   Status written = agent::write_frame(fd.get(), agent::encode_request(verb, body));
-  if (watch_process) MEMPROF_TRY_STATUS(wait_for_reply(fd.get(), pid, timeout));
+  if (watch_process) MEMPROF_TRY_STATUS(wait_for_reply(fd.get(), pid, timeout, runs_in));
   auto frame = agent::read_frame(fd.get(), agent::kMaxReplyBytes, timeout);
   if (!frame.ok()) {
     if (watch_process && ended_meanwhile(pid)) return err("process {} ended before its agent answered", pid);
@@ -146,8 +161,8 @@ Result<std::string> send_request(pid_t pid, std::string_view verb, std::string_v
 }  // namespace
 
 Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body,
-                                  std::chrono::milliseconds timeout) {
-  return send_request(pid, verb, body, timeout, /*watch_process=*/true);
+                                  std::chrono::milliseconds timeout, RunsIn runs_in) {
+  return send_request(pid, verb, body, timeout, /*watch_process=*/true, runs_in);
 }
 
 Result<std::string> recording_request(pid_t pid, std::string_view verb, std::string_view body,
@@ -157,7 +172,7 @@ Result<std::string> recording_request(pid_t pid, std::string_view verb, std::str
 
 Result<std::string> ruby_request(pid_t pid, std::string_view command,
                                  std::chrono::milliseconds timeout) {
-  return agent_request(pid, "ruby", command, timeout);
+  return agent_request(pid, "ruby", command, timeout, RunsIn::kRuby);
 }
 
 }  // namespace memprof::attach

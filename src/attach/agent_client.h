@@ -26,11 +26,17 @@ struct AgentSocketFile {
 };
 AgentSocketFile agent_socket_file(pid_t pid);
 
+// Whether a request's work runs in Ruby (a Ruby command, loading the gem): Ruby runs it only
+// between two steps of Ruby code, so a long call in C that holds the GVL delays the reply, and
+// a reply that is late says so on stderr instead of leaving the user at a silent prompt.
+enum class RunsIn { kAgent, kRuby };
+
 // Sends one request to the agent of `pid` and returns the body of its "ok" reply. Errors name
 // the process: no agent ("memprof attach -p PID" first), a socket owned by another uid, a
 // reply not received within `timeout`, a process that ended before it answered.
 Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body = {},
-                                  std::chrono::milliseconds timeout = std::chrono::seconds(90));
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(90),
+                                  RunsIn runs_in = RunsIn::kAgent);
 
 // As agent_request, for trace and native: a connection that closes before the reply is said
 // as it is, at once. They tell an exec from an end themselves (RecordedProcess), which waiting

@@ -141,6 +141,39 @@ class AttachCliTest < Minitest::Test
     detach!(target)
   end
 
+  # A request that Ruby must run waits for the main thread to leave a long call in C that holds
+  # the GVL; after 3 s without a reply memprof says so (before: silence until the call ended,
+  # 11 s in one run, or until the agent gave up).
+  def test_a_request_kept_waiting_by_a_long_call_holding_the_gvl_says_so
+    target = ruby_job_target(<<~'RUBY')
+      require "fiddle"
+      hold = Fiddle::Function.new(Fiddle.dlopen(ENV.fetch("HOLD_CPU_LIBRARY"))["hold_cpu_ms"],
+                                  [Fiddle::TYPE_INT], Fiddle::TYPE_VOID, need_gvl: true)
+      while (line = $stdin.gets)
+        puts "holding"
+        hold.call(Integer(line))
+        puts "held"
+      end
+    RUBY
+    attach!(target)
+    # 6 s: a request that starts in its first 3 s is answered after the note.
+    target.send_line("6000")
+    target.wait_for(/\Aholding\z/)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    out, err, status = memprof("stats", "-p", target.pid)
+    assert status.success?, err
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 3
+    assert_match(/:String$/, out)
+    assert_equal "memprof: process #{target.pid} has not answered in 3 s: Ruby runs memprof's request between " \
+                 "two steps of Ruby code, and its main thread may be in a long call that holds the GVL (C code, " \
+                 "a C extension); still waiting\n", err
+    target.wait_for(/\Aheld\z/)
+    # A prompt answer says nothing.
+    _, err, status = memprof("stats", "-p", target.pid)
+    assert_equal [true, ""], [status.success?, err]
+    detach!(target)
+  end
+
   # Stopped while a request waits for its reply (here a dump whose child hangs; also a SIGSTOP
   # not yet delivered when the request checked): said within a second or so, not after the
   # reply timeout (30 minutes for a dump).
