@@ -109,10 +109,11 @@ namespace {
 // How long Ruby work may take before the wait is said (a request answers in milliseconds).
 constexpr std::chrono::seconds kSayWaitingAfter{3};
 
-// Waits for the reply to begin, in slices of a second: a process stopped meanwhile (SIGSTOP,
-// Ctrl-Z, a debugger; or a SIGSTOP not yet delivered when the request checked) cannot answer,
-// and is said so at once instead of after the whole timeout. Ok once the reply has begun (or
-// poll failed: read_frame reports it).
+// Waits for the reply to begin, in slices of half a second: a process stopped meanwhile
+// (SIGSTOP, Ctrl-Z, a debugger; or a SIGSTOP not yet delivered when the request checked) cannot
+// answer, and is said so at once instead of after the whole timeout; Ruby work late by
+// kSayWaitingAfter is said once. Ok once the reply has begun (or poll failed: read_frame
+// reports it).
 Status wait_for_reply(int fd, pid_t pid, std::chrono::milliseconds timeout, RunsIn runs_in) {
   using std::chrono::milliseconds;
   const auto start = std::chrono::steady_clock::now();
