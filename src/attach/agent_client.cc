@@ -118,14 +118,14 @@ Status wait_for_reply(int fd, pid_t pid, std::chrono::milliseconds timeout, Runs
   using std::chrono::milliseconds;
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + timeout;
-  bool said = runs_in != RunsIn::kRuby;
+  bool say_when_late = runs_in == RunsIn::kRuby;  // once
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
     if (left <= milliseconds(0))
       return err("process {}: no reply from the agent: timed out after {} ms", pid, timeout.count());
-    if (!said && now - start >= kSayWaitingAfter) {
-      said = true;
+    if (say_when_late && now - start >= kSayWaitingAfter) {
+      say_when_late = false;
       print_stderr("memprof: process {} has not answered in {} s: Ruby runs memprof's request between two "
                    "steps of Ruby code, and its main thread may be in a long call that holds the GVL (C "
                    "code, a C extension); still waiting\n",

@@ -31,21 +31,24 @@ AgentSocketFile agent_socket_file(pid_t pid);
 // a reply that is late says so on stderr instead of leaving the user at a silent prompt.
 enum class RunsIn { kAgent, kRuby };
 
+// How long a request waits for its reply unless told otherwise.
+inline constexpr std::chrono::seconds kReplyTimeout{90};
+
 // Sends one request to the agent of `pid` and returns the body of its "ok" reply. Errors name
 // the process: no agent ("memprof attach -p PID" first), a socket owned by another uid, a
 // reply not received within `timeout`, a process that ended before it answered.
 Result<std::string> agent_request(pid_t pid, std::string_view verb, std::string_view body = {},
-                                  std::chrono::milliseconds timeout = std::chrono::seconds(90),
+                                  std::chrono::milliseconds timeout = kReplyTimeout,
                                   RunsIn runs_in = RunsIn::kAgent);
 
 // As agent_request, for trace and native: a connection that closes before the reply is said
 // as it is, at once. They tell an exec from an end themselves (RecordedProcess), which waiting
 // for /proc to show an end would hide (a new program that ends quickly looks like an end).
 Result<std::string> recording_request(pid_t pid, std::string_view verb, std::string_view body = {},
-                                      std::chrono::milliseconds timeout = std::chrono::seconds(90));
+                                      std::chrono::milliseconds timeout = kReplyTimeout);
 
 // For the Ruby commands: Memprof::Agent.handle(command) in the target, its JSON reply.
 Result<std::string> ruby_request(pid_t pid, std::string_view command,
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(90));
+                                 std::chrono::milliseconds timeout = kReplyTimeout);
 
 }  // namespace memprof::attach

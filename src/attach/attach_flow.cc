@@ -102,8 +102,7 @@ Result<AttachOutcome> load_memprof(pid_t pid) {
                pid);
   MEMPROF_TRY(extension, choose_extension(pid, *version, target, installed_extensions()));
   MEMPROF_TRY_STATUS(visible_to(pid, extension.path));
-  MEMPROF_TRY(loaded, agent_request(pid, "load", lib + "\n" + extension.path, std::chrono::seconds(90),
-                                    RunsIn::kRuby));
+  MEMPROF_TRY(loaded, agent_request(pid, "load", lib + "\n" + extension.path, kReplyTimeout, RunsIn::kRuby));
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (parser.parse(loaded).get(root) == simdjson::SUCCESS) read_field(root, "loaded", outcome.loaded);

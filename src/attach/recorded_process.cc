@@ -75,6 +75,10 @@ Result<RecordedProcess> RecordedProcess::open(pid_t pid, const std::vector<std::
 
 bool RecordedProcess::gone() const { return launched_ ? !launched_->running() : proc::process_gone(pid_); }
 
+void RecordedProcess::say_waiting_for_end(std::string_view why) const {
+  print_stderr("memprof: {}; waiting for process {} to end, whose exit status is memprof's\n", why, pid_);
+}
+
 bool RecordedProcess::ends_within(std::chrono::milliseconds time) const {
   for (auto waited = std::chrono::milliseconds(0);; waited += std::chrono::milliseconds(10)) {
     if (gone()) return true;

@@ -75,6 +75,10 @@ class RecordedProcess {
   void wait_for_end() {
     if (launched_) (void)launched_->wait();
   }
+  // A launched command that runs on once the recording has stopped (--duration, Ctrl-C it may
+  // ignore, a failed write): says why memprof does not return yet, "memprof: WHY; waiting for
+  // process N to end, whose exit status is memprof's".
+  void say_waiting_for_end(std::string_view why) const;
   // A launched command that cannot be recorded: killed and reaped.
   void abandon();
 

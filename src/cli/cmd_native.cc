@@ -256,9 +256,7 @@ int run_native(const NativeOptions& options) {
   }
   // Stopped by --duration (or Ctrl-C, which it may ignore) while the command runs on: say why
   // memprof does not return yet, as trace does.
-  if (process.launched() && !ending)
-    print_stderr("memprof: tracking has stopped; waiting for process {} to end, whose exit status is memprof's\n",
-                 pid);
+  if (process.launched() && !ending) process.say_waiting_for_end("tracking has stopped");
   return process.wait();
 }
 

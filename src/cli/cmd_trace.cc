@@ -481,16 +481,13 @@ int run_trace(TraceOptions options) {
     if (!process.launched()) return fail(problem);
     // `memprof trace -- server | head`: the command is memprof's child, and leaving it to run
     // on unseen (an orphan of init) would be worse than waiting for it, as after Ctrl-C.
-    print_stderr("memprof: {}; waiting for process {} to end, whose exit status is memprof's\n",
-               problem, pid);
+    process.say_waiting_for_end(problem);
     return finish_with_process(printer, exiting);
   }
   if (exiting || process.launched()) {
     // Stopped by Ctrl-C or --duration while the command runs on (it may ignore SIGINT).
     const bool ending = exiting || process.ends_within(std::chrono::milliseconds(200));
-    if (!ending)
-      print_stderr("memprof: the trace has stopped; waiting for process {} to end, whose exit status "
-                 "is memprof's\n", pid);
+    if (!ending) process.say_waiting_for_end("the trace has stopped");
     return finish_with_process(printer, ending);
   }
   printer.finish();
