@@ -154,6 +154,8 @@ void RecordedProcess::abandon() {
 std::string child_processes_notice(pid_t pid, uint64_t children, std::string_view left_out) {
   std::vector<pid_t> running = process_tree(pid);
   running.erase(running.begin());  // pid itself
+  // A child that has ended stays listed until its parent reaps it: it is not running.
+  std::erase_if(running, [](pid_t child) { return proc::process_gone(child); });
   constexpr size_t kShown = 5;
   std::string listed;
   for (size_t i = 0; i < running.size() && i < kShown; ++i) listed += fmt::format("{}{}", i ? ", " : "", running[i]);
