@@ -28,24 +28,70 @@ std::string* g_extension_file = nullptr;
 
 constexpr const char* kAgentVersion = "0.1.0";
 
-// Waits for the next bytes of the child's reply, sampling its progress between them. Fails
-// when the child has slept for `stall_limit` without CPU time or I/O (child_progress.h), or when
-// the requester's `connection` closed: its request was read whole, so any event there is its
-// end (memprof dump interrupted by Ctrl-C: the dump went on to its end before).
-Status wait_for_output(const ForkedHandler& child, std::chrono::milliseconds stall_limit, int connection) {
+// What a wait for the forked child's next bytes ended with.
+struct ChildWait {
+  enum Outcome { kOutput, kStalled, kRequesterGone } outcome;
+  std::string stall;  // kStalled: how it sat ("made no progress for 30 s (asleep in ...)")
+};
+
+// Waits for the next bytes of the child's reply, sampling its progress between them: stalled
+// when the child has slept for `stall_limit` without CPU time or I/O (child_progress.h). The
+// requester's `connection` was read whole, so any event there is its end (memprof dump
+// interrupted by Ctrl-C: the dump went on to its end before).
+ChildWait wait_for_output(const ForkedHandler& child, std::chrono::milliseconds stall_limit, int connection) {
   StallWatch watch(stall_limit);
   const int tick_ms = static_cast<int>(std::clamp<int64_t>(stall_limit.count() / 4, 50, 1000));
   for (;;) {
     pollfd watched[2] = {{child.output.get(), POLLIN, 0}, {connection, POLLIN | POLLRDHUP, 0}};
     int ready = ::poll(watched, connection >= 0 ? 2 : 1, tick_ms);
-    if (ready > 0 && watched[1].revents != 0 && watched[0].revents == 0)
-      return err("the requester went away (interrupted): the forked child (pid {}) was stopped", child.pid);
-    if (ready > 0 || (ready < 0 && errno != EINTR)) return ok_status();
+    if (ready > 0 && watched[1].revents != 0 && watched[0].revents == 0) return {ChildWait::kRequesterGone, {}};
+    if (ready > 0 || (ready < 0 && errno != EINTR)) return {ChildWait::kOutput, {}};
     std::optional<ChildProgress> progress = read_child_progress(child.pid);
-    if (!progress) return ok_status();  // gone: the read sees EOF
-    if (watch.stalled(*progress, std::chrono::steady_clock::now())) {
-      return err("the forked child (pid {}) {} and was killed", child.pid, watch.describe(*progress));
+    if (!progress) return {ChildWait::kOutput, {}};  // gone: the read sees EOF
+    if (watch.stalled(*progress, std::chrono::steady_clock::now())) return {ChildWait::kStalled, watch.describe(*progress)};
+  }
+}
+
+Error requester_gone(pid_t child) {
+  return err("the requester went away (interrupted): the forked child (pid {}) was stopped", child);
+}
+
+void kill_and_reap(pid_t child) {
+  ::kill(child, SIGKILL);
+  while (::waitpid(child, nullptr, __WALL) < 0 && errno == EINTR) {
+  }
+}
+
+// Before its kChildReady a child can hang on a lock that one of the parent's other threads
+// held at the fork: Ruby 3.4's rb_thread_atfork locks every other thread's interrupt_lock,
+// which a thread going to sleep holds for a moment without the GVL (ruby/ruby#12981; seen in
+// 1 dump of 20-60 of an app whose 4 threads sleep often). That step takes milliseconds, so a
+// second asleep without CPU time is a hang.
+constexpr std::chrono::milliseconds kStartStallLimit{1000};
+constexpr int kForkAttempts = 3;
+
+// Whether the child got past the fork's hazards (it wrote kChildReady); a child that hung
+// before is killed and reaped, and the answer is false.
+Result<bool> child_started(const ForkedHandler& child, int connection) {
+  for (;;) {
+    const ChildWait wait = wait_for_output(child, kStartStallLimit, connection);
+    if (wait.outcome == ChildWait::kRequesterGone) {
+      kill_and_reap(child.pid);
+      return requester_gone(child.pid);
     }
+    if (wait.outcome == ChildWait::kStalled) {
+      kill_and_reap(child.pid);
+      return false;
+    }
+    char byte = 0;
+    const ssize_t n = ::read(child.output.get(), &byte, 1);
+    if (n < 0 && errno == EINTR) continue;
+    // Ended before it was ready (killed by someone): collect_child reads the same end.
+    if (n <= 0) return true;
+    if (byte == kChildReady) return true;
+    kill_and_reap(child.pid);
+    return err("the forked child (pid {}) began its reply with {:#04x}, not its ready byte", child.pid,
+               static_cast<unsigned char>(byte));
   }
 }
 
@@ -58,7 +104,10 @@ Result<std::string> collect_child(ForkedHandler& child, std::chrono::millisecond
   Status failure = ok_status();
   char buffer[65536];
   for (;;) {
-    failure = wait_for_output(child, stall_limit, connection);
+    const ChildWait wait = wait_for_output(child, stall_limit, connection);
+    if (wait.outcome == ChildWait::kRequesterGone) failure = requester_gone(child.pid);
+    if (wait.outcome == ChildWait::kStalled)
+      failure = err("the forked child (pid {}) {} and was killed", child.pid, wait.stall);
     if (!failure.ok()) {
       ::kill(child.pid, SIGKILL);
       break;
@@ -175,15 +224,36 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& body) {
   MEMPROF_TRY_STATUS(require_memprof());
   watch_vm_end();
   std::optional<ForkedHandler> child;
-  MEMPROF_TRY_STATUS(ruby_->run(
-      [&](const RubyApi& api) -> Result<std::string> {
-        auto forked = fork_and_handle(api, command);
-        if (!forked.ok()) return forked.error();
-        child = std::move(*forked);
-        return std::string();
-      },
-      kRubyTimeout));
-  auto reply = collect_child(*child, stall_limit, connection_);
+  std::chrono::microseconds fork_time{0};
+  Result<std::string> reply = std::string();
+  int forks = 0;
+  for (;;) {
+    ++forks;
+    MEMPROF_TRY_STATUS(ruby_->run(
+        [&](const RubyApi& api) -> Result<std::string> {
+          auto forked = fork_and_handle(api, command);
+          if (!forked.ok()) return forked.error();
+          child = std::move(*forked);
+          return std::string();
+        },
+        kRubyTimeout));
+    fork_time += child->fork_time;
+    auto started = child_started(*child, connection_);
+    if (!started.ok()) {
+      reply = started.error();
+      break;
+    }
+    if (*started) {
+      reply = collect_child(*child, stall_limit, connection_);
+      break;
+    }
+    // It wrote nothing: there is nothing to clean up after it.
+    if (forks == kForkAttempts)
+      return err("the forked child hung before it could start, {} times in a row (pid {} the last): it waited "
+                 "on a lock that another thread of the process held at the fork (on Ruby 3.4, a thread's "
+                 "interrupt_lock: ruby/ruby#12981); the process is unchanged, try again",
+                 kForkAttempts, child->pid);
+  }
   if (!reply.ok()) {
     // A child that was killed (here, or by a signal of its own) leaves what it was writing
     // behind; one that failed in Ruby has removed it already, and this finds nothing.
@@ -196,8 +266,8 @@ Result<std::string> RequestHandler::fork_ruby_command(const std::string& body) {
     if (!cleaned.ok()) return err("{}; {}", reply.message(), cleaned.message());
   }
   if (!reply.ok()) return reply.error();
-  return fmt::format(R"({{"child":{},"fork_us":{},"reply":{}}})", child->pid,
-                     child->fork_time.count(), *reply);
+  return fmt::format(R"({{"child":{},"fork_us":{},"forks":{},"reply":{}}})", child->pid, fork_time.count(),
+                     forks, *reply);
 }
 
 Result<std::string> RequestHandler::detach() {

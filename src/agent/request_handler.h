@@ -3,9 +3,11 @@
 //   load LIB\nEXT      starts memprof's Ruby thread, loading the gem (ruby_service.h); idempotent
 //   ruby COMMAND       Memprof::Agent.handle(COMMAND) on that thread; its JSON reply
 //   fork-ruby STALL_MS\nCOMMAND
-//                      the same in a forked child (heap dumps): {"child", "fork_us", "reply"};
-//                      a child asleep for STALL_MS without CPU time or I/O is killed, and the
-//                      reply says so (child_progress.h)
+//                      the same in a forked child (heap dumps): {"child", "fork_us", "forks",
+//                      "reply"}; a child asleep for STALL_MS without CPU time or I/O is killed,
+//                      and the reply says so (child_progress.h); one that hung on a lock held
+//                      at the fork, before it started, is forked again, up to 3 forks in all
+//                      (`fork_us` is their total)
 //   detach             stops tracking and tracing; the agent then closes its socket and ends its thread
 //   trace-start BODY, trace-read, trace-stop   memprof trace (recording_sessions.h)
 //   native-start, native-read, native-gc, native-stop   memprof native (recording_sessions.h)

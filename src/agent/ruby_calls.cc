@@ -291,6 +291,8 @@ Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& com
     } else {
       api.thread_atfork();
     }
+    while (::write(write_end.get(), &kChildReady, 1) < 0 && errno == EINTR) {
+    }
     auto result = eval(api, kHandle, "memprof's agent handler");
     std::string_view text = result.ok() ? std::string_view(*result) : result.message();
     const bool failed = !result.ok() || text.starts_with(kErrorPrefix);

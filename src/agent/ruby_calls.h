@@ -25,13 +25,16 @@ Status start_ruby_thread(const RubyApi& api, const std::string& lib_file,
 
 struct ForkedHandler {
   pid_t pid = 0;
-  ScopedFd output;  // the child's reply, or its error message, then EOF
+  ScopedFd output;  // kChildReady, then the child's reply or its error message, then EOF
   std::chrono::microseconds fork_time{0};
 };
-// Forks; the child runs Memprof::Agent.handle(command), writes the reply (or the error) to a
-// pipe and ends with _exit (0 when the handler succeeded), without running the parent's
-// at_exit blocks, finalizers or fork hooks, and without an agent of its own. The Ruby process
-// pauses only for the fork itself (`fork_time`).
+// The first byte a forked child writes, once it has forgotten the parent's other threads: the
+// step that can hang on a lock one of them held at the fork (request_handler.cc waits for it).
+inline constexpr char kChildReady = '\x06';
+// Forks; the child writes kChildReady, runs Memprof::Agent.handle(command), writes the reply
+// (or the error) to a pipe and ends with _exit (0 when the handler succeeded), without running
+// the parent's at_exit blocks, finalizers or fork hooks, and without an agent of its own. The
+// Ruby process pauses only for the fork itself (`fork_time`).
 Result<ForkedHandler> fork_and_handle(const RubyApi& api, const std::string& command);
 
 // Removes what the child `child`, killed while it ran `command`, left behind (a dump's scratch

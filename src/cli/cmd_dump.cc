@@ -131,12 +131,17 @@ int run_dump(const DumpOptions& options) {
   }
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  uint64_t fork_us = 0, bytes = 0;
+  uint64_t fork_us = 0, bytes = 0, forks = 1;
   if (parser.parse(*reply).get(root) != simdjson::SUCCESS || root["fork_us"].get(fork_us) ||
       root["reply"]["bytes"].get(bytes))
     return fail("malformed reply from the agent");
-  fmt::print("wrote {} ({}) from a child of process {}, which paused {:.1f} ms for the fork\n",
-             path, heap::bytes_text(bytes), options.pid, static_cast<double>(fork_us) / 1000.0);
+  // (Absent from the reply of an agent that an earlier memprof put in the process.)
+  if (root["forks"].get(forks) != simdjson::SUCCESS) forks = 1;
+  fmt::print("wrote {} ({}) from a child of process {}, which paused {:.1f} ms for {}\n", path,
+             heap::bytes_text(bytes), options.pid, static_cast<double>(fork_us) / 1000.0,
+             forks <= 1 ? std::string("the fork")
+                        : fmt::format("{} forks (the child hung {} on a lock another thread held at the fork, "
+                                      "and was killed)", forks, forks == 2 ? "once" : fmt::format("{} times", forks - 1)));
   const std::string here = reachable_from_here(options.pid, path);
   if (here != path)
     fmt::print("process {} has mounts of its own (systemd's PrivateTmp, a container): from here the "

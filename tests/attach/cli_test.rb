@@ -551,6 +551,45 @@ class AttachCliTest < Minitest::Test
     detach_and_finish!(target)
   end
 
+  # A child can hang at its very start on a lock that another thread held at the fork (on
+  # Ruby 3.4, in rb_thread_atfork: a thread's interrupt_lock, ruby/ruby#12981; 1 dump in 20-60
+  # of an app whose threads sleep often). Before: the dump failed after --stall-timeout (30 s
+  # by default). The agent now forks again when a child has not started within a second.
+  def test_a_dump_child_that_hangs_at_its_start_is_replaced_by_a_new_fork
+    target = hang_at_fork_target
+    dump = File.join(@tmpdir, "heap.json")
+    target.send_line("hang 2")
+    target.wait_for(/\Ahanging 2\z/)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    out, err, status = memprof("dump", "-p", target.pid, "-o", dump, "--stall-timeout", "10")
+    assert status.success?, err
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 10
+    assert_match(/\Awrote #{Regexp.escape(dump)} \([\d.]+ [kMG]?B\) from a child of process #{target.pid}, which paused [\d.]+ ms for 3 forks \(the child hung 2 times on a lock another thread held at the fork, and was killed\)\n/, out)
+    assert_includes File.foreach(dump).first(50).join, '"type":"ROOT"'
+    assert_equal [], children_of(target), "a hung child was left"
+    assert_alive(target)
+    detach!(target)
+  end
+
+  # Three hangs in a row: said at once, not after --stall-timeout, and the next dump works.
+  def test_a_dump_whose_children_all_hang_at_their_start_says_why
+    target = hang_at_fork_target
+    dump = File.join(@tmpdir, "heap.json")
+    target.send_line("hang 3")
+    target.wait_for(/\Ahanging 3\z/)
+    out, err, status = memprof("dump", "-p", target.pid, "-o", dump, "--stall-timeout", "600",
+                               prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
+    assert_equal [1, ""], [status.exitstatus, out], err
+    assert_match(/\Amemprof: process #{target.pid}: the forked child hung before it could start, 3 times in a row \(pid \d+ the last\): it waited on a lock that another thread of the process held at the fork \(on Ruby 3.4, a thread's interrupt_lock: ruby\/ruby#12981\); the process is unchanged, try again\n\z/, err)
+    refute File.exist?(dump)
+    assert_equal [], children_of(target), "a hung child was left"
+    out, err, status = memprof("dump", "-p", target.pid, "-o", dump)
+    assert status.success?, err
+    assert_match(/which paused [\d.]+ ms for the fork\n/, out)
+    assert_alive(target)
+    detach!(target)
+  end
+
   # Into a FIFO, the child writes the dump to a private file in the process's $TMPDIR, then
   # copies it into the FIFO. A reader that reads nothing stalls the copy: the child is killed
   # after --stall-timeout, and the private file went with it only once the agent's clean-up
@@ -691,10 +730,9 @@ class AttachCliTest < Minitest::Test
 
   # The pids of the children `target` forked (a dump's), once there is one.
   def forked_children(target)
-    children = -> { Dir["/proc/#{target.pid}/task/*/children"].flat_map { |f| File.read(f).split.map { Integer(_1) } } }
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + PATIENCE
-    sleep 0.02 while children.call.empty? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
-    pids = children.call
+    sleep 0.02 while children_of(target).empty? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    pids = children_of(target)
     refute_empty pids, "the dump never forked its child#{target.context}"
     pids
   end
@@ -708,6 +746,27 @@ class AttachCliTest < Minitest::Test
     RUBY
     attach!(target)
     target
+  end
+
+  # An attached Ruby target that, told "hang N", makes the children of its next N forks hang
+  # (fixtures/hang_at_fork.c).
+  def hang_at_fork_target
+    target = ruby_job_target(<<~'RUBY')
+      require "fiddle"
+      hang = Fiddle::Function.new(Fiddle.dlopen(ENV.fetch("HANG_AT_FORK_LIBRARY"))["hang_next_forks"],
+                                  [Fiddle::TYPE_INT], Fiddle::TYPE_VOID)
+      while (line = $stdin.gets)
+        forks = Integer(line[/\Ahang (\d+)/, 1])
+        hang.call(forks)
+        puts "hanging #{forks}"
+      end
+    RUBY
+    attach!(target)
+    target
+  end
+
+  def children_of(target)
+    Dir["/proc/#{target.pid}/task/*/children"].flat_map { |f| File.read(f).split.map { Integer(_1) } }
   end
 
   # A Ruby target that runs `setup` (which starts threads), then waits for "finish" on stdin.
