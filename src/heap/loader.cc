@@ -95,8 +95,8 @@ class Loader {
     }
     if (heap_.size() == 0) {
       return err("{}: no objects in the dump ({} ROOT line{}, {} SHAPE line{}, {} line{} skipped)",
-                 name_, raw_roots_.size(), raw_roots_.size() == 1 ? "" : "s", heap_.shape_count,
-                 heap_.shape_count == 1 ? "" : "s", heap_.bad_line_count,
+                 name_, count_text(raw_roots_.size()), raw_roots_.size() == 1 ? "" : "s",
+                 count_text(heap_.shape_count), heap_.shape_count == 1 ? "" : "s", count_text(heap_.bad_line_count),
                  heap_.bad_line_count == 1 ? "" : "s");
     }
     // Ruby ends every line with '\n': a last line without one that does not parse was cut.
@@ -117,7 +117,7 @@ class Loader {
     auto warn_count = [&](uint64_t count, std::string_view one, std::string_view many,
                           std::string_view consequence) {
       if (count == 0) return;
-      fmt::print(options_.warnings, "memprof: warning: {}: {} {} ({})\n", name_, count,
+      fmt::print(options_.warnings, "memprof: warning: {}: {} {} ({})\n", name_, count_text(count),
                  count == 1 ? one : many, consequence);
     };
     warn_count(heap_.duplicate_addresses, "object line repeats the address of an earlier one",

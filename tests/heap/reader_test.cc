@@ -325,6 +325,17 @@ TEST(Reader, WarnsAboutDuplicateAddressesAndReferencesToAbsentObjects) {
             "(dropped; a truncated or partial dump?)\n");
 }
 
+// Counts in warnings have thousands separators, as the report's do.
+TEST(Reader, CountsInWarningsAreGroupedByThousands) {
+  std::vector<uint64_t> absent(1234);
+  for (size_t i = 0; i < absent.size(); ++i) absent[i] = 0x1000 + 8 * i;
+  auto [heap, printed] = load_with_warnings(root_line("vm", {0x10}) + object_line(0x10, "ARRAY", 0, absent, 40));
+  ASSERT_TRUE(heap.ok()) << heap.message();
+  EXPECT_EQ(printed,
+            "memprof: warning: x.json: 1,234 references point to addresses no object line has "
+            "(dropped; a truncated or partial dump?)\n");
+}
+
 TEST(Reader, RejectsADumpWithoutObjects) {
   auto roots_only = load_bytes(root_line("vm", {0x10}) + root_line("machine_context", {}) + "{oops\n");
   ASSERT_FALSE(roots_only.ok());
