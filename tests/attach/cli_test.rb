@@ -556,38 +556,30 @@ class AttachCliTest < Minitest::Test
   # of an app whose threads sleep often). Before: the dump failed after --stall-timeout (30 s
   # by default). The agent now forks again when a child has not started within a second.
   def test_a_dump_child_that_hangs_at_its_start_is_replaced_by_a_new_fork
-    target = hang_at_fork_target
+    target = hang_at_fork_target(hangs: 2)
     dump = File.join(@tmpdir, "heap.json")
-    target.send_line("hang 2")
-    target.wait_for(/\Ahanging 2\z/)
     started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
     out, err, status = memprof("dump", "-p", target.pid, "-o", dump, "--stall-timeout", "10")
     assert status.success?, err
     assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 10
     assert_match(/\Awrote #{Regexp.escape(dump)} \([\d.]+ [kMG]?B\) from a child of process #{target.pid}, which paused [\d.]+ ms for 3 forks \(the child hung 2 times on a lock another thread held at the fork, and was killed\)\n/, out)
     assert_includes File.foreach(dump).first(50).join, '"type":"ROOT"'
-    assert_equal [], children_of(target), "a hung child was left"
-    assert_alive(target)
-    detach!(target)
+    assert_no_hung_child_and_detach(target)
   end
 
   # Three hangs in a row: said at once, not after --stall-timeout, and the next dump works.
   def test_a_dump_whose_children_all_hang_at_their_start_says_why
-    target = hang_at_fork_target
+    target = hang_at_fork_target(hangs: 3)
     dump = File.join(@tmpdir, "heap.json")
-    target.send_line("hang 3")
-    target.wait_for(/\Ahanging 3\z/)
     out, err, status = memprof("dump", "-p", target.pid, "-o", dump, "--stall-timeout", "600",
                                prefix: ["timeout", "-s", "INT", PATIENCE.to_s])
     assert_equal [1, ""], [status.exitstatus, out], err
     assert_match(/\Amemprof: process #{target.pid}: the forked child hung before it could start, 3 times in a row \(pid \d+ the last\): it waited on a lock that another thread of the process held at the fork \(on Ruby 3.4, a thread's interrupt_lock: ruby\/ruby#12981\); the process is unchanged, try again\n\z/, err)
     refute File.exist?(dump)
-    assert_equal [], children_of(target), "a hung child was left"
     out, err, status = memprof("dump", "-p", target.pid, "-o", dump)
     assert status.success?, err
     assert_match(/which paused [\d.]+ ms for the fork\n/, out)
-    assert_alive(target)
-    detach!(target)
+    assert_no_hung_child_and_detach(target)
   end
 
   # Into a FIFO, the child writes the dump to a private file in the process's $TMPDIR, then
@@ -748,9 +740,9 @@ class AttachCliTest < Minitest::Test
     target
   end
 
-  # An attached Ruby target that, told "hang N", makes the children of its next N forks hang
+  # An attached Ruby target whose next `hangs` forks have children that hang at their start
   # (fixtures/hang_at_fork.c).
-  def hang_at_fork_target
+  def hang_at_fork_target(hangs:)
     target = ruby_job_target(<<~'RUBY')
       require "fiddle"
       hang = Fiddle::Function.new(Fiddle.dlopen(ENV.fetch("HANG_AT_FORK_LIBRARY"))["hang_next_forks"],
@@ -762,7 +754,15 @@ class AttachCliTest < Minitest::Test
       end
     RUBY
     attach!(target)
+    target.send_line("hang #{hangs}")
+    target.wait_for(/\Ahanging #{hangs}\z/)
     target
+  end
+
+  def assert_no_hung_child_and_detach(target)
+    assert_equal [], children_of(target), "a hung child was left"
+    assert_alive(target)
+    detach!(target)
   end
 
   def children_of(target)
