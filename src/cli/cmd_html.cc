@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/heap_map_command.h"
 #include "core/util/print_stderr.h"
+#include "heap/units.h"
 #include "report/html_report.h"
 #include "report/output_file.h"
 
@@ -41,8 +42,8 @@ int run_html(const HtmlArguments& args) {
   }
   std::FILE* summary = report::is_standard_output(args.common.output) ? stderr : stdout;  // not into the page
   fmt::print(summary, "{}: {} bytes; {} objects, {} treemap groups, heap map {} bytes of PNG\n",
-             args.common.output, html.size(), report->objects, report->treemap_groups,
-             report->heapmap_png_bytes);
+             args.common.output, heap::count_text(html.size()), heap::count_text(report->objects),
+             heap::count_text(report->treemap_groups), heap::count_text(report->heapmap_png_bytes));
   return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "core/util/print_stderr.h"
 #include "core/util/scoped_fd.h"
 #include "core/util/whole_lines.h"
+#include "heap/units.h"
 #include "trace/capture_plan.h"
 #include "trace/prototype_files.h"
 #include "trace/trace_output.h"
@@ -215,10 +216,10 @@ class TracePrinter {
       }
     }
     if (const uint64_t dropped = earlier_dropped_ + dropped_; dropped > 0)
-      print_stderr("memprof: {} calls were counted but not shown: the reader fell behind\n", dropped);
+      print_stderr("memprof: {} calls were counted but not shown: the reader fell behind\n", heap::count_text(dropped));
     if (const uint64_t untraced = earlier_untraced_ + untraced_; untraced > 0)
       print_stderr("memprof: {} calls were not traced (nested over 128 deep, or over 512 threads)\n",
-                 untraced);
+                 heap::count_text(untraced));
     if (in_flight_ > 0)
       print_stderr("memprof: {} traced call{} not returned when the trace stopped\n", in_flight_,
                  in_flight_ == 1 ? " had" : "s had");
