@@ -126,11 +126,13 @@ struct ExitRegisters {
 };
 static_assert(sizeof(ExitRegisters) == 48);
 
+// The two handlers are called only from the stubs' assembly above: `used` keeps them when
+// link-time optimization sees no caller in C++.
 extern "C" {
 void memprof_trace_entry();
 void memprof_trace_exit();
-uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegisters* registers, uint64_t* slot);
-uint64_t memprof_trace_on_exit(ExitRegisters* registers, uint64_t* slot);
+[[gnu::used]] uintptr_t memprof_trace_on_entry(TracedFunction* function, EntryRegisters* registers, uint64_t* slot);
+[[gnu::used]] uint64_t memprof_trace_on_exit(ExitRegisters* registers, uint64_t* slot);
 }
 
 namespace {
