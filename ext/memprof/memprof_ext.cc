@@ -510,6 +510,13 @@ extern "C" __attribute__((visibility("default"))) int memprof_set_thread_paused(
   return Tracker::set_this_thread_paused(paused != 0) ? 1 : 0;
 }
 
+// For the attach agent's hello (src/agent/request_handler.cc), which finds it with dlsym:
+// whether the tracker records allocations now. An atomic read: the agent's thread asks without
+// the GVL.
+extern "C" __attribute__((visibility("default"))) int memprof_tracking() noexcept {
+  return Tracker::instance().active() ? 1 : 0;
+}
+
 // For the attach agent's forks (src/agent/ruby_calls.cc), which find it with dlsym: opened
 // (1) in the parent before it forks the child that writes a dump, abandoned (0) in the parent
 // after the fork; the child keeps it open (ruby/dump_own_objects.h).

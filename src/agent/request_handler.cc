@@ -1,5 +1,6 @@
 #include "agent/request_handler.h"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
@@ -165,11 +166,22 @@ std::string RequestHandler::handle(const Request& request, int connection) {
   return reply.ok() ? encode_reply_ok(*reply) : encode_reply_error(reply.message());
 }
 
+// Whether the gem's tracker records allocations now, as JSON: null without the gem, or with an
+// extension that predates the question. The gem may be loaded without tracking: `memprof dump`
+// loads it only to write the dump.
+std::string tracking_json() {
+  if (!g_memprof_loaded) return "null";
+  using Tracking = int (*)();
+  const auto tracking = reinterpret_cast<Tracking>(dlsym(RTLD_DEFAULT, "memprof_tracking"));
+  if (tracking == nullptr) return "null";
+  return tracking() != 0 ? "true" : "false";
+}
+
 Result<std::string> RequestHandler::hello() const {
   std::string ruby = ruby_ != nullptr ? json_quoted(ruby_->version()) : "null";
-  return fmt::format(R"({{"pid":{},"agent":"{}","ruby":{},"ruby_ready":{},"memprof_loaded":{}}})",
-                     ::getpid(), kAgentVersion, ruby,
-                     ruby_ != nullptr && ruby_->vm_ready(), g_memprof_loaded);
+  return fmt::format(R"({{"pid":{},"agent":"{}","ruby":{},"ruby_ready":{},"memprof_loaded":{},"tracking":{}}})",
+                     ::getpid(), kAgentVersion, ruby, ruby_ != nullptr && ruby_->vm_ready(), g_memprof_loaded,
+                     tracking_json());
 }
 
 Status RequestHandler::require_memprof() const {

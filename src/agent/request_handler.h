@@ -1,5 +1,6 @@
 // What the agent does for each request (protocol.h). Verbs:
-//   hello              who is here: {"pid", "agent", "ruby", "ruby_ready", "memprof_loaded"}
+//   hello              who is here: {"pid", "agent", "ruby", "ruby_ready", "memprof_loaded",
+//                      "tracking" (null without the gem)}
 //   load LIB\nEXT      starts memprof's Ruby thread, loading the gem (ruby_service.h); idempotent
 //   ruby COMMAND       Memprof::Agent.handle(COMMAND) on that thread; its JSON reply
 //   fork-ruby STALL_MS\nCOMMAND

@@ -81,11 +81,16 @@ int run_ps(const PsOptions& options) {
     simdjson::dom::element root;
     std::string_view ruby = "-";
     bool loaded = false;
+    bool tracking = false;
     if (parser.parse(*hello).get(root) == simdjson::SUCCESS) {
       attach::read_field(root, "ruby", ruby);
       attach::read_field(root, "memprof_loaded", loaded);
+      // An agent before the field said only that the gem was loaded, which attach starts tracking with.
+      tracking = loaded;
+      attach::read_field(root, "tracking", tracking);
     }
-    rows.push_back(fmt::format("{:>8}  {:<8}  {:<10}  {}", pid, ruby, loaded ? "tracking" : "agent only", command));
+    const char* state = tracking ? "tracking" : loaded ? "gem loaded" : "agent only";
+    rows.push_back(fmt::format("{:>8}  {:<8}  {:<10}  {}", pid, ruby, state, command));
   }
   if (options.json) {
     fmt::print("[{}]\n", fmt::join(rows, ","));
@@ -101,7 +106,10 @@ MEMPROF_COMMAND("ps", "Processes with a memprof agent loaded",
                   auto options = std::make_shared<PsOptions>();
                   sub.add_flag("--json", options->json, "Print a JSON array");
                   sub.footer("Lists the agents that answer on their sockets (/tmp/memprof-UID/; for a process\n"
-                             "with mounts of its own, such as a PrivateTmp service, in its own /tmp).");
+                             "with mounts of its own, such as a PrivateTmp service, in its own /tmp).\n"
+                             "STATE: tracking (attached: allocations are recorded), gem loaded (by a dump,\n"
+                             "or after Memprof.stop: no tracking), agent only (loaded by trace, native or\n"
+                             "run --no-track).");
                   return [options] { return run_ps(*options); };
                 });
 

@@ -68,8 +68,20 @@ class AttachCliTest < Minitest::Test
       assert_one_line_error([command, "-p", target.pid, *extra],
                             /\Amemprof: process #{target.pid}: tracking is not started \(memprof dump loads memprof without it\): run memprof attach first\n\z/)
     end
+    # `ps` says the same (before: "tracking", from the gem being loaded).
+    assert_equal "gem loaded", ps_state(target)
     attach!(target)
+    assert_equal "tracking", ps_state(target)
     detach_and_finish!(target)
+  end
+
+  # The STATE column of `memprof ps` for `target`, and the same from --json's hello.
+  def ps_state(target)
+    row = memprof!("ps").lines.find { |line| line.split.first == target.pid.to_s }
+    entry = JSON.parse(memprof!("ps", "--json")).find { |process| process["pid"] == target.pid }
+    state = row&.slice(20, 10)&.strip
+    assert_equal state == "tracking", entry&.dig("agent", "tracking"), "ps --json disagrees with ps: #{entry.inspect}"
+    state
   end
 
   # A thread's id (top -H, a log line) is not its process's id. Before, stats and the other
