@@ -23,24 +23,36 @@ struct DetachOptions {
   bool json = false;
 };
 
-// The process tracks itself (Memprof.start in its code): its tracking was not ours to end, and
-// the agent's reply says what it left on in "kept".
-bool kept_own_tracking(const std::string& reply) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
+// What the agent's reply to detach says: whether it stopped the tracking memprof had started
+// ("stopped"), and what it left on ("kept": the process's own Memprof.start).
+struct DetachReply {
+  bool stopped = true;  // an older agent's reply may say nothing
   std::string_view kept;
-  if (parser.parse(reply).get(root) != simdjson::SUCCESS) return false;
-  attach::read_field(root, "kept", kept);
-  return !kept.empty();
+};
+
+DetachReply read_detach_reply(const std::string& reply, simdjson::dom::parser& parser) {
+  DetachReply read;
+  simdjson::dom::element root;
+  if (parser.parse(reply).get(root) != simdjson::SUCCESS) return read;
+  attach::read_field(root, "stopped", read.stopped);
+  attach::read_field(root, "kept", read.kept);
+  return read;
 }
 
 Result<std::string> detach_one(pid_t pid, bool json) {
   MEMPROF_TRY(reply, attach::agent_request(pid, "detach"));
   if (json) return fmt::format("{{\"pid\":{},\"detached\":true,\"reply\":{}}}", pid, reply);
-  if (kept_own_tracking(reply))
+  simdjson::dom::parser parser;
+  const DetachReply said = read_detach_reply(reply, parser);
+  if (!said.kept.empty())
     return fmt::format("detached from process {}: agent stopped; the process's own tracking (Memprof.start) "
                        "left on\n",
                        pid);
+  // The agent alone (trace, native, run --no-track), or the gem loaded for a dump: no tracking
+  // to stop. A trace or native session it ran is ended all the same.
+  if (!said.stopped)
+    return fmt::format("detached from process {}: agent stopped (nothing was tracked; every byte it patched "
+                       "is restored)\n", pid);
   return fmt::format("detached from process {}: hooks removed, patched bytes restored, agent stopped\n", pid);
 }
 

@@ -68,8 +68,11 @@ class AttachCliTest < Minitest::Test
       assert_one_line_error([command, "-p", target.pid, *extra],
                             /\Amemprof: process #{target.pid}: tracking is not started \(memprof dump loads memprof without it\): run memprof attach first\n\z/)
     end
-    # `ps` says the same (before: "tracking", from the gem being loaded).
+    # `ps` says the same (before: "tracking", from the gem being loaded), and so does `detach`
+    # (before: "hooks removed").
     assert_equal "gem loaded", ps_state(target)
+    assert_equal "detached from process #{target.pid}: agent stopped (nothing was tracked; every byte it " \
+                 "patched is restored)\n", memprof!("detach", "-p", target.pid)
     attach!(target)
     assert_equal "tracking", ps_state(target)
     detach_and_finish!(target)
