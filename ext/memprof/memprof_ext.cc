@@ -350,7 +350,7 @@ bool yield_in_child(void*, std::string* answer) {
     state = stall_limit.count() > 0 ? read_frame_between_interrupts(reader, tick_ms, keep_waiting)
                                     : read_frame_between_interrupts(reader);
     if (state != 0 || !stall.empty()) {
-      memprof::ruby::kill_and_reap(child->pid);
+      memprof::kill_and_reap(child->pid);
       if (!stall.empty()) failure = fmt::format("child process {} {} and was killed", child->pid, stall);
     } else {
       // It closed its pipe: it is ending.

@@ -57,12 +57,6 @@ Error requester_gone(pid_t child) {
   return err("the requester went away (interrupted): the forked child (pid {}) was stopped", child);
 }
 
-void kill_and_reap(pid_t child) {
-  ::kill(child, SIGKILL);
-  while (::waitpid(child, nullptr, __WALL) < 0 && errno == EINTR) {
-  }
-}
-
 // Before its kChildReady a child can hang on a lock that one of the parent's other threads
 // held at the fork: Ruby 3.4's rb_thread_atfork locks every other thread's interrupt_lock,
 // which a thread going to sleep holds for a moment without the GVL (ruby/ruby#12981; seen in

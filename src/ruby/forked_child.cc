@@ -1,7 +1,6 @@
 #include "ruby/forked_child.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,12 +76,6 @@ std::string wait_for_end(pid_t pid) {
     return fmt::format("ended by signal {} ({})", signal, strsignal(signal));
   }
   return fmt::format("ended with status {}", WEXITSTATUS(status));
-}
-
-void kill_and_reap(pid_t pid) noexcept {
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  (void)reap(pid, &status);
 }
 
 }  // namespace memprof::ruby

@@ -48,7 +48,4 @@ std::string wait_for_end(pid_t pid);
 // threads and turns GC off.
 void prepare_dump_child(std::vector<VALUE> changed, const void* app_frames_end) noexcept;
 
-// Kills the child and reaps it: its parent's call was interrupted (Thread#raise, Ctrl-C).
-void kill_and_reap(pid_t pid) noexcept;
-
 }  // namespace memprof::ruby

@@ -1,5 +1,9 @@
 #include "core/util/child_progress.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
 #include <charconv>
 #include <string_view>
 
@@ -80,6 +84,12 @@ std::string describe_state(const ChildProgress& progress) {
     case 't': return "stopped";
     case 'R': return "running";
     default: return fmt::format("in state {}", progress.state);
+  }
+}
+
+void kill_and_reap(pid_t pid) noexcept {
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, nullptr, __WALL) < 0 && errno == EINTR) {
   }
 }
 

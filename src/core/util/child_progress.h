@@ -48,4 +48,8 @@ class StallWatch {
 // "asleep in pipe_read", "waiting for the disk", ...
 std::string describe_state(const ChildProgress& progress);
 
+// Ends a forked child that is of no use any more (hung, or its requester went away) and reaps
+// it; a child that the app's own wait reaped first is gone already.
+void kill_and_reap(pid_t pid) noexcept;
+
 }  // namespace memprof
