@@ -85,7 +85,8 @@ int run_ps(const PsOptions& options) {
     if (parser.parse(*hello).get(root) == simdjson::SUCCESS) {
       attach::read_field(root, "ruby", ruby);
       attach::read_field(root, "memprof_loaded", loaded);
-      // An agent before the field said only that the gem was loaded, which attach starts tracking with.
+      // Without the answer (an agent or extension from before the question: absent or null),
+      // only that the gem is loaded is known, and attach loads it to track.
       tracking = loaded;
       attach::read_field(root, "tracking", tracking);
     }
