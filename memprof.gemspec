@@ -32,6 +32,7 @@ Gem::Specification.new do |s|
   # extconf.rb builds with CMake; no tests, benchmarks or build products.
   s.files = Dir.chdir(root) do
     Dir["LICENSE", "README.md", "docs/ruby.md", "exe/memprof", "lib/memprof.rb", "lib/memprof/*.rb",
-        "ext/memprof/*.{rb,cc,h}", "CMakeLists.txt", "src/**/CMakeLists.txt", "src/**/*.{h,cc}"]
+        "ext/memprof/*.{rb,cc,h}", "CMakeLists.txt", "cmake/profile_guided.cmake", "src/**/CMakeLists.txt",
+        "src/**/*.{h,cc}", "scripts/pgo-train", "scripts/pgo/*.rb"]
   end
 end
