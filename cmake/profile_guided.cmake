@@ -25,10 +25,12 @@ function(memprof_profile_guided target)
     target_link_options(${target} INTERFACE -fprofile-generate)
   elseif(MEMPROF_PROFILE_USE)
     # Code the training did not run is compiled as without a profile (partial training), and a
-    # function changed since the training keeps the plain build (coverage mismatch): a stale
-    # profile costs speed, never a failed build.
+    # function changed since the training keeps the plain build (no coverage-mismatch error;
+    # `make` trains again when the analyzer's sources change). A missing profile stays a
+    # warning (-Wmissing-profile, an error in CI): every object of these targets has one when
+    # the two trees agree, so it means the training did not reach this build.
     target_compile_options(${target} PRIVATE -fprofile-use=${MEMPROF_PROFILE_USE} ${prefix}
-                           -fprofile-partial-training -Wno-missing-profile -Wno-coverage-mismatch)
+                           -fprofile-partial-training -Wno-coverage-mismatch)
     # A new training recompiles the target.
     get_target_property(sources ${target} SOURCES)
     set_source_files_properties(${sources} PROPERTIES OBJECT_DEPENDS ${MEMPROF_PROFILE_USE}/trained)
