@@ -28,12 +28,18 @@ namespace {
 // the caller only wants to know (polls), the maps and executable are not read.
 Error no_agent(pid_t pid, bool explain) {
   if (!explain) return err("no memprof agent in process {}", pid);
-  // Another user's process hides its maps: whether it runs Ruby is then not known, and attach
-  // says why it cannot be attached.
-  if (proc::read_maps(pid).ok() && !find_ruby(pid).ok())
+  // Another user's process hides its maps: whether it runs Ruby is then not known, and only
+  // that user or root can attach it.
+  if (!proc::read_maps(pid).ok()) {
+    if (auto uid = proc::process_uid(pid); uid && *uid != ::geteuid())
+      return err("no memprof agent in process {}, which belongs to uid {}: run memprof as that user or "
+                 "root (memprof attach -p {})",
+                 pid, *uid, pid);
+  } else if (!find_ruby(pid).ok()) {
     return err("no memprof agent in process {}, which is not running Ruby: attach, stats, top and dump "
                "need Ruby; native and trace work on any process",
                pid);
+  }
   return err("no memprof agent in process {} (run: memprof attach -p {})", pid, pid);
 }
 
