@@ -23,6 +23,16 @@ namespace memprof::attach {
 
 namespace {
 
+// Another user's process, to a memprof without the rights to it: the agent's directory (0700)
+// and socket (0600) are that user's, and the process's maps are hidden. Whether the directory
+// exists (it does once any process of that uid ran an agent) changes nothing for the user: one
+// sentence for all of these cases.
+Error other_users_process(pid_t pid, uid_t uid) {
+  return err("permission denied: process {} belongs to uid {} and memprof runs as uid {}: only that user "
+             "or root can reach or attach its agent",
+             pid, uid, ::geteuid());
+}
+
 // No agent answers: attach starts one, in a Ruby process. Elsewhere attach would refuse, and
 // only the commands that inject the agent themselves (native, trace) apply. `explain` false:
 // the caller only wants to know (polls), the maps and executable are not read.
@@ -31,10 +41,7 @@ Error no_agent(pid_t pid, bool explain) {
   // Another user's process hides its maps: whether it runs Ruby is then not known, and only
   // that user or root can attach it.
   if (!proc::read_maps(pid).ok()) {
-    if (auto uid = proc::process_uid(pid); uid && *uid != ::geteuid())
-      return err("no memprof agent in process {}, which belongs to uid {}: run memprof as that user or "
-                 "root (memprof attach -p {})",
-                 pid, *uid, pid);
+    if (auto uid = proc::process_uid(pid); uid && *uid != ::geteuid()) return other_users_process(pid, *uid);
   } else if (!find_ruby(pid).ok()) {
     return err("no memprof agent in process {}, which is not running Ruby: attach, stats, top and dump "
                "need Ruby; native and trace work on any process",
@@ -58,10 +65,7 @@ Result<ScopedFd> connect_to_agent(pid_t pid, bool explain = true) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     // Another user's 0700 directory hides whether there is a socket at all.
-    if (errno == EACCES)
-      return err("permission denied on {}: process {} belongs to uid {} (run as that user or "
-                 "root)",
-                 proc::path_from_here(pid, agent::socket_directory(*uid)), pid, *uid);
+    if (errno == EACCES) return other_users_process(pid, *uid);
     return no_agent(pid, explain);
   }
   if (!S_ISSOCK(st.st_mode) || st.st_uid != *uid)
@@ -76,10 +80,7 @@ Result<ScopedFd> connect_to_agent(pid_t pid, bool explain = true) {
     return err("cannot connect to {}: longer than a socket path may be", path);
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    if (errno == EACCES || errno == EPERM)
-      return err("permission denied on {}: process {} belongs to uid {} (run as that user or "
-                 "root)",
-                 path, pid, *uid);
+    if (errno == EACCES || errno == EPERM) return other_users_process(pid, *uid);
     // Nobody listens: a socket left by an earlier process with this pid (killed before it
     // could remove it), or an agent between bind and listen. Not removed here for that reason.
     if (errno == ECONNREFUSED) return no_agent(pid, explain);
