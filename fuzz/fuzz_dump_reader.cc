@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!heap.ok()) return 0;
   Graph graph = Graph::build(*heap);
   DominatorTree tree = DominatorTree::compute(graph, *heap);
-  Analysis analysis = analyze_heap(*heap, graph, tree, 5);
+  Analysis analysis = analyze_heap(*heap, tree, 5);
   if (analysis.count != heap->size()) __builtin_trap();
   if (heap->size() > 0) {
     RootPath path = shortest_root_path(graph, *heap, static_cast<ObjectId>(heap->size() - 1));

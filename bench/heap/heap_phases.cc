@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   double dominators = seconds_since(start);
   double graph_cpu = cpu_seconds() - cpu_start;
   start = std::chrono::steady_clock::now();
-  Analysis analysis = analyze_heap(*heap, graph, tree, 20);
+  Analysis analysis = analyze_heap(*heap, tree, 20);
   double analyze = seconds_since(start);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

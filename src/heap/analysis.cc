@@ -28,83 +28,51 @@ struct Groupings {
   std::array<std::vector<GroupRow>, kGroupingKinds> rows;      // by group id
 };
 
-// The dominator tree's children in CSR form, for the top-down walk of rollup().
-struct DominatorChildren {
-  BigVector<uint32_t> begin;
-  BigVector<ObjectId> children;
-
-  explicit DominatorChildren(const DominatorTree& tree) {
-    const size_t nodes = tree.idom.size();
-    begin.assign(nodes + 1, 0);
-    for (ObjectId node : tree.preorder) {
-      if (node != tree.super_root) ++begin[tree.idom[node] + 1];
-    }
-    for (size_t i = 0; i < nodes; ++i) begin[i + 1] += begin[i];
-    children.resize(begin[nodes]);
-    BigVector<uint32_t> cursor(begin.begin(), begin.end() - 1);
-    for (ObjectId node : tree.preorder) {
-      if (node != tree.super_root) children[cursor[tree.idom[node]]++] = node;
-    }
-  }
-};
-
 // Retained bytes per group, for each grouping.
 using RetainedByGroup = std::array<std::vector<uint64_t>, kGroupingKinds>;
 
-// Walks subtrees of the dominator tree hanging from the super-root, taking them in batches from
-// `next_subtree` (shared by the walking threads), and sums, per grouping and group, the retained
-// size of the nodes none of whose ancestors is in the same group: it keeps, per grouping and
-// group, the number of the current node's ancestors in the group. The super-root is in no
-// group, so the subtrees are independent and any thread may walk any of them.
-RetainedByGroup walk_subtrees(const DominatorTree& tree, const DominatorChildren& dom,
-                              const Groupings& groupings, std::atomic<uint32_t>& next_subtree) {
+// Sums, per grouping and group, the retained size of the nodes none of whose dominators is in
+// the same group, for the nodes at preorder[begin, end). In the dominator tree's preorder a
+// node's subtree is the range that follows it: for each group, the end of the range of the last
+// node counted tells whether the current node lies below it. Ranges cut anywhere add up to the
+// whole: the nodes before `begin` that matter are its dominators, replayed first uncounted.
+RetainedByGroup sum_retained_by_group(const DominatorTree& tree, const Groupings& groupings, uint32_t begin,
+                                      uint32_t end) {
   RetainedByGroup retained;
-  std::array<std::vector<uint32_t>, kGroupingKinds> active;
+  std::array<std::vector<uint32_t>, kGroupingKinds> covered_until;
   for (size_t k = 0; k < kGroupingKinds; ++k) {
     retained[k].assign(groupings.rows[k].size(), 0);
-    active[k].assign(groupings.rows[k].size(), 0);
+    covered_until[k].assign(groupings.rows[k].size(), 0);
   }
-  constexpr uint32_t kAhead = 4;
-  // Most nodes of a heap's dominator tree are leaves: the siblings a few places ahead are
-  // visited soon after the current one, and their records are cache misses worth starting now.
-  auto prefetch_sibling = [&](uint32_t position, uint32_t end) {
-    if (position + kAhead < end) {
-      ObjectId ahead = dom.children[position + kAhead];
-      __builtin_prefetch(&groupings.group_of[ahead]);
-      __builtin_prefetch(&tree.retained[ahead]);
-      __builtin_prefetch(&dom.begin[ahead]);
-    }
-  };
-  // Frames: a node and the index in `children` of its next child to visit.
-  std::vector<std::pair<ObjectId, uint32_t>> stack;
-  auto enter = [&](ObjectId node) {
+  auto visit = [&](uint32_t at, bool count) {
+    const ObjectId node = tree.preorder[at];
     const auto& groups = groupings.group_of[node];
     for (size_t k = 0; k < kGroupingKinds; ++k) {
-      if (active[k][groups[k]]++ == 0) retained[k][groups[k]] += tree.retained[node];
+      uint32_t& until = covered_until[k][groups[k]];
+      if (until > at) continue;  // below a node of its group
+      if (count) retained[k][groups[k]] += tree.retained[node];
+      until = at + tree.subtree_size[at];
     }
-    stack.emplace_back(node, dom.begin[node]);
   };
-  const uint32_t first = dom.begin[tree.super_root];
-  const uint32_t last = dom.begin[tree.super_root + 1];
-  constexpr uint32_t kBatch = 64;
-  for (uint32_t batch; (batch = first + next_subtree.fetch_add(kBatch)) < last;) {
-    const uint32_t batch_end = std::min(batch + kBatch, last);
-    for (uint32_t top = batch; top < batch_end; ++top) {
-      prefetch_sibling(top, batch_end);
-      enter(dom.children[top]);
-      while (!stack.empty()) {
-        auto& [node, next] = stack.back();
-        const uint32_t end = dom.begin[node + 1];
-        if (next == end) {
-          const auto& groups = groupings.group_of[node];
-          for (size_t k = 0; k < kGroupingKinds; ++k) --active[k][groups[k]];
-          stack.pop_back();
-          continue;
-        }
-        prefetch_sibling(next, end);
-        enter(dom.children[next++]);  // may reallocate the stack: `node` and `next` are dead
-      }
+  // Down from the super-root (position 0, in no group) to `begin`: a subtree that ends before it
+  // is skipped whole, a node whose subtree holds it is one of its dominators.
+  for (uint32_t at = 1; at < begin;) {
+    if (at + tree.subtree_size[at] <= begin) {
+      at += tree.subtree_size[at];
+    } else {
+      visit(at++, /*count=*/false);
     }
+  }
+  // The nodes come in preorder, their records (20 and 8 bytes, by id) in no useful order: the
+  // records of the nodes a few places ahead are cache misses worth starting now.
+  constexpr uint32_t kAhead = 8;
+  for (uint32_t at = begin; at < end; ++at) {
+    if (at + kAhead < end) {
+      const ObjectId ahead = tree.preorder[at + kAhead];
+      __builtin_prefetch(&groupings.group_of[ahead]);
+      __builtin_prefetch(&tree.retained[ahead]);
+    }
+    visit(at, /*count=*/true);
   }
   return retained;
 }
@@ -138,11 +106,11 @@ bool generation_order(const GroupRow& a, const GroupRow& b) {
 // Adds the retained sizes to every grouping's rows, walking the dominator tree on two threads,
 // then sorts the rows.
 std::array<std::vector<GroupRow>, kGroupingKinds> rollup(const DominatorTree& tree, Groupings groupings) {
-  const DominatorChildren dom(tree);
-  std::atomic<uint32_t> next_subtree{0};
-  auto walk = [&] { return walk_subtrees(tree, dom, groupings, next_subtree); };
-  auto other = run_async(walk);
-  RetainedByGroup sums = walk();
+  // Two halves of the preorder on two threads (position 0 is the super-root, in no group).
+  const auto nodes = static_cast<uint32_t>(tree.preorder.size());
+  const uint32_t half = (nodes + 1) / 2;
+  auto other = run_async([&] { return sum_retained_by_group(tree, groupings, half, nodes); });
+  RetainedByGroup sums = sum_retained_by_group(tree, groupings, 1, half);
   RetainedByGroup other_sums = other.get();
   auto& rows = groupings.rows;
   for (size_t k = 0; k < kGroupingKinds; ++k) {
@@ -328,13 +296,11 @@ HeapOnlyLists heap_only_lists(const Heap& heap, const AnalysisOptions& options) 
 }
 
 // Counts, memsizes and the machine_context-only objects, in one pass over the objects.
-// `without_machine_context`: reachable_without_root_kind(graph, heap, "machine_context").
 void add_totals(const Heap& heap, const DominatorTree& dominators, const AnalysisOptions& options,
-                const std::vector<uint8_t>& without_machine_context, Analysis& analysis) {
+                Analysis& analysis) {
   const ObjectSelection* selection = options.selection;
-  auto only_machine_context = [&](ObjectId id) {
-    return dominators.reachable(id) && !without_machine_context[id];
-  };
+  const BigVector<uint8_t>& without_machine_context = dominators.reachable_without_machine_context;
+  std::vector<ObjectId> only_machine_context;  // most often a few: stale words on a stack
   for (ObjectId id = 0; id < heap.size(); ++id) {
     if (selection != nullptr && !(*selection)(id)) continue;
     const bool reachable = dominators.reachable(id);
@@ -348,12 +314,11 @@ void add_totals(const Heap& heap, const DominatorTree& dominators, const Analysi
     if (reachable && !without_machine_context[id]) {
       ++analysis.machine_context_only_count;
       analysis.machine_context_only_memsize += memsize;
+      only_machine_context.push_back(id);
     }
   }
-  analysis.machine_context_only_objects = top_objects(heap, selection, options.top, [&](ObjectId id) {
-    return only_machine_context(id) ? dominators.retained[id] + 1 : 0;
-  });
-  std::erase_if(analysis.machine_context_only_objects, [&](ObjectId id) { return !only_machine_context(id); });
+  analysis.machine_context_only_objects = top_of(heap, only_machine_context, options.top,
+                                                 [&](ObjectId id) { return dominators.retained[id]; });
 }
 
 // The biggest objects that are alive. Garbage the GC had not swept yet is left out: no path
@@ -372,8 +337,7 @@ std::vector<ObjectId> biggest_live_objects(const Heap& heap, const DominatorTree
 }
 
 Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
-                              const AnalysisOptions& options, Groupings groupings,
-                              const std::vector<uint8_t>& without_machine_context, HeapOnlyLists lists) {
+                              const AnalysisOptions& options, Groupings groupings, HeapOnlyLists lists) {
   Analysis analysis;
   analysis.most_referenced = std::move(lists.most_referenced);
   analysis.duplicate_strings = std::move(lists.duplicate_strings);
@@ -382,7 +346,7 @@ Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
   auto rest = run_async([&] {
     analysis.top_retained = top_retained_subtrees(heap, dominators, options.selection, options.top);
     analysis.biggest = biggest_live_objects(heap, dominators, options);
-    add_totals(heap, dominators, options, without_machine_context, analysis);
+    add_totals(heap, dominators, options, analysis);
   });
   if (options.samples > 0) add_samples(heap, dominators, groupings, options.samples, options.selection);
   auto rows = rollup(dominators, std::move(groupings));
@@ -403,29 +367,26 @@ Analysis analyze_grouped_heap(const Heap& heap, const DominatorTree& dominators,
   return analysis;
 }
 
-constexpr std::string_view kMachineContext = "machine_context";
-
 }  // namespace
 
-Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
-                      const AnalysisOptions& options) {
+Analysis analyze_heap(const Heap& heap, const DominatorTree& dominators, const AnalysisOptions& options) {
   return analyze_grouped_heap(heap, dominators, options, group_objects(heap, options.selection),
-                              reachable_without_root_kind(graph, heap, kMachineContext),
                               heap_only_lists(heap, options));
 }
 
 AnalyzedHeap analyze_loaded_heap(const Heap& heap, const AnalysisOptions& options) {
-  // The second core: the groupings and the heap-only lists need only the heap, the
-  // reachability without machine_context only the graph; they run while this thread builds
-  // the graph and computes the dominator tree.
-  auto groupings = run_async([&] { return group_objects(heap, options.selection); });
+  // The groupings and the heap-only lists need only the heap: they run on the second core while
+  // this thread builds the graph and computes the dominator tree, one after the other, so that
+  // this thread, whose work is the longest chain, keeps a core of its own.
+  auto beside_tree = run_async([&] {
+    Groupings groupings = group_objects(heap, options.selection);
+    HeapOnlyLists lists = heap_only_lists(heap, options);
+    return std::pair{std::move(groupings), std::move(lists)};
+  });
   Graph graph = Graph::build(heap);
-  auto without_machine_context =
-      run_async([&] { return reachable_without_root_kind(graph, heap, kMachineContext); });
-  auto lists = run_async([&] { return heap_only_lists(heap, options); });
   DominatorTree dominators = DominatorTree::compute(graph, heap);
-  Analysis analysis = analyze_grouped_heap(heap, dominators, options, groupings.get(),
-                                           without_machine_context.get(), lists.get());
+  auto [groupings, lists] = beside_tree.get();
+  Analysis analysis = analyze_grouped_heap(heap, dominators, options, std::move(groupings), std::move(lists));
   return {std::move(graph), std::move(dominators), std::move(analysis)};
 }
 

@@ -59,11 +59,9 @@ struct Analysis {
   std::vector<DuplicateString> duplicate_strings;               // top N by wasted bytes
 };
 
-Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
-                      const AnalysisOptions& options);
-inline Analysis analyze_heap(const Heap& heap, const Graph& graph, const DominatorTree& dominators,
-                             size_t top) {
-  return analyze_heap(heap, graph, dominators, AnalysisOptions{.top = top});
+Analysis analyze_heap(const Heap& heap, const DominatorTree& dominators, const AnalysisOptions& options);
+inline Analysis analyze_heap(const Heap& heap, const DominatorTree& dominators, size_t top) {
+  return analyze_heap(heap, dominators, AnalysisOptions{.top = top});
 }
 
 // The graph, the dominator tree and the analysis of a loaded heap, as `memprof analyze` needs

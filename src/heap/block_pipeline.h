@@ -85,14 +85,6 @@ Status run_block_pipeline(Next next, Parse parse, Merge merge) {
     // Read before looking at the blocks: a block finishing after this changes it, and the wait
     // below returns at once.
     const uint32_t finished_before = blocks_finished.load(std::memory_order_acquire);
-    while (!in_flight.empty() && in_flight.front()->finished.load(std::memory_order_acquire)) {
-      std::unique_ptr<Block> block = std::move(in_flight.front());
-      in_flight.pop_front();
-      MEMPROF_TRY_STATUS(block->done.get());
-      MEMPROF_TRY_STATUS(merge(block->parsed));
-      release_bytes(*block);
-      spare.push_back(std::move(block));
-    }
     size_t in_work = 0;
     for (const auto& block : in_flight) {
       if (!block->finished.load(std::memory_order_acquire)) {
@@ -125,6 +117,18 @@ Status run_block_pipeline(Next next, Parse parse, Merge merge) {
         start(*block, /*inline_work=*/in_flight.empty() && last);
         in_flight.push_back(std::move(block));
       }
+      continue;
+    }
+    // Then one merge, and the workers are looked at again: blocks start before merges, or the
+    // workers would wait out a run of merges (~0.3 ms each, and ~2 ms for the first, which
+    // reserves the heap's arrays) with nothing to parse.
+    if (!in_flight.empty() && in_flight.front()->finished.load(std::memory_order_acquire)) {
+      std::unique_ptr<Block> block = std::move(in_flight.front());
+      in_flight.pop_front();
+      MEMPROF_TRY_STATUS(block->done.get());
+      MEMPROF_TRY_STATUS(merge(block->parsed));
+      release_bytes(*block);
+      spare.push_back(std::move(block));
       continue;
     }
     if (in_flight.empty()) return ok_status();

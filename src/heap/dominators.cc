@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "heap/run_async.h"
+
 namespace memprof::heap {
 namespace {
 
@@ -13,32 +15,62 @@ struct Preorder {
   BigVector<uint32_t> number;  // node -> preorder number, kUnvisited if unreachable
   BigVector<ObjectId> node;    // preorder number -> node
   BigVector<uint32_t> parent;  // preorder number -> parent's preorder number
+  uint32_t before_machine_context = 0;  // nodes numbered before the machine_context roots' turn
 };
 
-Preorder depth_first(const Graph& graph) {
+// The super-root's successors are the ROOT lines' targets, in the heap's order of its roots.
+// The search takes them root line by root line, machine_context's last: a depth-first search
+// numbers everything reachable from one successor before it takes the next, so the nodes
+// numbered before machine_context's turn are those the other roots reach. That answers "kept
+// alive only through machine_context" without a search of its own. An object's successors are
+// taken as Graph::for_each_successor gives them: its class, then its references.
+Preorder depth_first(const Graph& graph, const Heap& heap) {
   Preorder order;
   order.number.assign(graph.node_count, kUnvisited);
   order.node.reserve(graph.node_count);
   order.parent.reserve(graph.node_count);
-  // Each frame: a node and the position of the next successor to look at.
-  std::vector<std::pair<ObjectId, uint32_t>> stack;
   order.number[graph.super_root] = 0;
   order.node.push_back(graph.super_root);
   order.parent.push_back(0);
-  stack.emplace_back(graph.super_root, graph.succ_begin[graph.super_root]);
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (next == graph.succ_begin[node + 1]) {
-      stack.pop_back();
-      continue;
-    }
-    ObjectId child = graph.succ[next++];
-    if (order.number[child] != kUnvisited) continue;
-    uint32_t parent_number = order.number[node];
-    order.number[child] = static_cast<uint32_t>(order.node.size());
-    order.node.push_back(child);
+  // An object being searched: its number, its class until taken, and its references not taken.
+  struct Frame {
+    uint32_t number;
+    ObjectId class_object;
+    const ObjectId* next;
+    const ObjectId* end;
+  };
+  std::vector<Frame> stack;
+  auto visit = [&](ObjectId node, uint32_t parent_number) {
+    const auto number = static_cast<uint32_t>(order.node.size());
+    order.number[node] = number;
+    order.node.push_back(node);
     order.parent.push_back(parent_number);
-    stack.emplace_back(child, graph.succ_begin[child]);
+    const std::span<const ObjectId> references = heap.references(node);
+    stack.push_back({number, heap.class_of[node], references.data(), references.data() + references.size()});
+  };
+  auto search_from = [&](ObjectId root_target) {
+    if (order.number[root_target] != kUnvisited) return;
+    visit(root_target, 0);
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      ObjectId child;
+      if (frame.class_object != kNoObject) {
+        child = std::exchange(frame.class_object, kNoObject);
+      } else if (frame.next != frame.end) {
+        child = *frame.next++;
+      } else {
+        stack.pop_back();
+        continue;
+      }
+      if (order.number[child] == kUnvisited) visit(child, frame.number);  // may move `frame`
+    }
+  };
+  for (bool machine_context : {false, true}) {
+    if (machine_context) order.before_machine_context = static_cast<uint32_t>(order.node.size());
+    for (const RootSet& root : heap.roots) {
+      if ((heap.str(root.kind) == kMachineContextRoots) != machine_context) continue;
+      for (ObjectId target : root.targets) search_from(target);
+    }
   }
   return order;
 }
@@ -51,7 +83,7 @@ Preorder depth_first(const Graph& graph) {
 // parent and the semidominator, found by walking up the partially built dominator tree.
 // Everything is indexed by preorder number, so "v < w" means "v was visited first".
 DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
-  Preorder order = depth_first(graph);
+  Preorder order = depth_first(graph, heap);
   const auto n = static_cast<uint32_t>(order.node.size());  // reachable nodes
 
   BigVector<uint32_t> semi(n);
@@ -109,26 +141,51 @@ DominatorTree DominatorTree::compute(const Graph& graph, const Heap& heap) {
     while (d > semi[w]) d = idom_number[d];
     idom_number[w] = d;
   }
-  release(semi);
-  release(order.parent);
 
-  // Retained sizes bottom-up by preorder number: a node's idom has a smaller number, so it is
-  // summed after the node. Number order keeps these passes sequential; each node's results are
-  // then written to its slot once.
+  // Retained sizes and subtree sizes bottom-up by preorder number: a node's idom has a smaller
+  // number, so it is summed after the node. Number order keeps these passes sequential; each
+  // node's results are then written to its slot once.
   BigVector<uint64_t> retained(n, 0);
+  BigVector<uint32_t>& size = order.parent;  // reuse: no longer needed
+  std::fill(size.begin(), size.end(), 1);
   for (uint32_t w = 1; w < n; ++w) retained[w] = heap.memsize[order.node[w]];
-  for (uint32_t w = n - 1; w >= 1; --w) retained[idom_number[w]] += retained[w];
+  for (uint32_t w = n - 1; w >= 1; --w) {
+    retained[idom_number[w]] += retained[w];
+    size[idom_number[w]] += size[w];
+  }
   DominatorTree tree;
   tree.super_root = graph.super_root;
-  tree.idom.assign(graph.node_count, kNoObject);
-  tree.retained.assign(graph.node_count, 0);
-  tree.retained[graph.super_root] = retained[0];
+  // Two independent passes, one on another thread: the results by node, and the preorder.
+  auto by_node = run_async([&] {
+    tree.idom.assign(graph.node_count, kNoObject);
+    tree.retained.assign(graph.node_count, 0);
+    tree.reachable_without_machine_context.assign(graph.node_count, 0);
+    tree.retained[graph.super_root] = retained[0];
+    tree.reachable_without_machine_context[graph.super_root] = 1;
+    for (uint32_t w = 1; w < n; ++w) {
+      const ObjectId node = order.node[w];
+      tree.idom[node] = order.node[idom_number[w]];
+      tree.retained[node] = retained[w];
+      tree.reachable_without_machine_context[node] = w < order.before_machine_context;
+    }
+  });
+  // The dominator tree's preorder, children in number order, placed top-down: a node takes the
+  // first free place in its dominator's range and leaves room for its subtree after it. `next`
+  // is, for each node placed, the next free place in its own range.
+  tree.preorder.resize(n);
+  tree.subtree_size.resize(n);
+  BigVector<uint32_t>& next = semi;  // reuse: no longer needed
+  next[0] = 1;
+  tree.preorder[0] = graph.super_root;
+  tree.subtree_size[0] = n;
   for (uint32_t w = 1; w < n; ++w) {
-    ObjectId node = order.node[w];
-    tree.idom[node] = order.node[idom_number[w]];
-    tree.retained[node] = retained[w];
+    const uint32_t place = next[idom_number[w]];
+    next[idom_number[w]] += size[w];
+    next[w] = place + 1;
+    tree.preorder[place] = order.node[w];
+    tree.subtree_size[place] = size[w];
   }
-  tree.preorder = std::move(order.node);
+  by_node.get();
   return tree;
 }
 

@@ -23,9 +23,14 @@ struct DominatorTree {
   // Retained size of each node in bytes; 0 for unreachable objects. retained[super_root] is the
   // memsize sum of all reachable objects.
   BigVector<uint64_t> retained;
-  // Reachable nodes in DFS preorder, the super-root first: every node comes after its
-  // immediate dominator, so a forward pass is top-down and a backward pass bottom-up.
+  // Reachable nodes in a preorder of the dominator tree, the super-root first: a node's
+  // dominator subtree is preorder[i, i + subtree_size[i]) where preorder[i] is the node, so a
+  // forward pass is top-down, a backward pass bottom-up, and "is an ancestor" a range test.
   BigVector<ObjectId> preorder;
+  BigVector<uint32_t> subtree_size;  // by position in `preorder`
+  // 1 for each node reachable from the roots other than machine_context (the conservative scan
+  // of machine stacks): a reachable node without it is kept alive only through machine_context.
+  BigVector<uint8_t> reachable_without_machine_context;
 
   bool reachable(ObjectId node) const { return idom[node] != kNoObject || node == super_root; }
   ObjectId super_root = 0;

@@ -63,6 +63,10 @@ struct RootSet {
   std::vector<ObjectId> targets;  // resolved references; addresses absent from the dump dropped
 };
 
+// The ROOT kind of the conservative scan of machine stacks and registers: words that look like
+// object addresses, so an object kept only through it may be kept by a stale word.
+inline constexpr std::string_view kMachineContextRoots = "machine_context";
+
 // Allocation site: present only when the dump was taken with allocation tracing on
 // (ObjectSpace.trace_object_allocations_start). file == 0 means "no site".
 struct Site {

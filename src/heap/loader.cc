@@ -284,22 +284,30 @@ class Loader {
     const size_t class_slices = (raw_classes_.size() + kLookupSlice - 1) / kLookupSlice;
     const size_t slices = class_slices + (raw_references_.size() + kLookupSlice - 1) / kLookupSlice;
     std::atomic<size_t> next_slice{0};
-    auto look_up = [this, class_slices, slices, &next_slice] {
+    std::atomic<uint64_t> dangling{0};
+    auto look_up = [this, class_slices, slices, &next_slice, &dangling] {
+      uint64_t missed = 0;
       for (size_t slice; (slice = next_slice.fetch_add(1, std::memory_order_relaxed)) < slices;) {
         if (slice < class_slices) {
           look_up_slice(raw_classes_, heap_.class_of, slice * kLookupSlice);
         } else {
-          look_up_slice(raw_references_, heap_.ref_targets, (slice - class_slices) * kLookupSlice);
+          missed += look_up_slice(raw_references_, heap_.ref_targets, (slice - class_slices) * kLookupSlice);
         }
       }
+      dangling.fetch_add(missed, std::memory_order_relaxed);
     };
     Task<void> helper = run_async(look_up);
     look_up();
     helper.get();
     release(raw_classes_);
     release(raw_references_);
+    if (dangling.load(std::memory_order_relaxed) > 0) drop_dangling_references();
+    resolve_roots();
+  }
 
-    // Dangling references dropped, in one linear pass.
+  // References to addresses no object has (a partial dump's) are dropped, in one linear pass over
+  // all of them: a dump without any, most of them, skips it.
+  void drop_dangling_references() {
     uint32_t out = 0;
     for (ObjectId id = 0; id < heap_.size(); ++id) {
       uint32_t begin = heap_.ref_begin[id];
@@ -317,7 +325,9 @@ class Loader {
     heap_.ref_begin[heap_.size()] = out;
     heap_.ref_targets.resize(out);
     heap_.ref_targets.shrink_to_fit();
+  }
 
+  void resolve_roots() {
     for (auto& [kind, addresses] : raw_roots_) {
       RootSet root{kind, {}};
       root.targets.reserve(addresses.size());
@@ -335,14 +345,18 @@ class Loader {
 
   static constexpr size_t kLookupSlice = 16384;
 
-  // ids[i] = the id of addresses[i], for the kLookupSlice entries from `begin`.
-  void look_up_slice(const BigVector<uint64_t>& addresses, BigVector<ObjectId>& ids, size_t begin) const {
+  // ids[i] = the id of addresses[i], for the kLookupSlice entries from `begin`; returns how many
+  // were not found.
+  size_t look_up_slice(const BigVector<uint64_t>& addresses, BigVector<ObjectId>& ids, size_t begin) const {
     constexpr size_t kAhead = 16;  // random reads from a table larger than the caches
     const size_t end = std::min(begin + kLookupSlice, addresses.size());
+    size_t missing = 0;
     for (size_t i = begin; i < end; ++i) {
       if (i + kAhead < end) heap_.prefetch(addresses[i + kAhead]);
       ids[i] = heap_.find(addresses[i]);
+      missing += ids[i] == kNoObject;
     }
+    return missing;
   }
 
   std::string name_;

@@ -20,12 +20,12 @@ void breadth_first(const Graph& graph, BigVector<ObjectId>& queue, std::vector<u
   for (size_t head = 0; head < queue.size(); ++head) {
     ObjectId node = queue[head];
     if (node == stop_at) return;
-    for (ObjectId next : graph.successors(node)) {
-      if (seen[next]) continue;
+    graph.for_each_successor(node, [&](ObjectId next) {
+      if (seen[next]) return;
       seen[next] = 1;
       if (parent != nullptr) (*parent)[next] = node;
       queue.push_back(next);
-    }
+    });
   }
 }
 
@@ -50,7 +50,7 @@ std::vector<uint8_t> reachable_without_root_kind(const Graph& graph, const Heap&
 
 MachineContextOnly machine_context_only(const Graph& graph, const Heap& heap,
                                         const std::vector<uint8_t>& reachable) {
-  const std::vector<uint8_t> without = reachable_without_root_kind(graph, heap, "machine_context");
+  const std::vector<uint8_t> without = reachable_without_root_kind(graph, heap, kMachineContextRoots);
   MachineContextOnly result;
   result.only.assign(heap.size(), 0);
   for (ObjectId id = 0; id < heap.size(); ++id) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace memprof::heap {
 // (nullptr: all).
 template <typename Key>
 std::vector<ObjectId> top_objects(const Heap& heap, const ObjectSelection* selection, size_t top, Key key);
+// The same among `candidates`.
+template <typename Key>
+std::vector<ObjectId> top_of(const Heap& heap, std::span<const ObjectId> candidates, size_t top, Key key);
 
 // The first `n` of `ids` by memsize, largest first (ties by address); `ids` is reordered.
 std::vector<ObjectId> largest_first(const Heap& heap, std::vector<ObjectId>& ids, size_t n);
@@ -33,8 +37,11 @@ std::vector<ObjectId> top_retained_subtrees(const Heap& heap, const DominatorTre
 std::vector<std::pair<ObjectId, uint64_t>> most_referenced(const Heap& heap, const ObjectSelection* selection,
                                                            size_t top);
 
-template <typename Key>
-std::vector<ObjectId> top_objects(const Heap& heap, const ObjectSelection* selection, size_t top, Key key) {
+namespace detail {
+
+// The best `top` of the ids that for_each_candidate(offer) offers, by key(id) then address.
+template <typename Key, typename ForEachCandidate>
+std::vector<ObjectId> top_by_key(const Heap& heap, size_t top, Key key, ForEachCandidate for_each_candidate) {
   auto before = [&](ObjectId a, ObjectId b) {
     const uint64_t ka = key(a), kb = key(b);
     if (ka != kb) return ka > kb;
@@ -45,18 +52,35 @@ std::vector<ObjectId> top_objects(const Heap& heap, const ObjectSelection* selec
   if (top == 0) return {};
   std::vector<ObjectId> best;
   best.reserve(std::min<size_t>(top, heap.size()));
-  for (ObjectId id = 0; id < heap.size(); ++id) {
-    if (selection != nullptr && !(*selection)(id)) continue;
+  for_each_candidate([&](ObjectId id) {
     if (best.size() == top) {
-      if (!before(id, best.front())) continue;
+      if (!before(id, best.front())) return;
       std::pop_heap(best.begin(), best.end(), before);
       best.pop_back();
     }
     best.push_back(id);
     std::push_heap(best.begin(), best.end(), before);
-  }
+  });
   std::sort_heap(best.begin(), best.end(), before);
   return best;
+}
+
+}  // namespace detail
+
+template <typename Key>
+std::vector<ObjectId> top_objects(const Heap& heap, const ObjectSelection* selection, size_t top, Key key) {
+  return detail::top_by_key(heap, top, key, [&](auto offer) {
+    for (ObjectId id = 0; id < heap.size(); ++id) {
+      if (selection == nullptr || (*selection)(id)) offer(id);
+    }
+  });
+}
+
+template <typename Key>
+std::vector<ObjectId> top_of(const Heap& heap, std::span<const ObjectId> candidates, size_t top, Key key) {
+  return detail::top_by_key(heap, top, key, [&](auto offer) {
+    for (ObjectId id : candidates) offer(id);
+  });
 }
 
 }  // namespace memprof::heap

@@ -91,7 +91,7 @@ Result<HtmlReport> render_html_report(std::string_view dump_name, const heap::He
                          ? heap.size()
                          : std::max(options.top, static_cast<size_t>(heap::kObjectTypeCount));
   const heap::Analysis analysis =
-      heap::analyze_heap(heap, graph, tree, {.top = top, .samples = options.samples});
+      heap::analyze_heap(heap, tree, {.top = top, .samples = options.samples});
   const heap::ReportContext context{dump_name, heap, tree, top};
   const std::string analysis_json = heap::render_analysis_json(context, analysis);
   const std::string objects_json =

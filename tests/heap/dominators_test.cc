@@ -2,6 +2,7 @@
 // and a 500,000-object chain that any recursive traversal would overflow the stack on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "heap/analysis.h"
@@ -116,12 +117,12 @@ BigVector<ObjectId> naive_idoms(const Graph& graph) {
     while (!stack.empty()) {
       ObjectId n = stack.back();
       stack.pop_back();
-      for (ObjectId s : graph.successors(n)) {
+      graph.for_each_successor(n, [&](ObjectId s) {
         if (s != removed && !seen[s]) {
           seen[s] = 1;
           stack.push_back(s);
         }
-      }
+      });
     }
     return seen;
   };
@@ -150,6 +151,14 @@ BigVector<ObjectId> naive_idoms(const Graph& graph) {
   return idom;
 }
 
+// Whether `d` is `v` or one of its dominators, by walking up from `v`.
+bool dominates(const DominatorTree& tree, ObjectId d, ObjectId v) {
+  for (ObjectId up = v; up != kNoObject; up = tree.idom[up]) {
+    if (up == d) return true;
+  }
+  return false;
+}
+
 TEST(Dominators, MatchesBruteForceOnRandomGraphs) {
   std::mt19937 random(42);
   for (int trial = 0; trial < 60; ++trial) {
@@ -159,7 +168,11 @@ TEST(Dominators, MatchesBruteForceOnRandomGraphs) {
     for (int e = 0; e < edge_count; ++e) {
       edges.emplace_back(static_cast<int>(random() % nodes), static_cast<int>(random() % nodes));
     }
-    auto a = analyze(graph_dump(nodes, edges, {0, static_cast<int>(random() % nodes)}));
+    // A machine_context ROOT line between two others, as Ruby writes it.
+    std::string text = graph_dump(nodes, edges, {0, static_cast<int>(random() % nodes)}) +
+                       root_line("machine_context", {addr(static_cast<int>(random() % nodes))}) +
+                       root_line("global_list", {addr(static_cast<int>(random() % nodes))});
+    auto a = analyze(text);
     EXPECT_EQ(a.tree.idom, naive_idoms(a.graph)) << "trial " << trial;
     // Retained size = memsize of the dominator subtree, checked by walking idom chains.
     BigVector<uint64_t> expected(a.graph.node_count, 0);
@@ -168,6 +181,30 @@ TEST(Dominators, MatchesBruteForceOnRandomGraphs) {
       for (ObjectId d = v; d != kNoObject; d = a.tree.idom[d]) expected[d] += a.heap.memsize[v];
     }
     EXPECT_EQ(a.tree.retained, expected) << "trial " << trial;
+
+    // The preorder: every reachable node once, and the range after each node is exactly what
+    // it dominates.
+    size_t reachable = 0;
+    for (ObjectId v = 0; v < a.graph.node_count; ++v) reachable += a.tree.reachable(v);
+    ASSERT_EQ(a.tree.preorder.size(), reachable) << "trial " << trial;
+    ASSERT_EQ(a.tree.subtree_size.size(), reachable) << "trial " << trial;
+    for (size_t at = 0; at < a.tree.preorder.size(); ++at) {
+      const ObjectId d = a.tree.preorder[at];
+      std::vector<ObjectId> range(a.tree.preorder.begin() + static_cast<ptrdiff_t>(at),
+                                  a.tree.preorder.begin() + static_cast<ptrdiff_t>(at + a.tree.subtree_size[at]));
+      std::vector<ObjectId> dominated;
+      for (ObjectId v = 0; v < a.graph.node_count; ++v) {
+        if (a.tree.reachable(v) && dominates(a.tree, d, v)) dominated.push_back(v);
+      }
+      std::sort(range.begin(), range.end());
+      EXPECT_EQ(range, dominated) << "trial " << trial << ", node " << d;
+    }
+
+    // What the roots but machine_context reach, as a search from them alone finds it.
+    const std::vector<uint8_t> searched = reachable_without_root_kind(a.graph, a.heap, "machine_context");
+    for (ObjectId v = 0; v < a.heap.size(); ++v) {
+      EXPECT_EQ(a.tree.reachable_without_machine_context[v], searched[v]) << "trial " << trial << ", node " << v;
+    }
   }
 }
 
@@ -192,7 +229,7 @@ TEST(Dominators, HalfMillionLongChainOnTheDefaultStack) {
   EXPECT_EQ(path.objects.size(), static_cast<size_t>(kLength));
   EXPECT_EQ(a.heap.str(path.root_kind), "vm");
 
-  Analysis analysis = analyze_heap(a.heap, a.graph, a.tree, 3);
+  Analysis analysis = analyze_heap(a.heap, a.tree, 3);
   ASSERT_EQ(analysis.by_class.size(), 1u);
   EXPECT_EQ(analysis.by_class[0].name, "(OBJECT)");
   EXPECT_EQ(analysis.by_class[0].count, static_cast<uint64_t>(kLength));
