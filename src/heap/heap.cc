@@ -1,94 +1,10 @@
 #include "heap/heap.h"
 
 #include <algorithm>
-#include <bit>
-#include <memory>
-#include <vector>
 
 #include <fmt/format.h>
 
-#include "heap/run_async.h"
-
 namespace memprof::heap {
-
-namespace {
-
-// The index is cut in this many independent tables by the top bits of the hash, so that
-// build_index() fills them on as many threads (two cores on the machines we target).
-constexpr uint64_t kIndexParts = 2;
-
-inline uint64_t slot_of(uint64_t address, unsigned shift) {
-  // Addresses are 8-byte aligned; Fibonacci hashing takes the best-mixed top bits.
-  return ((address >> 3) * 0x9E3779B97F4A7C15ull) >> shift;
-}
-
-}  // namespace
-
-void Heap::prefetch(uint64_t target) const {
-  if (index.keys) __builtin_prefetch(&index.keys[slot_of(target, index.shift)]);
-}
-
-ObjectId Heap::find(uint64_t target) const {
-  if (!index.keys || target == 0) return kNoObject;
-  const uint64_t home = slot_of(target, index.shift);
-  const uint64_t part = home & ~index.part_mask;  // linear probing wraps within the part
-  for (uint64_t slot = home;; slot = part | ((slot + 1) & index.part_mask)) {
-    uint64_t key = index.keys[slot];
-    if (key == target) return index.values[slot];
-    if (key == 0) return kNoObject;
-  }
-}
-
-uint64_t Heap::build_index() {
-  const size_t wanted = size() + size() / 2 + 1;
-  const size_t capacity = std::bit_ceil(std::max<size_t>(wanted, 16));
-  const uint64_t part_size = capacity / kIndexParts;
-  // Each part is cleared by the thread that fills it (the first touch of tens of MB is page
-  // faults worth sharing); values[] is read only where keys[] matched and needs no clearing.
-  index.keys = make_big_array_for_overwrite<uint64_t>(capacity);
-  index.values = make_big_array_for_overwrite<ObjectId>(capacity);
-  index.part_mask = part_size - 1;
-  index.shift = static_cast<unsigned>(64 - std::countr_zero(capacity));
-
-  // Fills one part with the addresses whose home slot is in it, in id order: the first line with
-  // an address keeps it. Returns the number of duplicates found.
-  auto fill_part = [this, part_size](uint64_t part) -> uint64_t {
-    const uint64_t first = part * part_size;
-    uint64_t* keys = index.keys.get();
-    std::fill_n(keys + first, part_size, 0);
-    uint64_t duplicates = 0;
-    constexpr ObjectId kAhead = 16;  // random writes into a table far larger than the caches
-    auto in_part = [&](uint64_t slot) { return (slot & ~index.part_mask) == first; };
-    for (ObjectId id = 0; id < size(); ++id) {
-      if (id + kAhead < size()) {
-        const uint64_t ahead = slot_of(address[id + kAhead], index.shift);
-        if (in_part(ahead)) __builtin_prefetch(&keys[ahead]);  // the other parts are not ours
-      }
-      const uint64_t target = address[id];
-      const uint64_t home = slot_of(target, index.shift);
-      if (!in_part(home)) continue;
-      for (uint64_t slot = home;; slot = first | ((slot + 1) & index.part_mask)) {
-        if (keys[slot] == 0) {
-          keys[slot] = target;
-          index.values[slot] = id;
-          break;
-        }
-        if (keys[slot] == target) {
-          ++duplicates;
-          break;
-        }
-      }
-    }
-    return duplicates;
-  };
-  std::vector<Task<uint64_t>> others;
-  for (uint64_t part = 1; part < kIndexParts; ++part) {
-    others.push_back(run_async([=] { return fill_part(part); }));
-  }
-  uint64_t duplicates = fill_part(0);
-  for (auto& other : others) duplicates += other.get();
-  return duplicates;
-}
 
 std::string_view Heap::own_name(ObjectId klass) const {
   auto found = class_names.find(klass);

@@ -27,13 +27,13 @@
 #include <vector>
 
 #include "core/util/huge_page_allocator.h"
+#include "heap/address_index.h"
+#include "heap/object_id.h"
 #include "heap/object_type.h"
 #include "heap/string_pool.h"
 
 namespace memprof::heap {
 
-using ObjectId = uint32_t;
-inline constexpr ObjectId kNoObject = std::numeric_limits<ObjectId>::max();
 inline constexpr uint32_t kNoGeneration = std::numeric_limits<uint32_t>::max();
 
 // Bits of Heap::flags. The GC flags come from the line's "flags" object; the others from the
@@ -166,10 +166,10 @@ struct Heap {
   std::string_view str(StringId id) const { return strings.view(id); }
 
   // The id of the object at `address`, or kNoObject.
-  ObjectId find(uint64_t address) const;
-  // Starts loading the index slot of `address` into the cache: bulk lookups call it a few
-  // lookups ahead (each find is otherwise a cache miss).
-  void prefetch(uint64_t address) const;
+  ObjectId find(uint64_t address) const { return index.find(address); }
+  // Starts loading what find(address) reads into the cache: bulk lookups call it a few lookups
+  // ahead (each find is otherwise a cache miss).
+  void prefetch(uint64_t address) const { index.prefetch(address); }
 
   // The name of the class object `klass` as obj.class would say it: its "name", else its
   // "real_class_name" (singleton classes); "" for anonymous classes.
@@ -192,22 +192,19 @@ struct Heap {
   // "file:line" or "" when not traced.
   std::string site_label(ObjectId id) const;
 
-  // Frees the address index (~26 bytes per object) once no more lookups by address are
-  // needed; find() returns kNoObject afterwards. The commands call it before building the graph.
+  // Frees the address index once no more lookups by address are needed; find() returns
+  // kNoObject afterwards. The commands call it before building the graph.
   void release_index() { index = AddressIndex{}; }
 
   // Builds the address index find() uses (the loader calls it once); returns the number of
   // duplicate addresses (the first object keeps the address).
-  uint64_t build_index();
+  uint64_t build_index() {
+    uint64_t duplicates = 0;
+    index = AddressIndex::build(address, duplicates);
+    return duplicates;
+  }
 
-  // Open-addressing hash table address -> id: 12 bytes per slot, 1.5-3 slots per object, cut
-  // by the top bits of the hash into parts that build_index() fills on separate threads.
-  struct AddressIndex {
-    BigArray<uint64_t> keys;  // 0 = empty slot
-    BigArray<ObjectId> values;
-    uint64_t part_mask = 0;  // slots per part - 1; probing wraps within a part
-    unsigned shift = 64;
-  } index;
+  AddressIndex index;
 
  private:
   std::string object_label(ObjectId id, int depth) const;  // depth: singleton classes named so far
