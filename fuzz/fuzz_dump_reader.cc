@@ -15,6 +15,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace memprof::heap;
   auto heap = load_heap_from_bytes({data, size}, "fuzz");
   if (!heap.ok()) return 0;
+  // Every object's address finds the first object with that address (the index's buckets or,
+  // for addresses out of Ruby's order, its table).
+  for (ObjectId id = 0; id < heap->size(); ++id) {
+    const uint64_t address = heap->address[id];
+    const ObjectId found = heap->find(address);
+    if (address != 0 && (found == kNoObject || found > id || heap->address[found] != address)) __builtin_trap();
+  }
   Graph graph = Graph::build(*heap);
   DominatorTree tree = DominatorTree::compute(graph, *heap);
   Analysis analysis = analyze_heap(*heap, tree, 5);
