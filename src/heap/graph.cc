@@ -7,7 +7,10 @@ Graph Graph::build(const Heap& heap) {
   const auto objects = static_cast<uint32_t>(heap.size());
   graph.node_count = objects + 1;
   graph.super_root = objects;
-  graph.heap = &heap;
+  graph.class_of = {heap.class_of.data(), heap.class_of.size()};
+  graph.ref_begin = {heap.ref_begin.data(), heap.ref_begin.size()};
+  graph.ref_targets = {heap.ref_targets.data(), heap.ref_targets.size()};
+  graph.roots = heap.roots;
 
   // Reverse edges by counting sort: in-degrees, prefix sums, then placement, the super-root's
   // edges first. Each object's successors are its class, then the range of its references:

@@ -21,10 +21,14 @@ namespace memprof::heap {
 struct Graph {
   uint32_t node_count = 0;  // heap.size() + 1
   ObjectId super_root = 0;  // == heap.size()
-  // The heap the graph was built from; it must stay where it is while the graph is used. The
-  // successors are read from it: a copy of them in graph form cost a fifth of the graph's
-  // and the dominator tree's time and 4 bytes per edge, for no faster traversal.
-  const Heap* heap = nullptr;
+  // The successors, read from the heap's own arrays (a copy of them in graph form cost a fifth
+  // of the graph's and the dominator tree's time and 4 bytes per edge, for no faster
+  // traversal): views of its buffers, which stay where they are when the Heap is moved; the
+  // Heap must outlive the graph.
+  std::span<const ObjectId> class_of;
+  std::span<const uint32_t> ref_begin;
+  std::span<const ObjectId> ref_targets;
+  std::span<const RootSet> roots;
 
   BigVector<uint32_t> pred_begin;  // node_count + 1 entries
   BigVector<ObjectId> pred;
@@ -33,13 +37,13 @@ struct Graph {
   template <typename Visit>
   void for_each_successor(ObjectId node, Visit visit) const {
     if (node == super_root) {
-      for (const RootSet& root : heap->roots) {
+      for (const RootSet& root : roots) {
         for (ObjectId target : root.targets) visit(target);
       }
       return;
     }
-    if (heap->class_of[node] != kNoObject) visit(heap->class_of[node]);
-    for (ObjectId target : heap->references(node)) visit(target);
+    if (class_of[node] != kNoObject) visit(class_of[node]);
+    for (uint32_t at = ref_begin[node]; at < ref_begin[node + 1]; ++at) visit(ref_targets[at]);
   }
   // The super-root first when it is one (the dominator tree stops looking at a node's
   // predecessors there), then objects in id order.

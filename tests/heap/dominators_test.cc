@@ -208,6 +208,18 @@ TEST(Dominators, MatchesBruteForceOnRandomGraphs) {
   }
 }
 
+TEST(Dominators, TheGraphOutlivesAMoveOfItsHeap) {
+  // The graph reads the successors from the heap's arrays: moving the Heap (as returning it
+  // does) must leave them where the graph sees them.
+  Heap heap = load_text(graph_dump(4, {{0, 1}, {1, 2}, {0, 3}, {3, 2}}, {0}));
+  const Graph graph = Graph::build(heap);
+  const Heap moved = std::move(heap);
+  const DominatorTree tree = DominatorTree::compute(graph, moved);
+  EXPECT_EQ(tree.idom[2], 0u);
+  EXPECT_EQ(tree.idom[3], 0u);
+  EXPECT_EQ(reachable_from_roots(graph, moved), (std::vector<uint8_t>{1, 1, 1, 1, 0}));  // not the super-root
+}
+
 TEST(Dominators, HalfMillionLongChainOnTheDefaultStack) {
   // root -> 0 -> 1 -> ... -> 499999, as a linked list in a real heap. Every traversal must be
   // iterative: recursion 500,000 deep overflows the default 8 MB stack.
