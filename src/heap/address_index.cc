@@ -37,6 +37,12 @@ AddressIndex AddressIndex::build(std::span<const uint64_t> addresses, uint64_t& 
     runs += bucket != previous;
     previous = bucket;
   }
+  // Runs this short are not Ruby's order (or a heap of the largest slots only): 64 bytes per
+  // run would cost more than the table of every address, which then does it alone.
+  if (runs > addresses.size() / kFewestPerRun) {
+    index.table_ = build_table(addresses, duplicates);
+    return index;
+  }
   const size_t capacity = capacity_for(runs);
   index.buckets_ = make_big_array_for_overwrite<Bucket>(capacity);
   std::fill_n(index.buckets_.get(), capacity, Bucket{});
@@ -77,11 +83,16 @@ AddressIndex AddressIndex::build(std::span<const uint64_t> addresses, uint64_t& 
 }
 
 void AddressIndex::prefetch(uint64_t address) const {
-  if (buckets_) __builtin_prefetch(&buckets_[home_slot((address >> kBucketBits) + 1, bucket_shift_)]);
+  if (buckets_) {
+    __builtin_prefetch(&buckets_[home_slot((address >> kBucketBits) + 1, bucket_shift_)]);
+  } else if (table_.keys) {
+    __builtin_prefetch(&table_.keys[home_slot(address >> 3, table_.shift)]);
+  }
 }
 
 ObjectId AddressIndex::find(uint64_t address) const {
-  if (!buckets_ || address == 0) return kNoObject;
+  if (address == 0) return kNoObject;
+  if (!buckets_) return table_.keys ? find_in_table(address) : kNoObject;
   const Bucket* bucket = bucket_of(address);
   if (bucket == nullptr) return kNoObject;
   if (bucket->irregular != 0) return find_in_table(address);

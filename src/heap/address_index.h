@@ -8,9 +8,11 @@
 // a hash table of one cache line each, small enough for the CPU's caches (1 MB for the 195,000
 // objects of a production Rails heap, where a table of every address took 6 MB). A bucket whose
 // objects are not such a run (a hand-made or concatenated dump, a repeated or unaligned address)
-// is looked up in an open-addressing table of every address, built only when there is one.
+// is looked up in an open-addressing table of every address, built only when there is one; when
+// runs are short (fewer than 8 objects on average: another order than Ruby's), the table alone.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -33,6 +35,7 @@ class AddressIndex {
  private:
   static constexpr unsigned kBucketBits = 11;                       // 2 KB of addresses
   static constexpr unsigned kPositions = (1u << kBucketBits) / 8;  // 8-byte aligned objects
+  static constexpr size_t kFewestPerRun = 8;  // objects per run, on average, for the buckets
   struct alignas(64) Bucket {
     uint64_t key;  // bucket number + 1; 0: an empty slot
     ObjectId first;
