@@ -23,7 +23,7 @@ struct Preorder {
 // numbers everything reachable from one successor before it takes the next, so the nodes
 // numbered before machine_context's turn are those the other roots reach. That answers "kept
 // alive only through machine_context" without a search of its own. An object's successors are
-// taken as Graph::for_each_successor gives them: its class, then its references.
+// taken in the graph's order: its class edge, then its reference edges.
 Preorder depth_first(const Graph& graph, const Heap& heap) {
   Preorder order;
   order.number.assign(graph.node_count, kUnvisited);
@@ -45,8 +45,8 @@ Preorder depth_first(const Graph& graph, const Heap& heap) {
     order.number[node] = number;
     order.node.push_back(node);
     order.parent.push_back(parent_number);
-    const std::span<const ObjectId> references = heap.references(node);
-    stack.push_back({number, heap.class_of[node], references.data(), references.data() + references.size()});
+    const std::span<const ObjectId> references = graph.reference_edges(node);
+    stack.push_back({number, graph.class_edge(node), references.data(), references.data() + references.size()});
   };
   auto search_from = [&](ObjectId root_target) {
     if (order.number[root_target] != kUnvisited) return;

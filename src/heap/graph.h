@@ -33,6 +33,11 @@ struct Graph {
   BigVector<uint32_t> pred_begin;  // node_count + 1 entries
   BigVector<ObjectId> pred;
 
+  // An object's successors, in order: its class (kNoObject: none), then its references.
+  ObjectId class_edge(ObjectId object) const { return class_of[object]; }
+  std::span<const ObjectId> reference_edges(ObjectId object) const {
+    return ref_targets.subspan(ref_begin[object], ref_begin[object + 1] - ref_begin[object]);
+  }
   // Calls visit(successor) for each successor of `node`, in order.
   template <typename Visit>
   void for_each_successor(ObjectId node, Visit visit) const {
@@ -42,8 +47,8 @@ struct Graph {
       }
       return;
     }
-    if (class_of[node] != kNoObject) visit(class_of[node]);
-    for (uint32_t at = ref_begin[node]; at < ref_begin[node + 1]; ++at) visit(ref_targets[at]);
+    if (class_edge(node) != kNoObject) visit(class_edge(node));
+    for (ObjectId target : reference_edges(node)) visit(target);
   }
   // The super-root first when it is one (the dominator tree stops looking at a node's
   // predecessors there), then objects in id order.
